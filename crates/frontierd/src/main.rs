@@ -1,0 +1,2 @@
+//! frontierd: the daemon binary. Wiring, not logic.
+fn main() {}

@@ -1,0 +1,9 @@
+//! robots-policy: everything frontierd knows about robots.txt, as pure functions and plain data.
+//!
+//! It owns the parser (bytes in, never a failure), the compiled per-agent matcher that gives
+//! the same verdicts as Google's open-source robotstxt library, and the per-origin robots
+//! state machine (`state`), whose transitions take `now` as an argument.
+//!
+//! It must never do I/O, spawn threads, read clocks or depend on another frontierd crate.
+
+pub mod state;

@@ -1,0 +1,1 @@
+//! The per-origin robots.txt state machine (to be written).
