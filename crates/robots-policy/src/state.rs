@@ -1,1 +1,887 @@
-//! The per-origin robots.txt state machine (to be written).
+//! The per-origin robots.txt state machine.
+//!
+//! One [`OriginRobots`] value per origin (the key is the caller's business). It says whether
+//! the origin's URLs may be fetched ([`OriginRobots::verdict`]), when robots.txt must be
+//! fetched next ([`OriginRobots::next_fetch_at`]) and how a robots.txt fetch outcome changes
+//! the state ([`OriginRobots::apply`]). It stores the last good robots.txt *body* as bytes and
+//! never parses it: a [`Gate::ObeyRules`] hands the body to the caller, which compiles and
+//! matches it.
+//!
+//! Everything here is pure: time is passed in as [`UnixMillis`], randomness (the retry jitter)
+//! as [`Jitter`], and the configuration as [`StateConfig`]. Nothing reads a clock.
+//!
+//! States (see `docs/robots-state-machine.md` for the drawing and the full transition table):
+//!
+//! | state | verdict | next robots fetch |
+//! | --- | --- | --- |
+//! | [`RobotsState::Unknown`] | hold | now |
+//! | [`RobotsState::Fresh`] | by the rules (allow-all after a 4xx or a redirect overflow) | at `expires_at` |
+//! | [`RobotsState::Stale`] | hold until the refresh resolves | now |
+//! | [`RobotsState::ServerErrorDisallow`] | hold | retry with back-off |
+//! | [`RobotsState::Fallback`] | by the last good copy, or allow-all if none | slow cadence |
+//!
+//! Time-driven transitions (fresh -> stale at `expires_at`, 5xx-disallow -> fallback at
+//! `since + fallback_after`) are evaluated lazily: every method that takes `now` answers for the
+//! state in effect at `now`, whether or not [`OriginRobots::on_tick`] has stored it yet.
+//!
+//! The persistent encoding lives in [`encoding`] and is re-exported here as [`encode`] and
+//! [`decode`].
+
+use std::fmt;
+use std::time::Duration;
+
+pub mod encoding;
+
+pub use encoding::{decode, encode, DecodeError, FORMAT_VERSION};
+
+/// An instant: milliseconds since the Unix epoch (UTC). Arithmetic saturates, never panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct UnixMillis(pub u64);
+
+impl UnixMillis {
+    /// The instant `d` after `self` (saturating at `u64::MAX` ms).
+    pub fn saturating_add(self, d: Duration) -> UnixMillis {
+        UnixMillis(self.0.saturating_add(duration_to_millis(d)))
+    }
+
+    /// How long after `earlier` this instant is (zero if it is not after it).
+    pub fn saturating_duration_since(self, earlier: UnixMillis) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Display for UnixMillis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ms", self.0)
+    }
+}
+
+fn duration_to_millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A uniformly random `u64` supplied by the caller, used to spread retries (0 = no jitter).
+///
+/// The jitter only ever *lengthens* a retry delay: with `retry_jitter_percent = 20`, a delay
+/// `d` becomes a value in `[d, d * 1.2)`, `Jitter(0)` giving exactly `d` and `Jitter(u64::MAX)`
+/// the top of the range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Jitter(pub u64);
+
+impl Jitter {
+    /// No jitter: delays are exactly the nominal ones.
+    pub const NONE: Jitter = Jitter(0);
+}
+
+/// Timing of the machine. [`StateConfig::default`] gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateConfig {
+    /// Lifetime of a fetched robots.txt when the response has no `Cache-Control: max-age`,
+    /// and for allow-all results (4xx, redirect overflow). Default 24 h.
+    pub freshness_default: Duration,
+    /// Shortest lifetime a `max-age` can give. Default 1 h.
+    pub freshness_min: Duration,
+    /// Longest lifetime a `max-age` can give. Default 24 h.
+    pub freshness_max: Duration,
+    /// First retry delay in 5xx-disallow; also the lower bound for `Retry-After`. Default 1 min.
+    pub retry_initial: Duration,
+    /// Cap of the doubling retry delay; also the upper bound for `Retry-After`. Default 1 h.
+    pub retry_max: Duration,
+    /// How much jitter may lengthen a retry delay, in percent of it. Default 20.
+    pub retry_jitter_percent: u32,
+    /// How long an unbroken run of server-class failures lasts before fallback. Default 30 days.
+    pub fallback_after: Duration,
+    /// Retry cadence in fallback. Default 24 h (the freshness lifetime).
+    pub fallback_retry_interval: Duration,
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            freshness_default: DAY,
+            freshness_min: HOUR,
+            freshness_max: DAY,
+            retry_initial: Duration::from_secs(60),
+            retry_max: HOUR,
+            retry_jitter_percent: 20,
+            fallback_after: 30 * DAY,
+            fallback_retry_interval: DAY,
+        }
+    }
+}
+
+impl StateConfig {
+    /// Lifetime of a 2xx robots.txt: `max_age` (or the default) clamped to
+    /// `[freshness_min, freshness_max]`. Never panics, even if min > max (max wins).
+    pub fn freshness_for(&self, max_age: Option<Duration>) -> Duration {
+        max_age
+            .unwrap_or(self.freshness_default)
+            .max(self.freshness_min)
+            .min(self.freshness_max)
+    }
+
+    /// Nominal retry delay after the `attempt`-th consecutive failure (1-based), before jitter:
+    /// `retry_initial * 2^(attempt-1)` capped at `retry_max`; or, when the server sent a
+    /// `Retry-After`, that value clamped to `[retry_initial, retry_max]`.
+    pub fn nominal_retry_delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        match retry_after {
+            Some(ra) => ra.max(self.retry_initial).min(self.retry_max),
+            None => {
+                let shift = attempt.saturating_sub(1).min(63);
+                let initial = duration_to_millis(self.retry_initial);
+                let doubled = initial.checked_mul(1u64 << shift).unwrap_or(u64::MAX);
+                Duration::from_millis(doubled).min(self.retry_max)
+            }
+        }
+    }
+
+    /// The retry delay actually used: [`Self::nominal_retry_delay`] lengthened by the jitter,
+    /// a value in `[nominal, nominal * (1 + retry_jitter_percent / 100))`.
+    pub fn retry_delay(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        jitter: Jitter,
+    ) -> Duration {
+        let nominal = duration_to_millis(self.nominal_retry_delay(attempt, retry_after));
+        // nominal * (jitter / 2^64) * percent / 100, in u128 so it cannot overflow.
+        let fraction = (u128::from(nominal) * u128::from(jitter.0)) >> 64;
+        let extra = fraction * u128::from(self.retry_jitter_percent) / 100;
+        let extra = u64::try_from(extra).unwrap_or(u64::MAX);
+        Duration::from_millis(nominal.saturating_add(extra))
+    }
+}
+
+/// Why a network-class failure happened. All of them count as a server error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkErrorKind {
+    /// Name resolution failed.
+    Dns,
+    /// TCP connect failed or was refused.
+    Connect,
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// Connect or total timeout.
+    Timeout,
+    /// Connection reset or interrupted mid-response.
+    Reset,
+    /// The response could not be parsed as HTTP.
+    InvalidResponse,
+    /// Broken chunked transfer encoding.
+    BrokenChunking,
+    /// Any other transport failure (also what an unknown stored kind decodes to).
+    Other,
+}
+
+impl NetworkErrorKind {
+    /// Stable name for logs and the admin API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkErrorKind::Dns => "dns",
+            NetworkErrorKind::Connect => "connect",
+            NetworkErrorKind::Tls => "tls",
+            NetworkErrorKind::Timeout => "timeout",
+            NetworkErrorKind::Reset => "reset",
+            NetworkErrorKind::InvalidResponse => "invalid-response",
+            NetworkErrorKind::BrokenChunking => "broken-chunking",
+            NetworkErrorKind::Other => "other",
+        }
+    }
+}
+
+/// The outcome of one robots.txt fetch (after redirects), as the caller maps it from its HTTP
+/// client. Plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RobotsFetchResult {
+    /// A 2xx response: the body (already capped and decoded by the fetcher) is the rules.
+    Success {
+        status: u16,
+        body: Vec<u8>,
+        /// `Cache-Control: max-age`, if the response had one.
+        max_age: Option<Duration>,
+    },
+    /// A 4xx other than 429: there is no robots.txt, everything is allowed.
+    /// (A 429 passed here is treated as [`RobotsFetchResult::TooManyRequests`].)
+    ClientError { status: u16 },
+    /// Redirects went past the hop limit: treated like a 404 (allow-all).
+    RedirectLimitExceeded,
+    /// 429 Too Many Requests: the site is disallowed for now.
+    TooManyRequests { retry_after: Option<Duration> },
+    /// A 5xx: the site is disallowed for now.
+    ServerError {
+        status: u16,
+        retry_after: Option<Duration>,
+    },
+    /// A network-class failure: treated as a server error.
+    Network { kind: NetworkErrorKind },
+}
+
+/// Why a fresh copy allows everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AllowAllCause {
+    /// robots.txt answered this 4xx (not 429): the site has no robots.txt.
+    ClientError { status: u16 },
+    /// Redirects went past the hop limit (treated as a 404).
+    RedirectLimitExceeded,
+}
+
+impl fmt::Display for AllowAllCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllowAllCause::ClientError { status } => write!(f, "robots.txt answered {status}"),
+            AllowAllCause::RedirectLimitExceeded => {
+                f.write_str("robots.txt redirects exceeded the hop limit")
+            }
+        }
+    }
+}
+
+/// What a good robots.txt fetch said: a body to obey, or "no robots.txt" (allow-all).
+///
+/// "Allow-all because 404" is a good copy like any body: the site said it has no robots.txt,
+/// so in fallback it keeps allowing everything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyContent {
+    /// The robots.txt body of a 2xx response, to be compiled and matched by the caller.
+    Body(Vec<u8>),
+    /// No robots.txt (4xx or redirect overflow): no restrictions.
+    AllowAll(AllowAllCause),
+}
+
+/// A good robots.txt result and when it was fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsCopy {
+    pub content: CopyContent,
+    pub fetched_at: UnixMillis,
+}
+
+impl RobotsCopy {
+    fn gate(&self, source: RulesSource) -> Gate<'_> {
+        match &self.content {
+            CopyContent::Body(body) => Gate::ObeyRules { body, source },
+            CopyContent::AllowAll(cause) => Gate::AllowAll {
+                source,
+                cause: Some(*cause),
+            },
+        }
+    }
+}
+
+/// The state of one origin's robots.txt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RobotsState {
+    /// Never fetched: hold every URL, fetch robots.txt now.
+    #[default]
+    Unknown,
+    /// A good copy, valid until `expires_at` (exclusive).
+    Fresh {
+        copy: RobotsCopy,
+        expires_at: UnixMillis,
+    },
+    /// The copy expired at `expires_at`: hold every URL until the refresh resolves.
+    Stale {
+        copy: RobotsCopy,
+        expires_at: UnixMillis,
+    },
+    /// An unbroken run of server-class failures started at `since`: hold every URL.
+    ServerErrorDisallow {
+        /// The first failure of the unbroken run.
+        since: UnixMillis,
+        /// The copy in effect when the run started, if there was one.
+        last_good: Option<RobotsCopy>,
+        /// Consecutive failures in the run (>= 1).
+        attempt: u32,
+        /// When to fetch robots.txt again.
+        next_retry_at: UnixMillis,
+    },
+    /// The run of failures has lasted `fallback_after`: obey the last good copy, or allow all.
+    Fallback {
+        since: UnixMillis,
+        last_good: Option<RobotsCopy>,
+        attempt: u32,
+        next_retry_at: UnixMillis,
+    },
+}
+
+/// The fieldless kind of a [`RobotsState`], for logs, metrics and the admin API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RobotsStateKind {
+    Unknown,
+    Fresh,
+    Stale,
+    ServerErrorDisallow,
+    Fallback,
+}
+
+impl RobotsStateKind {
+    /// Stable name: "unknown", "fresh", "stale", "5xx-disallow", "fallback".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RobotsStateKind::Unknown => "unknown",
+            RobotsStateKind::Fresh => "fresh",
+            RobotsStateKind::Stale => "stale",
+            RobotsStateKind::ServerErrorDisallow => "5xx-disallow",
+            RobotsStateKind::Fallback => "fallback",
+        }
+    }
+
+    /// All kinds, in the order above.
+    pub const ALL: [RobotsStateKind; 5] = [
+        RobotsStateKind::Unknown,
+        RobotsStateKind::Fresh,
+        RobotsStateKind::Stale,
+        RobotsStateKind::ServerErrorDisallow,
+        RobotsStateKind::Fallback,
+    ];
+}
+
+impl fmt::Display for RobotsStateKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RobotsState {
+    /// The stored kind (time-driven transitions not yet applied; see [`OriginRobots::kind_at`]).
+    pub fn kind(&self) -> RobotsStateKind {
+        match self {
+            RobotsState::Unknown => RobotsStateKind::Unknown,
+            RobotsState::Fresh { .. } => RobotsStateKind::Fresh,
+            RobotsState::Stale { .. } => RobotsStateKind::Stale,
+            RobotsState::ServerErrorDisallow { .. } => RobotsStateKind::ServerErrorDisallow,
+            RobotsState::Fallback { .. } => RobotsStateKind::Fallback,
+        }
+    }
+}
+
+/// Where the rules of a non-holding verdict come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RulesSource {
+    /// A fresh copy.
+    Fresh,
+    /// The fallback after 30 days of server-class failures.
+    Fallback,
+}
+
+/// Why the origin's URLs are held (kept queued in order, neither fetched nor dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HoldReason {
+    /// robots.txt was never fetched.
+    NeverFetched,
+    /// The copy expired and its refresh has not resolved yet.
+    RefreshPending,
+    /// robots.txt answers a server-class failure since `since`: the site is disallowed for now.
+    ServerErrorDisallow { since: UnixMillis },
+}
+
+impl fmt::Display for HoldReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HoldReason::NeverFetched => f.write_str("robots.txt not fetched yet"),
+            HoldReason::RefreshPending => f.write_str("robots.txt expired, refresh pending"),
+            HoldReason::ServerErrorDisallow { since } => {
+                write!(f, "robots.txt failing since {since}: site disallowed for now")
+            }
+        }
+    }
+}
+
+/// What the caller may do with the origin's URLs at a given instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate<'a> {
+    /// Keep every URL queued in order; fetch nothing, drop nothing.
+    Hold(HoldReason),
+    /// Everything is allowed. `cause` is the copy's reason, or `None` in a fallback without
+    /// any last good copy.
+    AllowAll {
+        source: RulesSource,
+        cause: Option<AllowAllCause>,
+    },
+    /// Compile `body` as robots.txt and obey it; a URL it disallows is dropped.
+    ObeyRules { body: &'a [u8], source: RulesSource },
+}
+
+impl Gate<'_> {
+    /// True for [`Gate::Hold`].
+    pub fn is_hold(&self) -> bool {
+        matches!(self, Gate::Hold(_))
+    }
+}
+
+impl fmt::Display for Gate<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let src = |s: &RulesSource| match s {
+            RulesSource::Fresh => "fresh robots.txt",
+            RulesSource::Fallback => "fallback (last good robots.txt)",
+        };
+        match self {
+            Gate::Hold(reason) => write!(f, "hold: {reason}"),
+            Gate::AllowAll {
+                source,
+                cause: Some(cause),
+            } => write!(f, "allow all by {}: {cause}", src(source)),
+            Gate::AllowAll { cause: None, .. } => {
+                f.write_str("allow all: fallback without any last good robots.txt")
+            }
+            Gate::ObeyRules { body, source } => {
+                write!(f, "obey {} ({} bytes)", src(source), body.len())
+            }
+        }
+    }
+}
+
+/// A summary of a fetch outcome, kept for the admin API ("last status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FetchSummary {
+    /// An HTTP status (2xx, 4xx, 429, 5xx).
+    Status(u16),
+    /// Redirects went past the hop limit.
+    RedirectLimitExceeded,
+    /// A network-class failure.
+    Network(NetworkErrorKind),
+}
+
+impl fmt::Display for FetchSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchSummary::Status(s) => write!(f, "{s}"),
+            FetchSummary::RedirectLimitExceeded => f.write_str("redirect limit exceeded"),
+            FetchSummary::Network(k) => write!(f, "network error ({})", k.as_str()),
+        }
+    }
+}
+
+impl RobotsFetchResult {
+    /// The summary stored as "last status".
+    pub fn summary(&self) -> FetchSummary {
+        match self {
+            RobotsFetchResult::Success { status, .. }
+            | RobotsFetchResult::ClientError { status }
+            | RobotsFetchResult::ServerError { status, .. } => FetchSummary::Status(*status),
+            RobotsFetchResult::RedirectLimitExceeded => FetchSummary::RedirectLimitExceeded,
+            RobotsFetchResult::TooManyRequests { .. } => FetchSummary::Status(429),
+            RobotsFetchResult::Network { kind } => FetchSummary::Network(*kind),
+        }
+    }
+}
+
+/// The last robots.txt fetch: when it resolved and what it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastFetch {
+    pub at: UnixMillis,
+    pub outcome: FetchSummary,
+}
+
+/// One state change, for logs and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// The kind in effect at `at` before the change (time-driven transitions included).
+    pub from: RobotsStateKind,
+    pub to: RobotsStateKind,
+    pub at: UnixMillis,
+    /// Human-readable reason.
+    pub reason: String,
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} -> {}: {}", self.from, self.to, self.reason)
+    }
+}
+
+/// What an operator's admin API shows about one origin, computed for an instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsStatus {
+    /// The kind in effect at the instant.
+    pub kind: RobotsStateKind,
+    /// Start of the unbroken run of failures (5xx-disallow, fallback).
+    pub since: Option<UnixMillis>,
+    /// When fallback starts or started (5xx-disallow, fallback).
+    pub fallback_at: Option<UnixMillis>,
+    /// When the current copy expires or expired (fresh, stale).
+    pub expires_at: Option<UnixMillis>,
+    /// When robots.txt is to be fetched next (at or before the instant: due now).
+    pub next_fetch_at: UnixMillis,
+    /// Consecutive failures (0 outside 5xx-disallow and fallback).
+    pub attempt: u32,
+    /// The last fetch, if any.
+    pub last_fetch: Option<LastFetch>,
+    /// When the copy in use (current or last good) was fetched.
+    pub copy_fetched_at: Option<UnixMillis>,
+    /// Size of the body in use, if the copy is a body.
+    pub copy_body_len: Option<usize>,
+}
+
+/// Everything frontierd stores about one origin's robots.txt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OriginRobots {
+    pub state: RobotsState,
+    pub last_fetch: Option<LastFetch>,
+}
+
+impl OriginRobots {
+    /// A never-fetched origin.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The stored kind (see [`Self::kind_at`] for the kind in effect at an instant).
+    pub fn kind(&self) -> RobotsStateKind {
+        self.state.kind()
+    }
+
+    /// The kind in effect at `now`: a fresh copy past `expires_at` is stale, a 5xx-disallow
+    /// past `since + fallback_after` is fallback.
+    pub fn kind_at(&self, cfg: &StateConfig, now: UnixMillis) -> RobotsStateKind {
+        match &self.state {
+            RobotsState::Fresh { expires_at, .. } if now >= *expires_at => RobotsStateKind::Stale,
+            RobotsState::ServerErrorDisallow { since, .. }
+                if now >= fallback_at(cfg, *since) =>
+            {
+                RobotsStateKind::Fallback
+            }
+            s => s.kind(),
+        }
+    }
+
+    /// What may be done with the origin's URLs at `now`.
+    pub fn verdict(&self, cfg: &StateConfig, now: UnixMillis) -> Gate<'_> {
+        match &self.state {
+            RobotsState::Unknown => Gate::Hold(HoldReason::NeverFetched),
+            RobotsState::Fresh { copy, expires_at } => {
+                if now >= *expires_at {
+                    Gate::Hold(HoldReason::RefreshPending)
+                } else {
+                    copy.gate(RulesSource::Fresh)
+                }
+            }
+            RobotsState::Stale { .. } => Gate::Hold(HoldReason::RefreshPending),
+            RobotsState::ServerErrorDisallow {
+                since, last_good, ..
+            } => {
+                if now >= fallback_at(cfg, *since) {
+                    fallback_gate(last_good)
+                } else {
+                    Gate::Hold(HoldReason::ServerErrorDisallow { since: *since })
+                }
+            }
+            RobotsState::Fallback { last_good, .. } => fallback_gate(last_good),
+        }
+    }
+
+    /// When robots.txt should be fetched next. An instant at or before `now` means "due now"
+    /// (unknown, stale: ahead of any page of the origin). The machine does not know about
+    /// fetches in flight: the caller must not start a second one.
+    pub fn next_fetch_at(&self, now: UnixMillis) -> UnixMillis {
+        match &self.state {
+            RobotsState::Unknown => now,
+            RobotsState::Fresh { expires_at, .. } | RobotsState::Stale { expires_at, .. } => {
+                *expires_at
+            }
+            RobotsState::ServerErrorDisallow { next_retry_at, .. }
+            | RobotsState::Fallback { next_retry_at, .. } => *next_retry_at,
+        }
+    }
+
+    /// Whether robots.txt is due at `now`.
+    pub fn needs_fetch(&self, now: UnixMillis) -> bool {
+        self.next_fetch_at(now) <= now
+    }
+
+    /// Apply the time-driven transitions due at `now` to the stored state: fresh -> stale at
+    /// `expires_at`, 5xx-disallow -> fallback at `since + fallback_after`. Returns the change,
+    /// if any (the caller persists it). Calling it is optional: every method taking `now`
+    /// already answers for the state in effect at `now`.
+    pub fn on_tick(&mut self, cfg: &StateConfig, now: UnixMillis) -> Option<Transition> {
+        let from = self.kind();
+        let to = self.kind_at(cfg, now);
+        if from == to {
+            return None;
+        }
+        let state = std::mem::take(&mut self.state);
+        let (state, reason) = match state {
+            RobotsState::Fresh { copy, expires_at } => (
+                RobotsState::Stale { copy, expires_at },
+                format!("robots.txt expired at {expires_at}: refresh before any page"),
+            ),
+            RobotsState::ServerErrorDisallow {
+                since,
+                last_good,
+                attempt,
+                next_retry_at,
+            } => {
+                let reason = format!(
+                    "failing since {since} for {} or more: {}",
+                    fmt_duration(cfg.fallback_after),
+                    if last_good.is_some() {
+                        "obey the last good copy"
+                    } else {
+                        "no good copy ever, allow all"
+                    }
+                );
+                (
+                    RobotsState::Fallback {
+                        since,
+                        last_good,
+                        attempt,
+                        next_retry_at,
+                    },
+                    reason,
+                )
+            }
+            other => {
+                // kind_at only differs from kind for the two arms above.
+                self.state = other;
+                return None;
+            }
+        };
+        self.state = state;
+        Some(Transition {
+            from,
+            to,
+            at: now,
+            reason,
+        })
+    }
+
+    /// Apply the outcome of a robots.txt fetch that resolved at `now`.
+    ///
+    /// Time-driven transitions due at `now` are applied first, so the returned
+    /// [`Transition::from`] is the kind in effect at `now`. `jitter` lengthens a retry delay
+    /// (see [`Jitter`]); it is unused for successes and in fallback.
+    pub fn apply(
+        &mut self,
+        cfg: &StateConfig,
+        outcome: RobotsFetchResult,
+        now: UnixMillis,
+        jitter: Jitter,
+    ) -> Transition {
+        self.on_tick(cfg, now);
+        let from = self.kind();
+        self.last_fetch = Some(LastFetch {
+            at: now,
+            outcome: outcome.summary(),
+        });
+        let reason = match outcome {
+            RobotsFetchResult::Success {
+                status,
+                body,
+                max_age,
+            } => {
+                let lifetime = cfg.freshness_for(max_age);
+                let len = body.len();
+                self.become_fresh(CopyContent::Body(body), now, lifetime);
+                format!(
+                    "robots.txt {status} ({len} bytes): obey it, fresh for {}{}",
+                    fmt_duration(lifetime),
+                    match max_age {
+                        Some(ma) => format!(" (max-age {})", fmt_duration(ma)),
+                        None => String::new(),
+                    }
+                )
+            }
+            RobotsFetchResult::ClientError { status: 429 } => {
+                self.fail(cfg, now, None, jitter, "robots.txt 429".to_string())
+            }
+            RobotsFetchResult::ClientError { status } => {
+                let cause = AllowAllCause::ClientError { status };
+                self.become_fresh(CopyContent::AllowAll(cause), now, cfg.freshness_default);
+                format!(
+                    "{cause}: no robots.txt, allow all for {}",
+                    fmt_duration(cfg.freshness_default)
+                )
+            }
+            RobotsFetchResult::RedirectLimitExceeded => {
+                let cause = AllowAllCause::RedirectLimitExceeded;
+                self.become_fresh(CopyContent::AllowAll(cause), now, cfg.freshness_default);
+                format!(
+                    "{cause}: treated as 404, allow all for {}",
+                    fmt_duration(cfg.freshness_default)
+                )
+            }
+            RobotsFetchResult::TooManyRequests { retry_after } => self.fail(
+                cfg,
+                now,
+                retry_after,
+                jitter,
+                format!("robots.txt 429{}", fmt_retry_after(retry_after)),
+            ),
+            RobotsFetchResult::ServerError {
+                status,
+                retry_after,
+            } => self.fail(
+                cfg,
+                now,
+                retry_after,
+                jitter,
+                format!("robots.txt {status}{}", fmt_retry_after(retry_after)),
+            ),
+            RobotsFetchResult::Network { kind } => self.fail(
+                cfg,
+                now,
+                None,
+                jitter,
+                format!("robots.txt fetch failed ({})", kind.as_str()),
+            ),
+        };
+        Transition {
+            from,
+            to: self.kind(),
+            at: now,
+            reason,
+        }
+    }
+
+    fn become_fresh(&mut self, content: CopyContent, now: UnixMillis, lifetime: Duration) {
+        self.state = RobotsState::Fresh {
+            copy: RobotsCopy {
+                content,
+                fetched_at: now,
+            },
+            expires_at: now.saturating_add(lifetime),
+        };
+    }
+
+    /// A server-class failure (5xx, 429, network). Assumes `on_tick(now)` already ran.
+    fn fail(
+        &mut self,
+        cfg: &StateConfig,
+        now: UnixMillis,
+        retry_after: Option<Duration>,
+        jitter: Jitter,
+        what: String,
+    ) -> String {
+        let state = std::mem::take(&mut self.state);
+        let (since, last_good, attempt) = match state {
+            RobotsState::Unknown => (now, None, 0),
+            RobotsState::Fresh { copy, .. } | RobotsState::Stale { copy, .. } => {
+                (now, Some(copy), 0)
+            }
+            RobotsState::ServerErrorDisallow {
+                since,
+                last_good,
+                attempt,
+                ..
+            } => (since, last_good, attempt),
+            RobotsState::Fallback {
+                since,
+                last_good,
+                attempt,
+                ..
+            } => {
+                let attempt = attempt.saturating_add(1);
+                let next_retry_at = now.saturating_add(cfg.fallback_retry_interval);
+                self.state = RobotsState::Fallback {
+                    since,
+                    last_good,
+                    attempt,
+                    next_retry_at,
+                };
+                return format!(
+                    "{what}: still failing since {since} (attempt {attempt}), stay in fallback, \
+                     retry in {}",
+                    fmt_duration(cfg.fallback_retry_interval)
+                );
+            }
+        };
+        let attempt = attempt.saturating_add(1);
+        let delay = cfg.retry_delay(attempt, retry_after, jitter);
+        let had_copy = last_good.is_some();
+        self.state = RobotsState::ServerErrorDisallow {
+            since,
+            last_good,
+            attempt,
+            next_retry_at: now.saturating_add(delay),
+        };
+        format!(
+            "{what}: whole site held (attempt {attempt}, failing since {since}{}), retry in {}",
+            if had_copy { ", last good copy kept" } else { "" },
+            fmt_duration(delay)
+        )
+    }
+
+    /// The fields an operator's admin API shows, as in effect at `now`.
+    pub fn status(&self, cfg: &StateConfig, now: UnixMillis) -> RobotsStatus {
+        let (since, expires_at, attempt, copy) = match &self.state {
+            RobotsState::Unknown => (None, None, 0, None),
+            RobotsState::Fresh { copy, expires_at } | RobotsState::Stale { copy, expires_at } => {
+                (None, Some(*expires_at), 0, Some(copy))
+            }
+            RobotsState::ServerErrorDisallow {
+                since,
+                last_good,
+                attempt,
+                ..
+            }
+            | RobotsState::Fallback {
+                since,
+                last_good,
+                attempt,
+                ..
+            } => (Some(*since), None, *attempt, last_good.as_ref()),
+        };
+        RobotsStatus {
+            kind: self.kind_at(cfg, now),
+            since,
+            fallback_at: since.map(|s| fallback_at(cfg, s)),
+            expires_at,
+            next_fetch_at: self.next_fetch_at(now),
+            attempt,
+            last_fetch: self.last_fetch,
+            copy_fetched_at: copy.map(|c| c.fetched_at),
+            copy_body_len: copy.and_then(|c| match &c.content {
+                CopyContent::Body(b) => Some(b.len()),
+                CopyContent::AllowAll(_) => None,
+            }),
+        }
+    }
+}
+
+fn fallback_at(cfg: &StateConfig, since: UnixMillis) -> UnixMillis {
+    since.saturating_add(cfg.fallback_after)
+}
+
+fn fallback_gate(last_good: &Option<RobotsCopy>) -> Gate<'_> {
+    match last_good {
+        Some(copy) => copy.gate(RulesSource::Fallback),
+        None => Gate::AllowAll {
+            source: RulesSource::Fallback,
+            cause: None,
+        },
+    }
+}
+
+fn fmt_retry_after(ra: Option<Duration>) -> String {
+    match ra {
+        Some(d) => format!(" (Retry-After {})", fmt_duration(d)),
+        None => String::new(),
+    }
+}
+
+/// "1d2h", "1h", "2m30s", "45s", "250ms".
+fn fmt_duration(d: Duration) -> String {
+    let ms = duration_to_millis(d);
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = ms / 1000;
+    let (days, hours, mins, s) = (
+        secs / 86_400,
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60,
+    );
+    let mut out = String::new();
+    for (n, unit) in [(days, "d"), (hours, "h"), (mins, "m"), (s, "s")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
