@@ -6,4 +6,16 @@
 //!
 //! It must never do I/O, spawn threads, read clocks or depend on another frontierd crate.
 
+mod matcher;
+mod parser;
+mod robots;
 pub mod state;
+
+pub use matcher::{
+    glob_match, path_params_query, AgentPolicy, GroupChoice, RuleKind, RuleView, Verdict,
+};
+pub use parser::{
+    Diagnostic, DiagnosticKind, Field, ParseOptions, DEFAULT_MAX_BYTES, MAX_DIAGNOSTICS,
+    MAX_LINE_BYTES,
+};
+pub use robots::{AgentLine, RobotsTxt};

@@ -1,0 +1,573 @@
+//! The compiled rules of one crawler and the URL matcher.
+//!
+//! Verdicts equal Google's `RobotsMatcher`: the matching rule with the longest (escaped)
+//! pattern decides, allow wins ties, no matching rule means allowed. Rules are kept in
+//! precedence order, so the first matching rule in that order is the deciding one.
+//!
+//! Speed: a check never tries every rule. Rules that start with a literal prefix longer
+//! than `/` sit in a sorted prefix array where the prefixes of a path are found by one
+//! binary search and a walk up a parent chain; rules that start with `*` or `/*` are found
+//! through an Aho-Corasick automaton over their longest literal piece. Only those
+//! candidates are matched, in precedence order, stopping at the first that matches.
+//! Matching a pattern is greedy over its `*`-separated pieces, linear in pattern x path,
+//! and allocates nothing.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use crate::robots::AgentLine;
+
+/// Allow or disallow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    Allow,
+    Disallow,
+}
+
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Allow => "allow",
+            RuleKind::Disallow => "disallow",
+        }
+    }
+}
+
+/// A rule as found in the file (pattern already escaped).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RuleSource<'a> {
+    pub kind: RuleKind,
+    pub pattern: &'a [u8],
+    pub line: u32,
+}
+
+/// Which group governs the crawler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupChoice {
+    /// Groups naming the crawler's product token (merged); their user-agent lines.
+    Specific(Vec<AgentLine>),
+    /// No group names the crawler: the `*` groups (merged); their user-agent lines.
+    Global(Vec<AgentLine>),
+    /// No group applies: everything is allowed.
+    NoGroup,
+}
+
+/// One compiled rule.
+#[derive(Clone, Copy, Debug)]
+struct Rule {
+    kind: RuleKind,
+    start: u32,
+    len: u32,
+    line: u32,
+    /// Google adds `allow: <dir>/$` for `allow: <dir>/index.htm...`.
+    synthesized: bool,
+}
+
+/// A rule as shown to people: kind, pattern, line, and whether frontierd derived it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleView<'a> {
+    pub kind: RuleKind,
+    pub pattern: &'a str,
+    pub line: u32,
+    /// True for the `allow: <dir>/$` rule Google derives from `allow: <dir>/index.htm...`.
+    pub synthesized: bool,
+}
+
+/// The answer for one URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    /// Index of the deciding rule (see [`AgentPolicy::rule`]); `None` when no rule matched.
+    pub rule: Option<u32>,
+}
+
+/// A literal prefix shared by one or more rules, in the sorted prefix array.
+#[derive(Clone, Copy, Debug)]
+struct PrefixEntry {
+    start: u32,
+    len: u32,
+    /// The longest other entry that is a prefix of this one.
+    parent: u32,
+    /// Range of rule ids in `prefix_rule_ids`, ascending.
+    rules_start: u32,
+    rules_end: u32,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+/// Candidate lookup for the rules of one crawler.
+#[derive(Clone, Debug, Default)]
+struct MatchIndex {
+    prefixes: Vec<PrefixEntry>,
+    prefix_rule_ids: Vec<u32>,
+    /// Floating rules (starting with `*` or `/*`) keyed by their longest literal piece.
+    floating: Option<AhoCorasick>,
+    floating_rule_ids: Vec<u32>,
+    /// Range in `floating_rule_ids` per automaton pattern.
+    floating_ranges: Vec<(u32, u32)>,
+    /// Floating rules with no literal piece long enough to index: always tried.
+    always: Vec<u32>,
+}
+
+/// The compiled robots.txt rules for one crawler. Cheap to query from many threads.
+#[derive(Clone, Debug)]
+pub struct AgentPolicy {
+    arena: Vec<u8>,
+    rules: Vec<Rule>,
+    index: MatchIndex,
+    crawl_delay: Option<f64>,
+    group: GroupChoice,
+}
+
+impl Default for AgentPolicy {
+    fn default() -> Self {
+        AgentPolicy::allow_all()
+    }
+}
+
+impl AgentPolicy {
+    /// A policy that allows every URL (no robots.txt, a 4xx, too many redirects).
+    pub fn allow_all() -> AgentPolicy {
+        AgentPolicy {
+            arena: Vec::new(),
+            rules: Vec::new(),
+            index: MatchIndex::default(),
+            crawl_delay: None,
+            group: GroupChoice::NoGroup,
+        }
+    }
+
+    /// Parse `body` and compile it for `agent` in one call.
+    pub fn parse(body: &[u8], agent: &str) -> AgentPolicy {
+        crate::RobotsTxt::parse(body).for_agent(agent)
+    }
+
+    pub(crate) fn compile(
+        group: GroupChoice,
+        sources: &[RuleSource<'_>],
+        crawl_delay: Option<f64>,
+    ) -> AgentPolicy {
+        let mut arena = Vec::with_capacity(sources.iter().map(|s| s.pattern.len() + 2).sum());
+        let mut rules = Vec::with_capacity(sources.len());
+        for source in sources {
+            let start = arena.len() as u32;
+            arena.extend_from_slice(source.pattern);
+            rules.push(Rule {
+                kind: source.kind,
+                start,
+                len: source.pattern.len() as u32,
+                line: source.line,
+                synthesized: false,
+            });
+            if source.kind == RuleKind::Allow {
+                if let Some(dir) = index_page_directory(source.pattern) {
+                    let start = arena.len() as u32;
+                    arena.extend_from_slice(dir);
+                    arena.push(b'$');
+                    rules.push(Rule {
+                        kind: RuleKind::Allow,
+                        start,
+                        len: dir.len() as u32 + 1,
+                        line: source.line,
+                        synthesized: true,
+                    });
+                }
+            }
+        }
+        // Precedence: longest pattern first, allow before disallow on equal length.
+        rules.sort_by_key(|r| {
+            (
+                std::cmp::Reverse(r.len),
+                r.kind == RuleKind::Disallow,
+                r.line,
+            )
+        });
+        let index = MatchIndex::build(&arena, &rules);
+        AgentPolicy {
+            arena,
+            rules,
+            index,
+            crawl_delay,
+            group,
+        }
+    }
+
+    fn pattern(&self, rule: &Rule) -> &[u8] {
+        &self.arena[rule.start as usize..(rule.start + rule.len) as usize]
+    }
+
+    /// The verdict for a path (path, params and query, starting with `/`), taken as given:
+    /// it must already be in canonical percent-encoded form.
+    pub fn check(&self, path: &str) -> Verdict {
+        self.check_bytes(path.as_bytes())
+    }
+
+    /// The verdict for a full URL; only its path, params and query are used.
+    pub fn check_url(&self, url: &str) -> Verdict {
+        self.check(&path_params_query(url))
+    }
+
+    /// Shorthand for `check(path).allowed`.
+    pub fn is_allowed(&self, path: &str) -> bool {
+        self.check(path).allowed
+    }
+
+    fn check_bytes(&self, path: &[u8]) -> Verdict {
+        match self.deciding_rule(path) {
+            Some(id) => Verdict {
+                allowed: self.rules[id as usize].kind == RuleKind::Allow,
+                rule: Some(id),
+            },
+            None => Verdict {
+                allowed: true,
+                rule: None,
+            },
+        }
+    }
+
+    /// The first rule in precedence order that matches `path`.
+    fn deciding_rule(&self, path: &[u8]) -> Option<u32> {
+        let mut best = u32::MAX;
+        let index = &self.index;
+        let try_ids = |ids: &[u32], best: &mut u32| {
+            for &id in ids {
+                if id >= *best {
+                    break;
+                }
+                if glob_match(self.pattern(&self.rules[id as usize]), path) {
+                    *best = id;
+                    break;
+                }
+            }
+        };
+
+        let mut entry = index.deepest_prefix_of(&self.arena, path);
+        while let Some(e) = entry {
+            let e = &index.prefixes[e as usize];
+            try_ids(
+                &index.prefix_rule_ids[e.rules_start as usize..e.rules_end as usize],
+                &mut best,
+            );
+            entry = (e.parent != NO_PARENT).then_some(e.parent);
+        }
+        try_ids(&index.always, &mut best);
+        if let Some(automaton) = &index.floating {
+            for m in automaton.find_overlapping_iter(path) {
+                let (from, to) = index.floating_ranges[m.pattern().as_usize()];
+                try_ids(
+                    &index.floating_rule_ids[from as usize..to as usize],
+                    &mut best,
+                );
+            }
+        }
+        (best != u32::MAX).then_some(best)
+    }
+
+    /// The rule with index `id`, as returned in a [`Verdict`].
+    pub fn rule(&self, id: u32) -> Option<RuleView<'_>> {
+        let rule = self.rules.get(id as usize)?;
+        Some(RuleView {
+            kind: rule.kind,
+            // Patterns are ASCII: bytes >= 0x80 were percent-encoded and NUL ends a line.
+            pattern: std::str::from_utf8(self.pattern(rule)).unwrap_or(""),
+            line: rule.line,
+            synthesized: rule.synthesized,
+        })
+    }
+
+    /// All rules in precedence order (the first that matches a URL decides it).
+    pub fn rules(&self) -> impl Iterator<Item = RuleView<'_>> + '_ {
+        (0..self.rules.len() as u32).filter_map(|id| self.rule(id))
+    }
+
+    /// The crawl-delay of the chosen group, if it has a valid one (the largest, if several).
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        self.crawl_delay
+            .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+    }
+
+    /// Which group was chosen.
+    pub fn group(&self) -> &GroupChoice {
+        &self.group
+    }
+}
+
+/// For `allow: <dir>/index.htm...`, Google also allows `<dir>/` exactly.
+fn index_page_directory(pattern: &[u8]) -> Option<&[u8]> {
+    let slash = pattern.iter().rposition(|&b| b == b'/')?;
+    pattern[slash..]
+        .starts_with(b"/index.htm")
+        .then(|| &pattern[..=slash])
+}
+
+/// Length of the literal text before the first `*` (or before a final `$`).
+fn literal_prefix_len(pattern: &[u8]) -> usize {
+    let body = pattern.strip_suffix(b"$").unwrap_or(pattern);
+    memchr::memchr(b'*', body).unwrap_or(body.len())
+}
+
+impl MatchIndex {
+    fn build(arena: &[u8], rules: &[Rule]) -> MatchIndex {
+        let text = |r: &Rule| &arena[r.start as usize..(r.start + r.len) as usize];
+        let mut anchored: Vec<(&[u8], u32, u32)> = Vec::new(); // (prefix, start, rule id)
+        let mut floating: HashMap<&[u8], Vec<u32>> = HashMap::new();
+        let mut always = Vec::new();
+        for (id, rule) in rules.iter().enumerate() {
+            let id = id as u32;
+            let pattern = text(rule);
+            let prefix_len = literal_prefix_len(pattern);
+            let prefix = &pattern[..prefix_len];
+            let has_star = prefix_len < pattern.len() && pattern[prefix_len] == b'*';
+            if !prefix.is_empty() && !(prefix == b"/" && has_star) {
+                anchored.push((prefix, rule.start, id));
+                continue;
+            }
+            // A floating rule: find its longest literal piece to look it up by.
+            let body = pattern.strip_suffix(b"$").unwrap_or(pattern);
+            let piece = body
+                .split(|&b| b == b'*')
+                .max_by_key(|p| p.len())
+                .unwrap_or(&[]);
+            if piece.len() >= 2 {
+                floating.entry(piece).or_default().push(id);
+            } else {
+                always.push(id);
+            }
+        }
+
+        // Sorted, de-duplicated prefixes, each with its rules (ascending ids) and parent.
+        anchored.sort_by(|a, b| a.0.cmp(b.0).then(a.2.cmp(&b.2)));
+        let mut prefixes: Vec<PrefixEntry> = Vec::new();
+        let mut prefix_rule_ids = Vec::with_capacity(anchored.len());
+        let mut chain: Vec<u32> = Vec::new();
+        let mut previous: Option<&[u8]> = None;
+        for &(prefix, start, id) in &anchored {
+            if previous != Some(prefix) {
+                let at = |e: &PrefixEntry| &arena[e.start as usize..(e.start + e.len) as usize];
+                while let Some(&top) = chain.last() {
+                    if prefix.starts_with(at(&prefixes[top as usize])) {
+                        break;
+                    }
+                    chain.pop();
+                }
+                let parent = chain.last().copied().unwrap_or(NO_PARENT);
+                chain.push(prefixes.len() as u32);
+                prefixes.push(PrefixEntry {
+                    start,
+                    len: prefix.len() as u32,
+                    parent,
+                    rules_start: prefix_rule_ids.len() as u32,
+                    rules_end: prefix_rule_ids.len() as u32,
+                });
+                previous = Some(prefix);
+            }
+            prefix_rule_ids.push(id);
+            if let Some(last) = prefixes.last_mut() {
+                last.rules_end += 1;
+            }
+        }
+
+        let mut floating: Vec<(&[u8], Vec<u32>)> = floating.into_iter().collect();
+        floating.sort_by_key(|(_, ids)| ids[0]);
+        let mut floating_rule_ids = Vec::new();
+        let mut floating_ranges = Vec::with_capacity(floating.len());
+        for (_, ids) in &floating {
+            let from = floating_rule_ids.len() as u32;
+            floating_rule_ids.extend_from_slice(ids);
+            floating_ranges.push((from, floating_rule_ids.len() as u32));
+        }
+        let automaton = if floating.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(floating.iter().map(|(piece, _)| piece))
+                .ok()
+        };
+        if automaton.is_none() && !floating.is_empty() {
+            // Could not build the automaton (size limits): fall back to trying them all.
+            always.extend_from_slice(&floating_rule_ids);
+            always.sort_unstable();
+            floating_rule_ids.clear();
+            floating_ranges.clear();
+        }
+        MatchIndex {
+            prefixes,
+            prefix_rule_ids,
+            floating: automaton,
+            floating_rule_ids,
+            floating_ranges,
+            always,
+        }
+    }
+
+    /// The longest indexed prefix that is a prefix of `path`; the rest follow via `parent`.
+    fn deepest_prefix_of(&self, arena: &[u8], path: &[u8]) -> Option<u32> {
+        let at = |e: &PrefixEntry| &arena[e.start as usize..(e.start + e.len) as usize];
+        // The last entry <= path: every entry that is a prefix of path sorts <= path.
+        let after = self.prefixes.partition_point(|e| at(e) <= path);
+        let mut candidate = after.checked_sub(1)? as u32;
+        let shared = common_prefix_len(at(&self.prefixes[candidate as usize]), path);
+        loop {
+            let entry = &self.prefixes[candidate as usize];
+            if entry.len as usize <= shared {
+                return Some(candidate);
+            }
+            if entry.parent == NO_PARENT {
+                return None;
+            }
+            candidate = entry.parent;
+        }
+    }
+}
+
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Google's robots.txt pattern match: anchored at the start of `path`, `*` matches any run
+/// of bytes, a final `$` anchors the end, and any other `$` is literal.
+///
+/// Greedy over the `*`-separated pieces: each middle piece is taken at its leftmost
+/// occurrence, which is optimal when `*` is the only wildcard. Linear in pattern x path.
+pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
+    let (body, anchored) = match pattern.strip_suffix(b"$") {
+        Some(body) => (body, true),
+        None => (pattern, false),
+    };
+    let mut pieces = body.split(|&b| b == b'*');
+    let first = pieces.next().unwrap_or(&[]);
+    if !path.starts_with(first) {
+        return false;
+    }
+    let Some(last_star) = memchr::memrchr(b'*', body) else {
+        return !anchored || path.len() == first.len();
+    };
+    let mut pos = first.len();
+    if anchored {
+        let last = &body[last_star + 1..];
+        let middle = &body[first.len() + 1..last_star.max(first.len() + 1)];
+        if last_star > first.len() {
+            for piece in middle.split(|&b| b == b'*') {
+                match find(&path[pos..], piece) {
+                    Some(i) => pos += i + piece.len(),
+                    None => return false,
+                }
+            }
+        }
+        path.len() - pos >= last.len() && path.ends_with(last)
+    } else {
+        for piece in pieces {
+            match find(&path[pos..], piece) {
+                Some(i) => pos += i + piece.len(),
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+#[inline]
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle.len() {
+        0 => Some(0),
+        1 => memchr::memchr(needle[0], haystack),
+        _ => memchr::memmem::find(haystack, needle),
+    }
+}
+
+/// Google's `GetPathParamsQuery`: the path, params and query of a URL, without scheme,
+/// authority and fragment, always starting with `/`.
+pub fn path_params_query(url: &str) -> Cow<'_, str> {
+    let bytes = url.as_bytes();
+    let search_start = if bytes.starts_with(b"//") { 2 } else { 0 };
+    let find_any = |from: usize| {
+        bytes[from.min(bytes.len())..]
+            .iter()
+            .position(|b| matches!(b, b'/' | b'?' | b';'))
+            .map(|i| i + from)
+    };
+    let early_path = find_any(search_start);
+    let mut protocol_end =
+        memchr::memmem::find(&bytes[search_start..], b"://").map(|i| i + search_start);
+    if let (Some(early), Some(proto)) = (early_path, protocol_end) {
+        if early < proto {
+            protocol_end = None;
+        }
+    }
+    let authority_start = protocol_end.map_or(search_start, |p| p + 3);
+    let Some(path_start) = find_any(authority_start) else {
+        return Cow::Borrowed("/");
+    };
+    let hash = memchr::memchr(b'#', &bytes[search_start..]).map(|i| i + search_start);
+    if let Some(hash) = hash {
+        if hash < path_start {
+            return Cow::Borrowed("/");
+        }
+    }
+    let path_end = hash.unwrap_or(bytes.len());
+    let path = &url[path_start..path_end];
+    if bytes[path_start] == b'/' {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(format!("/{path}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_extraction_like_google() {
+        let cases = [
+            ("", "/"),
+            ("http://www.example.com", "/"),
+            ("http://www.example.com/", "/"),
+            ("http://www.example.com/a", "/a"),
+            ("http://www.example.com/a/", "/a/"),
+            (
+                "http://www.example.com/a/b?c=http://d.e/",
+                "/a/b?c=http://d.e/",
+            ),
+            (
+                "http://www.example.com/a/b?c=d&e=f#fragment",
+                "/a/b?c=d&e=f",
+            ),
+            ("example.com", "/"),
+            ("example.com/", "/"),
+            ("example.com/a", "/a"),
+            ("example.com/a/", "/a/"),
+            ("example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+            ("a", "/"),
+            ("a/", "/"),
+            ("/a", "/a"),
+            ("a/b", "/b"),
+            ("example.com?a", "/?a"),
+            ("example.com/a;b#c", "/a;b"),
+            ("//a/b/c", "/b/c"),
+            ("http://example.com#frag/x", "/"),
+        ];
+        for (url, want) in cases {
+            assert_eq!(path_params_query(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn glob_examples() {
+        assert!(glob_match(b"/fish", b"/fish.html"));
+        assert!(!glob_match(b"/fish", b"/Fish.asp"));
+        assert!(glob_match(b"/*.php$", b"/folder/filename.php"));
+        assert!(!glob_match(b"/*.php$", b"/filename.php?parameters"));
+        assert!(glob_match(b"/a$b", b"/a$bc"));
+        assert!(glob_match(b"/a*$", b"/a"));
+        assert!(!glob_match(b"$", b"/"));
+        assert!(glob_match(b"*", b"/"));
+        assert!(glob_match(b"/*a*a*b$", b"/xaab"));
+        assert!(!glob_match(b"/*ab*ba$", b"/aba"));
+        assert!(glob_match(b"/*ab*ba$", b"/abba"));
+    }
+}
