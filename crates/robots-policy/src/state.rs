@@ -383,7 +383,10 @@ impl fmt::Display for HoldReason {
             HoldReason::NeverFetched => f.write_str("robots.txt not fetched yet"),
             HoldReason::RefreshPending => f.write_str("robots.txt expired, refresh pending"),
             HoldReason::ServerErrorDisallow { since } => {
-                write!(f, "robots.txt failing since {since}: site disallowed for now")
+                write!(
+                    f,
+                    "robots.txt failing since {since}: site disallowed for now"
+                )
             }
         }
     }
@@ -538,9 +541,7 @@ impl OriginRobots {
     pub fn kind_at(&self, cfg: &StateConfig, now: UnixMillis) -> RobotsStateKind {
         match &self.state {
             RobotsState::Fresh { expires_at, .. } if now >= *expires_at => RobotsStateKind::Stale,
-            RobotsState::ServerErrorDisallow { since, .. }
-                if now >= fallback_at(cfg, *since) =>
-            {
+            RobotsState::ServerErrorDisallow { since, .. } if now >= fallback_at(cfg, *since) => {
                 RobotsStateKind::Fallback
             }
             s => s.kind(),
@@ -798,7 +799,11 @@ impl OriginRobots {
         };
         format!(
             "{what}: whole site held (attempt {attempt}, failing since {since}{}), retry in {}",
-            if had_copy { ", last good copy kept" } else { "" },
+            if had_copy {
+                ", last good copy kept"
+            } else {
+                ""
+            },
             fmt_duration(delay)
         )
     }
@@ -868,12 +873,7 @@ fn fmt_duration(d: Duration) -> String {
         return format!("{ms}ms");
     }
     let secs = ms / 1000;
-    let (days, hours, mins, s) = (
-        secs / 86_400,
-        secs / 3600 % 24,
-        secs / 60 % 60,
-        secs % 60,
-    );
+    let (days, hours, mins, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     let mut out = String::new();
     for (n, unit) in [(days, "d"), (hours, "h"), (mins, "m"), (s, "s")] {
         if n > 0 {

@@ -146,7 +146,11 @@ pub fn encode(origin: &OriginRobots) -> Vec<u8> {
                 put(&mut out, tag::COPY_BODY, body);
             }
             CopyContent::AllowAll(AllowAllCause::ClientError { status }) => {
-                put(&mut out, tag::COPY_KIND, &[copy_code::ALLOW_ALL_CLIENT_ERROR]);
+                put(
+                    &mut out,
+                    tag::COPY_KIND,
+                    &[copy_code::ALLOW_ALL_CLIENT_ERROR],
+                );
                 put(&mut out, tag::COPY_STATUS, &status.to_be_bytes());
             }
             CopyContent::AllowAll(AllowAllCause::RedirectLimitExceeded) => {
@@ -157,7 +161,11 @@ pub fn encode(origin: &OriginRobots) -> Vec<u8> {
                 );
             }
         }
-        put(&mut out, tag::COPY_FETCHED_AT, &copy.fetched_at.0.to_be_bytes());
+        put(
+            &mut out,
+            tag::COPY_FETCHED_AT,
+            &copy.fetched_at.0.to_be_bytes(),
+        );
     }
     if let Some(expires_at) = expires_at {
         put(&mut out, tag::EXPIRES_AT, &expires_at.0.to_be_bytes());
@@ -303,10 +311,7 @@ pub fn decode(bytes: &[u8]) -> Result<OriginRobots, DecodeError> {
         }
     };
 
-    let last_fetch = match (
-        f.u64(tag::LAST_FETCH_AT)?,
-        f.get(tag::LAST_OUTCOME),
-    ) {
+    let last_fetch = match (f.u64(tag::LAST_FETCH_AT)?, f.get(tag::LAST_OUTCOME)) {
         (None, None) => None,
         (Some(_), None) => return Err(DecodeError::MissingField("last outcome")),
         (None, Some(_)) => return Err(DecodeError::MissingField("last fetch at")),
