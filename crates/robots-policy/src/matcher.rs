@@ -321,7 +321,9 @@ impl MatchIndex {
             let prefix_len = literal_prefix_len(pattern);
             let prefix = &pattern[..prefix_len];
             let has_star = prefix_len < pattern.len() && pattern[prefix_len] == b'*';
-            if !prefix.is_empty() && !(prefix == b"/" && has_star) {
+            // Rules starting `*` or `/*` would sit at a prefix every path has.
+            let floats = prefix.is_empty() || (prefix == b"/" && has_star);
+            if !floats {
                 anchored.push((prefix, rule.start, id));
                 continue;
             }

@@ -417,7 +417,10 @@ pub(crate) fn parse_crawl_delay(value: &[u8]) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn lines(body: &[u8]) -> Vec<(u32, Option<(Field, Vec<u8>)>)> {
+    /// Line number and, for a directive, its field and value.
+    type SeenLine = (u32, Option<(Field, Vec<u8>)>);
+
+    fn lines(body: &[u8]) -> Vec<SeenLine> {
         Lines::new(body)
             .map(|l| {
                 let d = match l.content {
