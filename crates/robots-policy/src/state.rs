@@ -132,7 +132,7 @@ impl StateConfig {
             None => {
                 let shift = attempt.saturating_sub(1).min(63);
                 let initial = duration_to_millis(self.retry_initial);
-                let doubled = initial.checked_mul(1u64 << shift).unwrap_or(u64::MAX);
+                let doubled = initial.saturating_mul(1u64 << shift);
                 Duration::from_millis(doubled).min(self.retry_max)
             }
         }
