@@ -8,6 +8,8 @@
 
 mod matcher;
 mod parser;
+#[doc(hidden)]
+pub mod reference;
 mod robots;
 pub mod state;
 
