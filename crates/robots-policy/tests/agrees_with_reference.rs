@@ -52,12 +52,12 @@ proptest! {
         crlf in any::<bool>(),
     ) {
         let body = lines.join(if crlf { "\r\n" } else { "\n" });
-        let policy = AgentPolicy::parse(body.as_bytes(), &agent);
+        let policy = AgentPolicy::parse(body.as_bytes(), agent);
         for path in &paths {
             let url = format!("http://example.com{path}");
             prop_assert_eq!(
                 policy.check_url(&url).allowed,
-                naive_allowed(body.as_bytes(), &agent, &url, DEFAULT_MAX_BYTES),
+                naive_allowed(body.as_bytes(), agent, &url, DEFAULT_MAX_BYTES),
                 "body {:?} agent {} url {}", body, agent, url
             );
         }
