@@ -1,0 +1,310 @@
+//! Versioned encodings of the frontier's records.
+//!
+//! Every value starts with a version byte. Records made of numbers are a list of
+//! little-endian u64 fields: a decoder reads the fields it knows, takes zero for fields an
+//! older writer did not have, and ignores fields a newer writer added, so adding a field at
+//! the end never makes an old store unreadable.
+
+/// Decode failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt {what} record: {why}")]
+pub struct CodecError {
+    /// Record kind.
+    pub what: &'static str,
+    /// Problem.
+    pub why: &'static str,
+}
+
+const V1: u8 = 1;
+
+/// Per-host counters, persisted with the host record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCounters {
+    /// URLs ever queued for this host.
+    pub enqueued: u64,
+    /// URLs currently queued (not in flight).
+    pub queued: u64,
+    /// Page leases handed out.
+    pub dispatched: u64,
+    /// Page leases completed.
+    pub completed: u64,
+    /// URLs dropped (robots rules, skipped host).
+    pub dropped: u64,
+    /// URLs given up after too many attempts.
+    pub given_up: u64,
+    /// Retries scheduled (429/503/transient failures).
+    pub retried: u64,
+    /// Times a crawl-delay above the cap was clamped.
+    pub crawl_delay_clamped: u64,
+    /// Times the host was skipped because its crawl-delay was above the cap.
+    pub crawl_delay_skipped: u64,
+    /// robots.txt fetches handed out.
+    pub robots_fetches: u64,
+}
+
+/// The persisted per-host (per politeness key) record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostRecord {
+    /// Numeric id used in queue keys.
+    pub id: u64,
+    /// Earliest instant (unix ms) of the next request.
+    pub next_allowed_ms: u64,
+    /// Leases in flight (reset to 0 on recovery, when leases return to the queue).
+    pub in_flight: u64,
+    /// Back-off level (0 = none); reset after a success.
+    pub backoff_level: u64,
+    /// No request before this instant (unix ms) because of back-off or Retry-After.
+    pub backoff_until_ms: u64,
+    /// Crawl-delay in force in ms (after capping), 0 = none.
+    pub crawl_delay_ms: u64,
+    /// Last response time in ms.
+    pub last_response_ms: u64,
+    /// 1 if the host is skipped (crawl-delay above the cap with `skip` configured).
+    pub skipped: u64,
+    /// Counters.
+    pub counters: HostCounters,
+}
+
+fn put_u64s(out: &mut Vec<u8>, vals: &[u64]) {
+    for v in vals {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn read_u64s<const N: usize>(bytes: &[u8]) -> [u64; N] {
+    let mut out = [0u64; N];
+    for (i, chunk) in bytes.chunks_exact(8).take(N).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        out[i] = u64::from_le_bytes(b);
+    }
+    out
+}
+
+impl HostRecord {
+    /// Encode (version 1).
+    pub fn encode(&self) -> Vec<u8> {
+        let c = &self.counters;
+        let mut out = Vec::with_capacity(1 + 18 * 8);
+        out.push(V1);
+        put_u64s(
+            &mut out,
+            &[
+                self.id,
+                self.next_allowed_ms,
+                self.in_flight,
+                self.backoff_level,
+                self.backoff_until_ms,
+                self.crawl_delay_ms,
+                self.last_response_ms,
+                self.skipped,
+                c.enqueued,
+                c.queued,
+                c.dispatched,
+                c.completed,
+                c.dropped,
+                c.given_up,
+                c.retried,
+                c.crawl_delay_clamped,
+                c.crawl_delay_skipped,
+                c.robots_fetches,
+            ],
+        );
+        out
+    }
+
+    /// Decode any version this build knows.
+    pub fn decode(bytes: &[u8]) -> Result<HostRecord, CodecError> {
+        let err = |why| CodecError { what: "host", why };
+        let (&ver, rest) = bytes.split_first().ok_or(err("empty"))?;
+        if ver == 0 {
+            return Err(err("unknown version"));
+        }
+        if rest.len() < 8 {
+            return Err(err("no id"));
+        }
+        let f: [u64; 18] = read_u64s(rest);
+        Ok(HostRecord {
+            id: f[0],
+            next_allowed_ms: f[1],
+            in_flight: f[2],
+            backoff_level: f[3],
+            backoff_until_ms: f[4],
+            crawl_delay_ms: f[5],
+            last_response_ms: f[6],
+            skipped: f[7],
+            counters: HostCounters {
+                enqueued: f[8],
+                queued: f[9],
+                dispatched: f[10],
+                completed: f[11],
+                dropped: f[12],
+                given_up: f[13],
+                retried: f[14],
+                crawl_delay_clamped: f[15],
+                crawl_delay_skipped: f[16],
+                robots_fetches: f[17],
+            },
+        })
+    }
+}
+
+/// A queued (or leased) URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueEntry {
+    /// Attempts made so far (0 for a fresh URL).
+    pub attempts: u32,
+    /// Canonical URL.
+    pub url: String,
+}
+
+impl QueueEntry {
+    /// Encode: version, attempts (u32 LE), URL bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(5 + self.url.len());
+        out.push(V1);
+        out.extend_from_slice(&self.attempts.to_le_bytes());
+        out.extend_from_slice(self.url.as_bytes());
+        out
+    }
+    /// Decode.
+    pub fn decode(bytes: &[u8]) -> Result<QueueEntry, CodecError> {
+        let err = |why| CodecError { what: "queue", why };
+        if bytes.len() < 5 || bytes[0] == 0 {
+            return Err(err("short or unknown version"));
+        }
+        let mut a = [0u8; 4];
+        a.copy_from_slice(&bytes[1..5]);
+        let url = std::str::from_utf8(&bytes[5..]).map_err(|_| err("URL not UTF-8"))?;
+        Ok(QueueEntry {
+            attempts: u32::from_le_bytes(a),
+            url: url.to_string(),
+        })
+    }
+}
+
+/// Why a URL left the frontier without being fetched to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// robots.txt rules disallow it.
+    RobotsDisallowed = 1,
+    /// Host skipped because its crawl-delay is above the cap.
+    CrawlDelayTooLong = 2,
+    /// Retried the configured number of times.
+    GaveUp = 3,
+}
+
+impl DropReason {
+    /// Stable name.
+    pub fn code(self) -> &'static str {
+        match self {
+            DropReason::RobotsDisallowed => "robots-disallowed",
+            DropReason::CrawlDelayTooLong => "crawl-delay-too-long",
+            DropReason::GaveUp => "gave-up",
+        }
+    }
+    fn from_u8(b: u8) -> Option<DropReason> {
+        match b {
+            1 => Some(DropReason::RobotsDisallowed),
+            2 => Some(DropReason::CrawlDelayTooLong),
+            3 => Some(DropReason::GaveUp),
+            _ => None,
+        }
+    }
+}
+
+/// Persisted record of a dropped or given-up URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropRecord {
+    /// Why.
+    pub reason: DropReason,
+    /// When (unix ms).
+    pub at_ms: u64,
+    /// Details (e.g. the deciding robots line, the last failure).
+    pub detail: String,
+    /// Canonical URL.
+    pub url: String,
+}
+
+impl DropRecord {
+    /// Encode.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.detail.len() + self.url.len());
+        out.push(V1);
+        out.push(self.reason as u8);
+        out.extend_from_slice(&self.at_ms.to_le_bytes());
+        let dl = u32::try_from(self.detail.len()).unwrap_or(u32::MAX);
+        out.extend_from_slice(&dl.to_le_bytes());
+        out.extend_from_slice(&self.detail.as_bytes()[..dl as usize]);
+        out.extend_from_slice(self.url.as_bytes());
+        out
+    }
+    /// Decode.
+    pub fn decode(bytes: &[u8]) -> Result<DropRecord, CodecError> {
+        let err = |why| CodecError { what: "drop", why };
+        if bytes.len() < 14 || bytes[0] == 0 {
+            return Err(err("short or unknown version"));
+        }
+        let reason = DropReason::from_u8(bytes[1]).ok_or(err("unknown reason"))?;
+        let [at_ms]: [u64; 1] = read_u64s(&bytes[2..10]);
+        let mut l = [0u8; 4];
+        l.copy_from_slice(&bytes[10..14]);
+        let dl = u32::from_le_bytes(l) as usize;
+        let rest = &bytes[14..];
+        if rest.len() < dl {
+            return Err(err("detail truncated"));
+        }
+        let detail = String::from_utf8_lossy(&rest[..dl]).into_owned();
+        let url = String::from_utf8_lossy(&rest[dl..]).into_owned();
+        Ok(DropRecord {
+            reason,
+            at_ms,
+            detail,
+            url,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_record_roundtrip_and_compat() {
+        let mut r = HostRecord {
+            id: 7,
+            next_allowed_ms: 99,
+            backoff_level: 2,
+            ..Default::default()
+        };
+        r.counters.given_up = 3;
+        let enc = r.encode();
+        assert_eq!(HostRecord::decode(&enc).unwrap(), r);
+        // an older, shorter record: missing fields read as zero
+        let old = &enc[..1 + 8 * 4];
+        let d = HostRecord::decode(old).unwrap();
+        assert_eq!(d.id, 7);
+        assert_eq!(d.counters.given_up, 0);
+        // a newer, longer record: extra fields ignored
+        let mut newer = enc.clone();
+        newer.extend_from_slice(&5u64.to_le_bytes());
+        assert_eq!(HostRecord::decode(&newer).unwrap(), r);
+        assert!(HostRecord::decode(&[]).is_err());
+    }
+
+    #[test]
+    fn entries_roundtrip() {
+        let q = QueueEntry {
+            attempts: 2,
+            url: "http://a/".into(),
+        };
+        assert_eq!(QueueEntry::decode(&q.encode()).unwrap(), q);
+        let d = DropRecord {
+            reason: DropReason::RobotsDisallowed,
+            at_ms: 5,
+            detail: "Disallow: /x".into(),
+            url: "http://a/x".into(),
+        };
+        assert_eq!(DropRecord::decode(&d.encode()).unwrap(), d);
+    }
+}

@@ -1,0 +1,98 @@
+//! Frontier configuration and its defaults (the reasons are in `docs/frontier.md`).
+
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+
+use crate::canon::PolitenessKeyMode;
+use crate::store::SledConfig;
+
+/// What to do with a robots crawl-delay above [`FrontierConfig::max_crawl_delay_ms`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CrawlDelayOverCap {
+    /// Use the cap instead (default).
+    #[default]
+    Clamp,
+    /// Skip the host: its URLs are dropped with reason `crawl-delay-too-long`.
+    Skip,
+}
+
+/// Frontier settings.
+#[derive(Debug, Clone)]
+pub struct FrontierConfig {
+    /// Store directory.
+    pub path: PathBuf,
+    /// sled settings (cache size is explicit).
+    pub sled: SledConfig,
+    /// Longest URL accepted, in bytes (default 8 KiB).
+    pub max_url_len: usize,
+    /// Host or registrable domain as the politeness key.
+    pub key_mode: PolitenessKeyMode,
+    /// Our User-Agent (its product token picks the robots.txt group).
+    pub user_agent: String,
+    /// Smallest gap between two requests to a host (default 1 s).
+    pub min_delay_ms: u64,
+    /// Largest gap, unless crawl-delay or Retry-After ask for more (default 30 s).
+    pub max_delay_ms: u64,
+    /// Gap >= factor x last response time (default 5).
+    pub delay_factor: f64,
+    /// Cap on robots crawl-delay (default 60 s).
+    pub max_crawl_delay_ms: u64,
+    /// Clamp (default) or skip when crawl-delay is above the cap.
+    pub crawl_delay_over_cap: CrawlDelayOverCap,
+    /// Requests in flight per host (default 1).
+    pub max_in_flight_per_host: u64,
+    /// Global request rate (per second); `None` = unlimited.
+    pub global_rate_per_sec: Option<NonZeroU32>,
+    /// Burst allowed by the global quota (default = one second's worth).
+    pub global_burst: Option<NonZeroU32>,
+    /// Cap on Retry-After (default 24 h).
+    pub retry_after_cap_ms: u64,
+    /// First back-off step after a 429/503 without Retry-After (default 60 s).
+    pub backoff_base_ms: u64,
+    /// Largest back-off step (default 1 h).
+    pub backoff_max_ms: u64,
+    /// Attempts per URL before it is given up (default 5).
+    pub max_attempts: u32,
+    /// While an origin's robots state holds, look again this often (default 60 s).
+    pub robots_hold_recheck_ms: u64,
+    /// Decoded robots states cached in memory (default 10 000 origins).
+    pub robots_cache_origins: usize,
+    /// Seed for jitter (tests); `None` = random.
+    pub seed: Option<u64>,
+}
+
+impl FrontierConfig {
+    /// Defaults for a store at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> FrontierConfig {
+        FrontierConfig {
+            path: path.into(),
+            sled: SledConfig::default(),
+            max_url_len: 8 * 1024,
+            key_mode: PolitenessKeyMode::Host,
+            user_agent: "frontierd/0.1".to_string(),
+            min_delay_ms: 1_000,
+            max_delay_ms: 30_000,
+            delay_factor: 5.0,
+            max_crawl_delay_ms: 60_000,
+            crawl_delay_over_cap: CrawlDelayOverCap::Clamp,
+            max_in_flight_per_host: 1,
+            global_rate_per_sec: None,
+            global_burst: None,
+            retry_after_cap_ms: 24 * 3600 * 1000,
+            backoff_base_ms: 60_000,
+            backoff_max_ms: 3_600_000,
+            max_attempts: 5,
+            robots_hold_recheck_ms: 60_000,
+            robots_cache_origins: 10_000,
+            seed: None,
+        }
+    }
+
+    /// No politeness gaps at all (benchmarks and tests only).
+    pub fn without_gaps(mut self) -> FrontierConfig {
+        self.min_delay_ms = 0;
+        self.max_delay_ms = 0;
+        self.delay_factor = 0.0;
+        self
+    }
+}

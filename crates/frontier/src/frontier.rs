@@ -1,0 +1,1113 @@
+//! The frontier: seen-set, per-host FIFO queues, host records, leases, scheduling and the
+//! robots gate, on top of a [`Store`].
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::clock::FakeRelativeClock;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::canon::{canonicalize, origin_of, politeness_key, CanonicalUrl, Rejection};
+use crate::codec::{CodecError, DropReason, DropRecord, HostRecord, QueueEntry};
+use crate::commit::GroupCommit;
+use crate::config::{CrawlDelayOverCap, FrontierConfig};
+use crate::robots::{
+    BasicRobots, Gate, OriginRobots, RobotsBackend, RobotsCache, RobotsFetchOutcome,
+};
+use crate::store::{Batch, SledStore, Store, StoreError};
+
+/// Frontier failure.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontierError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored record could not be decoded.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// A stored robots record could not be decoded.
+    #[error("robots record: {0}")]
+    Robots(String),
+    /// The lease is not (or no longer) in flight, e.g. it returned to its queue at restart.
+    #[error("unknown lease {0:?}")]
+    UnknownLease(LeaseId),
+    /// A robots lease for an origin that has no robots fetch in flight.
+    #[error("no robots fetch in flight for {0}")]
+    UnknownRobotsLease(String),
+}
+
+impl From<String> for FrontierError {
+    fn from(s: String) -> Self {
+        FrontierError::Robots(s)
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = FrontierError> = std::result::Result<T, E>;
+
+/// Store key layout. The first byte names the record kind.
+pub mod keys {
+    /// Seen-set: `S` + 128-bit xxh3 of the canonical URL (big-endian) -> empty.
+    pub fn seen(hash: u128) -> Vec<u8> {
+        let mut k = Vec::with_capacity(17);
+        k.push(b'S');
+        k.extend_from_slice(&hash.to_be_bytes());
+        k
+    }
+    /// Host record: `H` + politeness key -> [`crate::HostRecord`].
+    pub fn host(key: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(1 + key.len());
+        k.push(b'H');
+        k.extend_from_slice(key.as_bytes());
+        k
+    }
+    fn idseq(tag: u8, id: u64, seq: u64) -> Vec<u8> {
+        let mut k = Vec::with_capacity(17);
+        k.push(tag);
+        k.extend_from_slice(&id.to_be_bytes());
+        k.extend_from_slice(&seq.to_be_bytes());
+        k
+    }
+    /// Queued URL: `Q` + host id + sequence -> [`crate::QueueEntry`].
+    pub fn queued(id: u64, seq: u64) -> Vec<u8> {
+        idseq(b'Q', id, seq)
+    }
+    /// Leased URL: `L` + host id + sequence (the sequence it had in the queue).
+    pub fn leased(id: u64, seq: u64) -> Vec<u8> {
+        idseq(b'L', id, seq)
+    }
+    /// Robots record: `R` + origin -> the robots backend's encoded state.
+    pub fn robots(origin: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(1 + origin.len());
+        k.push(b'R');
+        k.extend_from_slice(origin.as_bytes());
+        k
+    }
+    /// Dropped / given-up URL: `D` + 128-bit hash -> [`crate::DropRecord`].
+    pub fn dropped(hash: u128) -> Vec<u8> {
+        let mut k = Vec::with_capacity(17);
+        k.push(b'D');
+        k.extend_from_slice(&hash.to_be_bytes());
+        k
+    }
+    /// Next host id counter.
+    pub const NEXT_HOST_ID: &[u8] = b"M\0next_host_id";
+    /// Parse `tag + id + seq`.
+    pub fn parse_idseq(k: &[u8]) -> Option<(u64, u64)> {
+        if k.len() != 17 {
+            return None;
+        }
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        a.copy_from_slice(&k[1..9]);
+        b.copy_from_slice(&k[9..17]);
+        Some((u64::from_be_bytes(a), u64::from_be_bytes(b)))
+    }
+}
+
+/// 128-bit hash of a canonical URL: the seen-set key.
+pub fn url_hash(canonical: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(canonical.as_bytes())
+}
+
+/// Identifies a page lease: host id and queue sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseId {
+    /// Host id.
+    pub host_id: u64,
+    /// Sequence in the host's queue.
+    pub seq: u64,
+}
+
+/// A page handed out for fetching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLease {
+    /// Lease id (pass it back to [`Frontier::complete`]).
+    pub id: LeaseId,
+    /// Canonical URL.
+    pub url: String,
+    /// Which attempt this is (1 = first).
+    pub attempt: u32,
+}
+
+/// A robots.txt fetch handed out for an origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsLease {
+    /// Host id (politeness key) it counts against.
+    pub host_id: u64,
+    /// Origin, `scheme://host[:port]`.
+    pub origin: String,
+    /// `origin/robots.txt`.
+    pub url: String,
+}
+
+/// One unit of work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkItem {
+    /// Fetch this page.
+    Page(PageLease),
+    /// Fetch this origin's robots.txt first.
+    Robots(RobotsLease),
+}
+
+/// Result of offering one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueResult {
+    /// Queued (durably, once `enqueue_batch` returned).
+    Queued,
+    /// Already seen.
+    Duplicate,
+    /// Refused, with the reason.
+    Rejected(Rejection),
+}
+
+/// How a page fetch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageOutcome {
+    /// A final answer (any status the crawler does not retry).
+    Done {
+        /// Response time in ms.
+        response_ms: u64,
+    },
+    /// 429 or 503: retried later; the host backs off.
+    Throttled {
+        /// Status code.
+        status: u16,
+        /// `Retry-After`, if given.
+        retry_after: Option<Duration>,
+        /// Response time in ms.
+        response_ms: u64,
+    },
+    /// Transient failure (network, other 5xx): retried later; the host backs off.
+    Failed {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Global counters since open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrontierStats {
+    /// URLs queued.
+    pub enqueued: u64,
+    /// Duplicates refused.
+    pub duplicates: u64,
+    /// URLs rejected.
+    pub rejected: u64,
+    /// Page leases handed out.
+    pub dispatched: u64,
+    /// robots.txt fetches handed out.
+    pub robots_fetches: u64,
+    /// Page leases completed.
+    pub completed: u64,
+    /// URLs dropped (robots rules or skipped host).
+    pub dropped: u64,
+    /// URLs given up.
+    pub given_up: u64,
+    /// Retries scheduled.
+    pub retried: u64,
+    /// Crawl-delays clamped to the cap.
+    pub crawl_delay_clamped: u64,
+    /// URLs dropped because the host's crawl-delay exceeds the cap.
+    pub crawl_delay_skipped: u64,
+    /// Times the global quota stopped a dispatch.
+    pub rate_limited: u64,
+    /// Leases returned to their queues at open.
+    pub recovered_leases: u64,
+}
+
+struct HostMem {
+    key: Arc<str>,
+    rec: HostRecord,
+    /// No queued entry has a sequence below this.
+    head: u64,
+    /// Next sequence to append.
+    tail: u64,
+    scheduled: Option<u64>,
+    hold_until_ms: u64,
+    robots_pending: Option<String>,
+}
+
+struct Inner {
+    hosts: HashMap<u64, HostMem>,
+    by_key: HashMap<Arc<str>, u64>,
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    next_host_id: u64,
+    robots: RobotsCache,
+    clock_ms: Option<u64>,
+    rng: StdRng,
+    stats: FrontierStats,
+}
+
+type Limiter = RateLimiter<
+    NotKeyed,
+    InMemoryState,
+    FakeRelativeClock,
+    governor::middleware::NoOpMiddleware<governor::nanos::Nanos>,
+>;
+
+/// The frontier. All methods take `now_ms` (unix milliseconds) from the caller.
+pub struct Frontier {
+    store: Arc<dyn Store>,
+    cfg: FrontierConfig,
+    commit: GroupCommit,
+    inner: Mutex<Inner>,
+    limiter: Option<(Limiter, FakeRelativeClock)>,
+}
+
+impl Frontier {
+    /// Open (or create) the frontier at `cfg.path` with sled and the stand-in robots backend.
+    pub fn open(cfg: FrontierConfig) -> Result<Frontier> {
+        Self::open_with(cfg, Arc::new(BasicRobots))
+    }
+
+    /// Open with a given robots backend.
+    pub fn open_with(cfg: FrontierConfig, robots: Arc<dyn RobotsBackend>) -> Result<Frontier> {
+        let store: Arc<dyn Store> = Arc::new(SledStore::open(&cfg.path, &cfg.sled)?);
+        Self::open_store(cfg, store, robots)
+    }
+
+    /// Open on any [`Store`]. Every lease left in flight returns to the head of its queue.
+    pub fn open_store(
+        cfg: FrontierConfig,
+        store: Arc<dyn Store>,
+        robots: Arc<dyn RobotsBackend>,
+    ) -> Result<Frontier> {
+        let next_host_id = match store.get(keys::NEXT_HOST_ID)? {
+            Some(v) if v.len() == 8 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&v);
+                u64::from_le_bytes(a)
+            }
+            _ => 1,
+        };
+        let limiter = cfg.global_rate_per_sec.map(|rate| {
+            let clock = FakeRelativeClock::default();
+            let quota = Quota::per_second(rate).allow_burst(cfg.global_burst.unwrap_or(rate));
+            (RateLimiter::direct_with_clock(quota, &clock), clock)
+        });
+        let rng = match cfg.seed {
+            Some(s) => StdRng::seed_from_u64(s),
+            None => StdRng::from_entropy(),
+        };
+        let inner = Inner {
+            hosts: HashMap::new(),
+            by_key: HashMap::new(),
+            heap: BinaryHeap::new(),
+            next_host_id,
+            robots: RobotsCache::new(robots, &cfg.user_agent, cfg.robots_cache_origins),
+            clock_ms: None,
+            rng,
+            stats: FrontierStats::default(),
+        };
+        let f = Frontier {
+            store,
+            cfg,
+            commit: GroupCommit::default(),
+            inner: Mutex::new(inner),
+            limiter,
+        };
+        f.recover()?;
+        Ok(f)
+    }
+
+    fn recover(&self) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let mut batch = Batch::new();
+        // 1. leases back to the head of their queues (same sequence, below every queued one)
+        let mut returned: HashMap<u64, u64> = HashMap::new();
+        for kv in self.store.scan_prefix(b"L") {
+            let (k, v) = kv?;
+            let Some((id, seq)) = keys::parse_idseq(&k) else {
+                continue;
+            };
+            batch.del(k);
+            batch.put(keys::queued(id, seq), v);
+            *returned.entry(id).or_default() += 1;
+        }
+        let recovered: u64 = returned.values().sum();
+        // 2. host records: those with queued work come into memory
+        let mut loaded = Vec::new();
+        for kv in self.store.scan_prefix(b"H") {
+            let (k, v) = kv?;
+            let mut rec = HostRecord::decode(&v)?;
+            let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
+            let back = returned.get(&rec.id).copied().unwrap_or(0);
+            let from = keys::queued(rec.id, 0);
+            let to = keys::queued(rec.id, u64::MAX);
+            let first = self.store.first_in_range(&from, &to)?;
+            let last = self.store.last_in_range(&from, &to)?;
+            let mut head = first
+                .as_ref()
+                .and_then(|(k, _)| keys::parse_idseq(k))
+                .map(|x| x.1);
+            let mut tail = last
+                .as_ref()
+                .and_then(|(k, _)| keys::parse_idseq(k))
+                .map(|x| x.1 + 1);
+            if back > 0 {
+                // returned leases are not visible in the store yet (same batch)
+                for kv in self.store.scan_prefix(&keys::leased(rec.id, 0)[..9]) {
+                    let (k, _) = kv?;
+                    if let Some((_, seq)) = keys::parse_idseq(&k) {
+                        head = Some(head.map_or(seq, |h| h.min(seq)));
+                        tail = Some(tail.map_or(seq + 1, |t| t.max(seq + 1)));
+                    }
+                }
+            }
+            let dirty = rec.in_flight != 0 || back > 0;
+            rec.in_flight = 0;
+            rec.counters.queued += back;
+            if dirty {
+                batch.put(k.clone(), rec.encode());
+            }
+            if let (Some(head), Some(tail)) = (head, tail) {
+                loaded.push((key, rec, head, tail));
+            }
+        }
+        let n_hosts = loaded.len();
+        for (key, rec, head, tail) in loaded {
+            let id = rec.id;
+            inner.by_key.insert(key.clone(), id);
+            inner.hosts.insert(
+                id,
+                HostMem {
+                    key,
+                    rec,
+                    head,
+                    tail,
+                    scheduled: None,
+                    hold_until_ms: 0,
+                    robots_pending: None,
+                },
+            );
+            self.schedule(&mut inner, id);
+        }
+        inner.stats.recovered_leases = recovered;
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        tracing::info!(
+            hosts_with_work = n_hosts,
+            recovered_leases = recovered,
+            "frontier opened"
+        );
+        Ok(())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FrontierConfig {
+        &self.cfg
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> FrontierStats {
+        self.inner.lock().stats.clone()
+    }
+
+    /// Number of hosts held in memory (hosts with queued or in-flight work).
+    pub fn hosts_in_memory(&self) -> usize {
+        self.inner.lock().hosts.len()
+    }
+
+    /// Flushes performed by group commit.
+    pub fn flushes(&self) -> u64 {
+        self.commit.flushes()
+    }
+
+    /// Bytes the store uses on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.store.size_on_disk()?)
+    }
+
+    /// Earliest instant at which some host becomes ready (None if nothing is queued).
+    pub fn next_ready_at(&self) -> Option<u64> {
+        let inner = self.inner.lock();
+        inner.heap.peek().map(|Reverse((t, _))| *t)
+    }
+
+    // ---------------------------------------------------------------- enqueue
+
+    /// Offer a batch of URLs. Returns once every queued URL is durable; results are in
+    /// input order. Concurrent callers share flushes (group commit).
+    pub fn enqueue_batch<S: AsRef<str>>(
+        &self,
+        urls: &[S],
+        now_ms: u64,
+    ) -> Result<Vec<EnqueueResult>> {
+        let _ = now_ms; // reserved: enqueue time is not recorded yet
+                        // canonicalize and hash outside the lock
+        let prepared: Vec<std::result::Result<(CanonicalUrl, u128), Rejection>> = urls
+            .iter()
+            .map(|u| {
+                canonicalize(u.as_ref(), self.cfg.max_url_len).map(|c| {
+                    let h = url_hash(c.as_str());
+                    (c, h)
+                })
+            })
+            .collect();
+        let mut results = Vec::with_capacity(urls.len());
+        let mut batch = Batch::new();
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let mut in_batch: HashSet<u128> = HashSet::new();
+            let mut dirty: Vec<u64> = Vec::new();
+            let old_next_id = inner.next_host_id;
+            for p in prepared {
+                let (canon, hash) = match p {
+                    Err(r) => {
+                        inner.stats.rejected += 1;
+                        results.push(EnqueueResult::Rejected(r));
+                        continue;
+                    }
+                    Ok(x) => x,
+                };
+                if in_batch.contains(&hash) || self.store.contains(&keys::seen(hash))? {
+                    inner.stats.duplicates += 1;
+                    results.push(EnqueueResult::Duplicate);
+                    continue;
+                }
+                in_batch.insert(hash);
+                let pkey = politeness_key(canon.host(), self.cfg.key_mode);
+                let id = self.host_id_for(inner, pkey)?;
+                let Some(h) = inner.hosts.get_mut(&id) else {
+                    continue;
+                };
+                let seq = h.tail;
+                h.tail += 1;
+                h.rec.counters.enqueued += 1;
+                h.rec.counters.queued += 1;
+                batch.put(keys::seen(hash), Vec::new());
+                batch.put(
+                    keys::queued(id, seq),
+                    QueueEntry {
+                        attempts: 0,
+                        url: canon.into_string(),
+                    }
+                    .encode(),
+                );
+                dirty.push(id);
+                inner.stats.enqueued += 1;
+                results.push(EnqueueResult::Queued);
+            }
+            dirty.sort_unstable();
+            dirty.dedup();
+            for id in dirty {
+                if let Some(h) = inner.hosts.get(&id) {
+                    batch.put(keys::host(&h.key), h.rec.encode());
+                }
+                self.schedule(inner, id);
+            }
+            if inner.next_host_id != old_next_id {
+                batch.put(
+                    keys::NEXT_HOST_ID.to_vec(),
+                    inner.next_host_id.to_le_bytes().to_vec(),
+                );
+            }
+            if batch.is_empty() {
+                return Ok(results);
+            }
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        Ok(results)
+    }
+
+    /// The in-memory id of a politeness key, loading or creating its record.
+    fn host_id_for(&self, inner: &mut Inner, pkey: &str) -> Result<u64> {
+        if let Some(&id) = inner.by_key.get(pkey) {
+            return Ok(id);
+        }
+        let rec = match self.store.get(&keys::host(pkey))? {
+            Some(v) => HostRecord::decode(&v)?,
+            None => {
+                let id = inner.next_host_id;
+                inner.next_host_id += 1;
+                HostRecord {
+                    id,
+                    ..HostRecord::default()
+                }
+            }
+        };
+        let key: Arc<str> = Arc::from(pkey);
+        let id = rec.id;
+        inner.by_key.insert(key.clone(), id);
+        inner.hosts.insert(
+            id,
+            HostMem {
+                key,
+                rec,
+                head: 0,
+                tail: 0,
+                scheduled: None,
+                hold_until_ms: 0,
+                robots_pending: None,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Put a host into the ready heap if it has queued work and a free slot.
+    fn schedule(&self, inner: &mut Inner, id: u64) {
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return;
+        };
+        if h.rec.counters.queued == 0
+            || h.rec.in_flight >= self.cfg.max_in_flight_per_host
+            || h.robots_pending.is_some()
+        {
+            h.scheduled = None;
+            return;
+        }
+        let ready = h
+            .rec
+            .next_allowed_ms
+            .max(h.rec.backoff_until_ms)
+            .max(h.hold_until_ms);
+        if h.scheduled == Some(ready) {
+            return;
+        }
+        h.scheduled = Some(ready);
+        inner.heap.push(Reverse((ready, id)));
+    }
+
+    /// Forget a host that has nothing queued and nothing in flight (its record stays stored).
+    fn maybe_evict(inner: &mut Inner, id: u64) {
+        let idle = inner.hosts.get(&id).is_some_and(|h| {
+            h.rec.counters.queued == 0 && h.rec.in_flight == 0 && h.robots_pending.is_none()
+        });
+        if idle {
+            if let Some(h) = inner.hosts.remove(&id) {
+                inner.by_key.remove(&h.key);
+            }
+        }
+    }
+
+    fn gap_ms(&self, rec: &HostRecord) -> u64 {
+        let by_response = (self.cfg.delay_factor * rec.last_response_ms as f64) as u64;
+        let base = self
+            .cfg
+            .min_delay_ms
+            .max(by_response)
+            .min(self.cfg.max_delay_ms);
+        base.max(rec.crawl_delay_ms)
+    }
+
+    // ---------------------------------------------------------------- dispatch
+
+    /// One unit of work that may be done now, if any.
+    pub fn next(&self, now_ms: u64) -> Result<Option<WorkItem>> {
+        Ok(self.next_batch(now_ms, 1)?.pop())
+    }
+
+    /// Up to `max` units of work that may be done now. Leases are durable on return.
+    pub fn next_batch(&self, now_ms: u64, max: usize) -> Result<Vec<WorkItem>> {
+        let mut items = Vec::new();
+        let mut batch = Batch::new();
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            if let Some((_, clock)) = &self.limiter {
+                let last = inner.clock_ms.unwrap_or(now_ms);
+                if now_ms > last {
+                    clock.advance(Duration::from_millis(now_ms - last));
+                }
+                inner.clock_ms = Some(last.max(now_ms));
+            }
+            let mut dirty: Vec<u64> = Vec::new();
+            'hosts: while items.len() < max {
+                let Some(&Reverse((ready, id))) = inner.heap.peek() else {
+                    break;
+                };
+                if ready > now_ms {
+                    break;
+                }
+                inner.heap.pop();
+                match inner.hosts.get_mut(&id) {
+                    Some(h) if h.scheduled == Some(ready) => h.scheduled = None,
+                    _ => continue,
+                }
+                let mut drops = 0usize;
+                loop {
+                    let Some(h) = inner.hosts.get_mut(&id) else {
+                        continue 'hosts;
+                    };
+                    let head_entry = self
+                        .store
+                        .first_in_range(&keys::queued(id, h.head), &keys::queued(id, u64::MAX))?;
+                    let Some((k, v)) = head_entry else {
+                        // nothing queued after all: fix the count
+                        h.rec.counters.queued = 0;
+                        dirty.push(id);
+                        continue 'hosts;
+                    };
+                    let Some((_, seq)) = keys::parse_idseq(&k) else {
+                        continue 'hosts;
+                    };
+                    let entry = QueueEntry::decode(&v)?;
+                    let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
+                        // not canonical: cannot happen for what we stored; drop it
+                        tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
+                        batch.del(k);
+                        h.head = seq + 1;
+                        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                        dirty.push(id);
+                        continue;
+                    };
+                    let path = &entry.url[origin.len()..];
+                    let store = &self.store;
+                    inner.robots.entry(&origin, || {
+                        store
+                            .get(&keys::robots(&origin))
+                            .map_err(FrontierError::from)
+                    })?;
+                    let gate = match inner.robots.parts(&origin) {
+                        Some((backend, agent, e)) => {
+                            RobotsCache::gate(backend, agent, e, path, now_ms)
+                        }
+                        None => Gate::FetchRobots,
+                    };
+                    let Some(h) = inner.hosts.get_mut(&id) else {
+                        continue 'hosts;
+                    };
+                    match gate {
+                        Gate::Hold => {
+                            h.hold_until_ms = now_ms + self.cfg.robots_hold_recheck_ms;
+                            self.schedule(inner, id);
+                            continue 'hosts;
+                        }
+                        Gate::Disallow(rule) => {
+                            Self::drop_entry(
+                                &mut batch,
+                                h,
+                                k,
+                                seq,
+                                entry.url,
+                                DropReason::RobotsDisallowed,
+                                rule,
+                                now_ms,
+                            );
+                            inner.stats.dropped += 1;
+                            dirty.push(id);
+                            drops += 1;
+                            if drops >= 1000 {
+                                self.schedule(inner, id);
+                                continue 'hosts;
+                            }
+                            continue;
+                        }
+                        Gate::FetchRobots => {
+                            if !self.quota_ok(inner) {
+                                inner.heap.push(Reverse((ready, id)));
+                                if let Some(h) = inner.hosts.get_mut(&id) {
+                                    h.scheduled = Some(ready);
+                                }
+                                break 'hosts;
+                            }
+                            let Some(h) = inner.hosts.get_mut(&id) else {
+                                continue 'hosts;
+                            };
+                            h.robots_pending = Some(origin.clone());
+                            h.rec.in_flight += 1;
+                            h.rec.counters.robots_fetches += 1;
+                            h.rec.next_allowed_ms = now_ms + self.gap_ms(&h.rec);
+                            inner.stats.robots_fetches += 1;
+                            dirty.push(id);
+                            items.push(WorkItem::Robots(RobotsLease {
+                                host_id: id,
+                                url: format!("{origin}/robots.txt"),
+                                origin,
+                            }));
+                            continue 'hosts;
+                        }
+                        Gate::Allow(crawl_delay) => {
+                            let cd = crawl_delay.map(|d| d.as_millis() as u64).unwrap_or(0);
+                            let cap = self.cfg.max_crawl_delay_ms;
+                            let effective = if cd > cap {
+                                if self.cfg.crawl_delay_over_cap == CrawlDelayOverCap::Skip {
+                                    h.rec.skipped = 1;
+                                    h.rec.counters.crawl_delay_skipped += 1;
+                                    Self::drop_entry(
+                                        &mut batch,
+                                        h,
+                                        k,
+                                        seq,
+                                        entry.url,
+                                        DropReason::CrawlDelayTooLong,
+                                        format!("crawl-delay {cd} ms above cap {cap} ms"),
+                                        now_ms,
+                                    );
+                                    inner.stats.crawl_delay_skipped += 1;
+                                    inner.stats.dropped += 1;
+                                    dirty.push(id);
+                                    drops += 1;
+                                    if drops >= 1000 {
+                                        self.schedule(inner, id);
+                                        continue 'hosts;
+                                    }
+                                    continue;
+                                }
+                                if h.rec.crawl_delay_ms != cap {
+                                    h.rec.counters.crawl_delay_clamped += 1;
+                                    inner.stats.crawl_delay_clamped += 1;
+                                }
+                                cap
+                            } else {
+                                cd
+                            };
+                            h.rec.crawl_delay_ms = effective;
+                            h.rec.skipped = 0;
+                            if !self.quota_ok(inner) {
+                                inner.heap.push(Reverse((ready, id)));
+                                if let Some(h) = inner.hosts.get_mut(&id) {
+                                    h.scheduled = Some(ready);
+                                }
+                                dirty.push(id);
+                                break 'hosts;
+                            }
+                            let Some(h) = inner.hosts.get_mut(&id) else {
+                                continue 'hosts;
+                            };
+                            batch.del(k);
+                            batch.put(keys::leased(id, seq), v);
+                            h.head = seq + 1;
+                            h.rec.in_flight += 1;
+                            h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                            h.rec.counters.dispatched += 1;
+                            h.rec.next_allowed_ms = now_ms + self.gap_ms(&h.rec);
+                            inner.stats.dispatched += 1;
+                            dirty.push(id);
+                            items.push(WorkItem::Page(PageLease {
+                                id: LeaseId { host_id: id, seq },
+                                url: entry.url,
+                                attempt: entry.attempts + 1,
+                            }));
+                            self.schedule(inner, id);
+                            continue 'hosts;
+                        }
+                    }
+                }
+            }
+            dirty.sort_unstable();
+            dirty.dedup();
+            for id in dirty {
+                if let Some(h) = inner.hosts.get(&id) {
+                    batch.put(keys::host(&h.key), h.rec.encode());
+                }
+                Self::maybe_evict(inner, id);
+            }
+            if batch.is_empty() {
+                return Ok(items);
+            }
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        Ok(items)
+    }
+
+    fn quota_ok(&self, inner: &mut Inner) -> bool {
+        match &self.limiter {
+            None => true,
+            Some((l, _)) => {
+                let ok = l.check().is_ok();
+                if !ok {
+                    inner.stats.rate_limited += 1;
+                }
+                ok
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn drop_entry(
+        batch: &mut Batch,
+        h: &mut HostMem,
+        qkey: Vec<u8>,
+        seq: u64,
+        url: String,
+        reason: DropReason,
+        detail: String,
+        now_ms: u64,
+    ) {
+        tracing::debug!(%url, reason = reason.code(), %detail, "URL dropped");
+        batch.del(qkey);
+        let hash = url_hash(&url);
+        batch.put(
+            keys::dropped(hash),
+            DropRecord {
+                reason,
+                at_ms: now_ms,
+                detail,
+                url,
+            }
+            .encode(),
+        );
+        h.head = seq + 1;
+        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+        match reason {
+            DropReason::GaveUp => h.rec.counters.given_up += 1,
+            _ => h.rec.counters.dropped += 1,
+        }
+    }
+
+    // ---------------------------------------------------------------- completion
+
+    /// Report how a page lease ended. Durable on return.
+    pub fn complete(&self, lease: LeaseId, outcome: PageOutcome, now_ms: u64) -> Result<()> {
+        self.complete_batch(&[(lease, outcome)], now_ms)
+    }
+
+    /// Report several page leases at once (one flush).
+    pub fn complete_batch(&self, done: &[(LeaseId, PageOutcome)], now_ms: u64) -> Result<()> {
+        let mut batch = Batch::new();
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let mut dirty = Vec::with_capacity(done.len());
+            for (lease, outcome) in done {
+                let lkey = keys::leased(lease.host_id, lease.seq);
+                let in_memory = inner.hosts.contains_key(&lease.host_id);
+                let stored = if in_memory {
+                    self.store.get(&lkey)?
+                } else {
+                    None
+                };
+                let Some(v) = stored else {
+                    return Err(FrontierError::UnknownLease(*lease));
+                };
+                let mut entry = QueueEntry::decode(&v)?;
+                let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
+                    return Err(FrontierError::UnknownLease(*lease));
+                };
+                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                batch.del(lkey.clone());
+                let (retry_after, response_ms, why) = match outcome {
+                    PageOutcome::Done { response_ms } => {
+                        h.rec.last_response_ms = *response_ms;
+                        h.rec.backoff_level = 0;
+                        h.rec.counters.completed += 1;
+                        h.rec.next_allowed_ms =
+                            h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+                        inner.stats.completed += 1;
+                        dirty.push(lease.host_id);
+                        continue;
+                    }
+                    PageOutcome::Throttled {
+                        status,
+                        retry_after,
+                        response_ms,
+                    } => (*retry_after, Some(*response_ms), format!("status {status}")),
+                    PageOutcome::Failed { reason } => (None, None, reason.clone()),
+                };
+                if let Some(ms) = response_ms {
+                    h.rec.last_response_ms = ms;
+                }
+                // host back-off: Retry-After (capped) or exponential with jitter
+                h.rec.backoff_level += 1;
+                let wait = match retry_after {
+                    Some(d) => (d.as_millis() as u64).min(self.cfg.retry_after_cap_ms),
+                    None => {
+                        let shift = (h.rec.backoff_level - 1).min(32) as u32;
+                        let step = self
+                            .cfg
+                            .backoff_base_ms
+                            .saturating_mul(1u64 << shift)
+                            .min(self.cfg.backoff_max_ms);
+                        let j: f64 = inner.rng.gen_range(0.0..0.25);
+                        step + (step as f64 * j) as u64
+                    }
+                };
+                h.rec.backoff_until_ms = now_ms + wait;
+                h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+                entry.attempts += 1;
+                if entry.attempts >= self.cfg.max_attempts {
+                    let url = entry.url;
+                    tracing::info!(%url, attempts = entry.attempts, %why, "URL given up");
+                    // drop_entry bookkeeping without touching the queue key
+                    let hash = url_hash(&url);
+                    batch.put(
+                        keys::dropped(hash),
+                        DropRecord {
+                            reason: DropReason::GaveUp,
+                            at_ms: now_ms,
+                            detail: format!("{} attempts, last: {why}", entry.attempts),
+                            url,
+                        }
+                        .encode(),
+                    );
+                    h.rec.counters.given_up += 1;
+                    inner.stats.given_up += 1;
+                } else {
+                    // back to the head of its queue with its old sequence
+                    batch.put(keys::queued(lease.host_id, lease.seq), entry.encode());
+                    h.head = h.head.min(lease.seq);
+                    h.rec.counters.queued += 1;
+                    h.rec.counters.retried += 1;
+                    inner.stats.retried += 1;
+                }
+                dirty.push(lease.host_id);
+            }
+            dirty.sort_unstable();
+            dirty.dedup();
+            for id in dirty {
+                if let Some(h) = inner.hosts.get(&id) {
+                    batch.put(keys::host(&h.key), h.rec.encode());
+                }
+                self.schedule(inner, id);
+                Self::maybe_evict(inner, id);
+            }
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        Ok(())
+    }
+
+    /// Report the outcome of a robots.txt fetch handed out by `next`. The new robots state
+    /// is durable before any URL is gated by it.
+    pub fn complete_robots(
+        &self,
+        lease: &RobotsLease,
+        outcome: &RobotsFetchOutcome,
+        response_ms: u64,
+        now_ms: u64,
+    ) -> Result<()> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let pending = inner
+            .hosts
+            .get(&lease.host_id)
+            .and_then(|h| h.robots_pending.as_deref())
+            == Some(lease.origin.as_str());
+        if !pending {
+            return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
+        }
+        let mut batch = Batch::new();
+        let state = self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
+        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+            h.robots_pending = None;
+            h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            h.rec.last_response_ms = response_ms;
+            h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+            h.hold_until_ms = 0;
+            batch.put(keys::host(&h.key), h.rec.encode());
+        }
+        // durable before it acts: flush while still holding the scheduler lock
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        inner.robots.put(&lease.origin, state);
+        self.schedule(inner, lease.host_id);
+        Self::maybe_evict(inner, lease.host_id);
+        Ok(())
+    }
+
+    fn apply_robots(
+        &self,
+        inner: &mut Inner,
+        origin: &str,
+        outcome: &RobotsFetchOutcome,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<Box<dyn OriginRobots>> {
+        let backend = inner.robots.backend().clone();
+        let mut state = match self.store.get(&keys::robots(origin))? {
+            Some(b) => backend.decode(&b)?,
+            None => backend.unknown(),
+        };
+        let jitter: f64 = inner.rng.gen_range(0.0..1.0);
+        state.apply(outcome, now_ms, jitter);
+        tracing::info!(%origin, state = state.kind(), "robots state changed");
+        batch.put(keys::robots(origin), state.encode());
+        Ok(state)
+    }
+
+    /// Record robots outcomes for origins without a lease (seeding, tests, benchmarks).
+    /// Durable on return.
+    pub fn set_robots(&self, outcomes: &[(&str, RobotsFetchOutcome)], now_ms: u64) -> Result<()> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut batch = Batch::new();
+        let mut states = Vec::with_capacity(outcomes.len());
+        for (origin, outcome) in outcomes {
+            let st = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
+            states.push((*origin, st));
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        for (origin, st) in states {
+            inner.robots.put(origin, st);
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- inspection
+
+    /// Whether a URL (any spelling) is in the seen-set.
+    pub fn is_seen(&self, url: &str) -> Result<bool> {
+        match canonicalize(url, self.cfg.max_url_len) {
+            Err(_) => Ok(false),
+            Ok(c) => Ok(self.store.contains(&keys::seen(url_hash(c.as_str())))?),
+        }
+    }
+
+    /// The drop / give-up record of a URL, if any.
+    pub fn drop_record(&self, url: &str) -> Result<Option<DropRecord>> {
+        let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+            return Ok(None);
+        };
+        match self.store.get(&keys::dropped(url_hash(c.as_str())))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(DropRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored record of a politeness key.
+    pub fn host_record(&self, key: &str) -> Result<Option<HostRecord>> {
+        if let Some(h) = {
+            let inner = self.inner.lock();
+            inner
+                .by_key
+                .get(key)
+                .and_then(|id| inner.hosts.get(id))
+                .map(|h| h.rec)
+        } {
+            return Ok(Some(h));
+        }
+        match self.store.get(&keys::host(key))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(HostRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored robots record of an origin (the backend's encoding).
+    pub fn robots_record(&self, origin: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.get(&keys::robots(origin))?)
+    }
+
+    /// Every queued (not in flight) URL of a politeness key, in queue order.
+    pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
+        let Some(rec) = self.host_record(key)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let prefix = &keys::queued(rec.id, 0)[..9];
+        for kv in self.store.scan_prefix(prefix) {
+            let (_, v) = kv?;
+            out.push(QueueEntry::decode(&v)?.url);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,237 @@
+//! The storage engine behind a small trait. sled is the only engine.
+//!
+//! The frontier keeps everything in one ordered key space; the first byte of a key names
+//! the record kind (see `keys` in `frontier.rs`). One [`Batch`] is applied atomically, and
+//! [`Store::flush`] makes everything applied so far durable.
+
+use std::path::Path;
+
+/// A storage failure, with the operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("store {op} failed: {source}")]
+pub struct StoreError {
+    /// What the frontier was doing.
+    pub op: &'static str,
+    /// Engine error.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StoreError {
+    fn sled(op: &'static str, e: sled::Error) -> StoreError {
+        StoreError {
+            op,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// One write in a batch.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Insert or overwrite.
+    Put(Vec<u8>, Vec<u8>),
+    /// Remove (absent keys are fine).
+    Del(Vec<u8>),
+}
+
+/// Writes applied atomically.
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    ops: Vec<Op>,
+}
+
+impl Batch {
+    /// Empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+    /// Queue an insert.
+    pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.ops.push(Op::Put(k, v));
+    }
+    /// Queue a removal.
+    pub fn del(&mut self, k: Vec<u8>) {
+        self.ops.push(Op::Del(k));
+    }
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    /// No operations.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    /// The operations.
+    pub fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+}
+
+/// Key/value pairs returned by scans.
+pub type Kv = (Vec<u8>, Vec<u8>);
+
+/// The engine interface the frontier needs.
+pub trait Store: Send + Sync {
+    /// Point read.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Whether a key exists.
+    fn contains(&self, key: &[u8]) -> Result<bool, StoreError>;
+    /// Smallest key in `[from, to)`.
+    fn first_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError>;
+    /// Largest key in `[from, to)`.
+    fn last_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError>;
+    /// All pairs whose key starts with `prefix`, in key order.
+    fn scan_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a>;
+    /// Apply a batch atomically (all or nothing, also across a crash).
+    fn apply(&self, batch: Batch) -> Result<(), StoreError>;
+    /// Make every applied write durable.
+    fn flush(&self) -> Result<(), StoreError>;
+    /// Bytes used on disk.
+    fn size_on_disk(&self) -> Result<u64, StoreError>;
+}
+
+/// sled engine settings.
+#[derive(Debug, Clone)]
+pub struct SledConfig {
+    /// sled page cache in bytes (set explicitly: sled's default is 1 GiB).
+    pub cache_bytes: u64,
+    /// sled's own background flush interval; `None` disables it (the frontier flushes
+    /// explicitly wherever it promises durability).
+    pub flush_every_ms: Option<u64>,
+}
+
+impl Default for SledConfig {
+    fn default() -> Self {
+        SledConfig {
+            cache_bytes: 64 * 1024 * 1024,
+            flush_every_ms: Some(1000),
+        }
+    }
+}
+
+/// The sled engine.
+pub struct SledStore {
+    db: sled::Db,
+}
+
+impl SledStore {
+    /// Open (or create) a store at `path`.
+    pub fn open(path: &Path, cfg: &SledConfig) -> Result<SledStore, StoreError> {
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(cfg.cache_bytes)
+            .flush_every_ms(cfg.flush_every_ms)
+            .mode(sled::Mode::HighThroughput)
+            .open()
+            .map_err(|e| StoreError::sled("open", e))?;
+        Ok(SledStore { db })
+    }
+
+    /// The underlying database (benchmarks use it for the raw reference numbers).
+    pub fn db(&self) -> &sled::Db {
+        &self.db
+    }
+}
+
+impl Store for SledStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.db
+            .get(key)
+            .map(|o| o.map(|v| v.to_vec()))
+            .map_err(|e| StoreError::sled("get", e))
+    }
+
+    fn contains(&self, key: &[u8]) -> Result<bool, StoreError> {
+        self.db
+            .contains_key(key)
+            .map_err(|e| StoreError::sled("contains", e))
+    }
+
+    fn first_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError> {
+        match self.db.range(from..to).next() {
+            None => Ok(None),
+            Some(Ok((k, v))) => Ok(Some((k.to_vec(), v.to_vec()))),
+            Some(Err(e)) => Err(StoreError::sled("range", e)),
+        }
+    }
+
+    fn last_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError> {
+        match self.db.range(from..to).next_back() {
+            None => Ok(None),
+            Some(Ok((k, v))) => Ok(Some((k.to_vec(), v.to_vec()))),
+            Some(Err(e)) => Err(StoreError::sled("range", e)),
+        }
+    }
+
+    fn scan_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
+        Box::new(self.db.scan_prefix(prefix).map(|r| {
+            r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(|e| StoreError::sled("scan", e))
+        }))
+    }
+
+    fn apply(&self, batch: Batch) -> Result<(), StoreError> {
+        let mut b = sled::Batch::default();
+        for op in batch.into_ops() {
+            match op {
+                Op::Put(k, v) => b.insert(k, v),
+                Op::Del(k) => b.remove(k),
+            }
+        }
+        self.db
+            .apply_batch(b)
+            .map_err(|e| StoreError::sled("apply batch", e))
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db
+            .flush()
+            .map(|_| ())
+            .map_err(|e| StoreError::sled("flush", e))
+    }
+
+    fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.db
+            .size_on_disk()
+            .map_err(|e| StoreError::sled("size_on_disk", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sled_roundtrip_and_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SledStore::open(dir.path(), &SledConfig::default()).unwrap();
+        let mut b = Batch::new();
+        b.put(b"a1".to_vec(), b"x".to_vec());
+        b.put(b"a2".to_vec(), b"y".to_vec());
+        b.put(b"b1".to_vec(), b"z".to_vec());
+        s.apply(b).unwrap();
+        s.flush().unwrap();
+        assert_eq!(s.get(b"a2").unwrap(), Some(b"y".to_vec()));
+        assert!(s.contains(b"b1").unwrap());
+        assert_eq!(
+            s.first_in_range(b"a", b"b").unwrap().unwrap().0,
+            b"a1".to_vec()
+        );
+        assert_eq!(
+            s.last_in_range(b"a", b"b").unwrap().unwrap().0,
+            b"a2".to_vec()
+        );
+        assert_eq!(s.scan_prefix(b"a").count(), 2);
+        let mut b = Batch::new();
+        b.del(b"a1".to_vec());
+        s.apply(b).unwrap();
+        assert_eq!(s.get(b"a1").unwrap(), None);
+    }
+}

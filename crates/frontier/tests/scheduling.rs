@@ -1,0 +1,466 @@
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use frontier::*;
+
+fn cfg(dir: &std::path::Path) -> FrontierConfig {
+    let mut c = FrontierConfig::new(dir);
+    c.seed = Some(7);
+    c
+}
+
+fn allow_all() -> RobotsFetchOutcome {
+    RobotsFetchOutcome::ClientError { status: 404 }
+}
+
+fn robots(body: &str) -> RobotsFetchOutcome {
+    RobotsFetchOutcome::Success {
+        body: body.as_bytes().to_vec(),
+        max_age: None,
+    }
+}
+
+fn page(item: Option<WorkItem>) -> PageLease {
+    match item {
+        Some(WorkItem::Page(p)) => p,
+        other => panic!("expected a page, got {other:?}"),
+    }
+}
+
+fn robots_item(item: Option<WorkItem>) -> RobotsLease {
+    match item {
+        Some(WorkItem::Robots(r)) => r,
+        other => panic!("expected a robots fetch, got {other:?}"),
+    }
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+#[test]
+fn enqueue_dedup_reject_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let f = Frontier::open(cfg(dir.path())).unwrap();
+        let r = f
+            .enqueue_batch(
+                &[
+                    "http://Example.com/a",
+                    "http://example.com:80/a#x",
+                    "ftp://example.com/",
+                    "http://example.com/b",
+                ],
+                T0,
+            )
+            .unwrap();
+        assert_eq!(r[0], EnqueueResult::Queued);
+        assert_eq!(r[1], EnqueueResult::Duplicate);
+        assert!(matches!(
+            r[2],
+            EnqueueResult::Rejected(Rejection::UnsupportedScheme(_))
+        ));
+        assert_eq!(r[3], EnqueueResult::Queued);
+    }
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    assert!(f.is_seen("HTTP://EXAMPLE.COM/a").unwrap());
+    let r = f.enqueue_batch(&["http://example.com/a"], T0).unwrap();
+    assert_eq!(r[0], EnqueueResult::Duplicate);
+    assert_eq!(
+        f.queued_urls("example.com").unwrap(),
+        vec!["http://example.com/a", "http://example.com/b"]
+    );
+    let rec = f.host_record("example.com").unwrap().unwrap();
+    assert_eq!(rec.counters.queued, 2);
+    assert_eq!(f.hosts_in_memory(), 1);
+}
+
+#[test]
+fn robots_first_then_rules_drop_and_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.enqueue_batch(&["http://a.com/private/1", "http://a.com/public/2"], T0)
+        .unwrap();
+    let r = robots_item(f.next(T0).unwrap());
+    assert_eq!(r.url, "http://a.com/robots.txt");
+    // robots fetch in flight: the host holds
+    assert_eq!(f.next(T0 + 100_000).unwrap(), None);
+    f.complete_robots(
+        &r,
+        &robots("User-agent: *\nDisallow: /private\n"),
+        50,
+        T0 + 10,
+    )
+    .unwrap();
+    // gap after the robots fetch: 1 s min delay
+    assert_eq!(f.next(T0 + 20).unwrap(), None);
+    let p = page(f.next(T0 + 1_010).unwrap());
+    assert_eq!(p.url, "http://a.com/public/2");
+    let d = f.drop_record("http://a.com/private/1").unwrap().unwrap();
+    assert_eq!(d.reason, DropReason::RobotsDisallowed);
+    assert!(d.detail.contains("/private"), "{}", d.detail);
+    f.complete(p.id, PageOutcome::Done { response_ms: 10 }, T0 + 1_100)
+        .unwrap();
+    let rec = f.host_record("a.com").unwrap().unwrap();
+    assert_eq!(rec.counters.dropped, 1);
+    assert_eq!(rec.counters.completed, 1);
+    assert_eq!(rec.counters.robots_fetches, 1);
+    assert_eq!(rec.in_flight, 0);
+    assert_eq!(f.hosts_in_memory(), 0, "idle host leaves memory");
+    assert!(f.robots_record("http://a.com").unwrap().is_some());
+}
+
+#[test]
+fn server_error_robots_holds_without_dropping() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.enqueue_batch(&["http://h.com/1", "http://h.com/2"], T0)
+        .unwrap();
+    let r = robots_item(f.next(T0).unwrap());
+    let err = RobotsFetchOutcome::ServerError {
+        status: 503,
+        retry_after: None,
+    };
+    f.complete_robots(&r, &err, 5, T0).unwrap();
+    // held: no page, no drop, still queued
+    for dt in [2_000, 30_000, 59_000] {
+        assert_eq!(f.next(T0 + dt).unwrap(), None);
+    }
+    assert_eq!(f.queued_urls("h.com").unwrap().len(), 2);
+    // retry due after ~1 min (+ up to 20 % jitter), after the hold recheck
+    let mut t = T0 + 60_000;
+    let r2 = loop {
+        if let Some(item) = f.next(t).unwrap() {
+            break robots_item(Some(item));
+        }
+        t += 10_000;
+        assert!(t < T0 + 200_000);
+    };
+    f.complete_robots(&r2, &allow_all(), 5, t).unwrap();
+    let p = page(f.next(t + 1_000).unwrap());
+    assert_eq!(p.url, "http://h.com/1");
+    // survives a restart: the stored robots state is the allow-all one
+    drop(f);
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let p = page(f.next(t + 2_000).unwrap());
+    assert_eq!(
+        p.url, "http://h.com/1",
+        "in-flight lease returned to the head"
+    );
+}
+
+#[test]
+fn politeness_gap_and_response_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.set_robots(&[("http://g.com", allow_all())], T0).unwrap();
+    f.enqueue_batch(&["http://g.com/1", "http://g.com/2", "http://g.com/3"], T0)
+        .unwrap();
+    let p1 = page(f.next(T0).unwrap());
+    // concurrency 1: nothing while p1 is in flight
+    assert_eq!(f.next(T0 + 60_000).unwrap(), None);
+    // slow response: gap = 5 x 2 s = 10 s
+    f.complete(p1.id, PageOutcome::Done { response_ms: 2_000 }, T0 + 2_000)
+        .unwrap();
+    assert_eq!(f.next(T0 + 11_999).unwrap(), None);
+    let p2 = page(f.next(T0 + 12_000).unwrap());
+    assert_eq!(p2.url, "http://g.com/2");
+    // very slow response: capped at max delay 30 s
+    f.complete(
+        p2.id,
+        PageOutcome::Done {
+            response_ms: 60_000,
+        },
+        T0 + 20_000,
+    )
+    .unwrap();
+    assert_eq!(f.next(T0 + 49_999).unwrap(), None);
+    assert_eq!(page(f.next(T0 + 50_000).unwrap()).url, "http://g.com/3");
+    assert_eq!(f.next_ready_at(), None);
+}
+
+#[test]
+fn crawl_delay_clamped_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.set_robots(
+        &[("http://c.com", robots("User-agent: *\nCrawl-delay: 5000\n"))],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_batch(&["http://c.com/1", "http://c.com/2"], T0)
+        .unwrap();
+    let p = page(f.next(T0).unwrap());
+    f.complete(p.id, PageOutcome::Done { response_ms: 1 }, T0)
+        .unwrap();
+    let rec = f.host_record("c.com").unwrap().unwrap();
+    assert_eq!(rec.crawl_delay_ms, 60_000, "clamped to the cap");
+    assert_eq!(rec.counters.crawl_delay_clamped, 1);
+    assert_eq!(f.next(T0 + 59_999).unwrap(), None);
+    assert!(f.next(T0 + 60_000).unwrap().is_some());
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir2.path());
+    c.crawl_delay_over_cap = CrawlDelayOverCap::Skip;
+    let f = Frontier::open(c).unwrap();
+    f.set_robots(
+        &[("http://c.com", robots("User-agent: *\nCrawl-delay: 5000\n"))],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_batch(&["http://c.com/1"], T0).unwrap();
+    assert_eq!(f.next(T0).unwrap(), None);
+    let d = f.drop_record("http://c.com/1").unwrap().unwrap();
+    assert_eq!(d.reason, DropReason::CrawlDelayTooLong);
+    assert_eq!(f.stats().crawl_delay_skipped, 1);
+}
+
+#[test]
+fn crawl_delay_below_cap_is_a_minimum_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.set_robots(
+        &[("http://c.com", robots("User-agent: *\nCrawl-delay: 45\n"))],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_batch(&["http://c.com/1", "http://c.com/2"], T0)
+        .unwrap();
+    let p = page(f.next(T0).unwrap());
+    f.complete(p.id, PageOutcome::Done { response_ms: 1 }, T0)
+        .unwrap();
+    // above max delay (30 s) because crawl-delay asks for more
+    assert_eq!(f.next(T0 + 44_999).unwrap(), None);
+    assert!(f.next(T0 + 45_000).unwrap().is_some());
+}
+
+#[test]
+fn throttling_retry_after_backoff_and_give_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_attempts = 3;
+    let f = Frontier::open(c).unwrap();
+    f.set_robots(&[("http://t.com", allow_all())], T0).unwrap();
+    f.enqueue_batch(&["http://t.com/1", "http://t.com/2"], T0)
+        .unwrap();
+    // 429 with Retry-After 2 h: honoured
+    let p = page(f.next(T0).unwrap());
+    assert_eq!(p.attempt, 1);
+    f.complete(
+        p.id,
+        PageOutcome::Throttled {
+            status: 429,
+            retry_after: Some(Duration::from_secs(7200)),
+            response_ms: 1,
+        },
+        T0,
+    )
+    .unwrap();
+    assert_eq!(f.next(T0 + 7_199_999).unwrap(), None);
+    let p = page(f.next(T0 + 7_200_000).unwrap());
+    assert_eq!(p.url, "http://t.com/1", "retried URL is back at the head");
+    assert_eq!(p.attempt, 2);
+    // 503 without Retry-After: exponential back-off, level 2 = 120 s (+ <25 % jitter)
+    let t1 = T0 + 7_200_000;
+    f.complete(
+        p.id,
+        PageOutcome::Throttled {
+            status: 503,
+            retry_after: None,
+            response_ms: 1,
+        },
+        t1,
+    )
+    .unwrap();
+    let rec = f.host_record("t.com").unwrap().unwrap();
+    assert_eq!(rec.backoff_level, 2);
+    assert!(rec.backoff_until_ms >= t1 + 120_000 && rec.backoff_until_ms < t1 + 150_000);
+    let t2 = rec.backoff_until_ms;
+    assert_eq!(f.next(t2 - 1).unwrap(), None);
+    let p = page(f.next(t2).unwrap());
+    assert_eq!(p.attempt, 3);
+    // third failure: given up (max_attempts = 3)
+    f.complete(
+        p.id,
+        PageOutcome::Failed {
+            reason: "reset".into(),
+        },
+        t2,
+    )
+    .unwrap();
+    let d = f.drop_record("http://t.com/1").unwrap().unwrap();
+    assert_eq!(d.reason, DropReason::GaveUp);
+    assert!(d.detail.contains("reset"));
+    // Retry-After is capped at 24 h
+    let t3 = f.host_record("t.com").unwrap().unwrap().backoff_until_ms;
+    let p = page(f.next(t3).unwrap());
+    assert_eq!(p.url, "http://t.com/2");
+    f.complete(
+        p.id,
+        PageOutcome::Throttled {
+            status: 429,
+            retry_after: Some(Duration::from_secs(10 * 86_400)),
+            response_ms: 1,
+        },
+        t3,
+    )
+    .unwrap();
+    let rec = f.host_record("t.com").unwrap().unwrap();
+    assert_eq!(rec.backoff_until_ms, t3 + 86_400_000);
+    // a day later the robots copy is stale: it is fetched again before the page
+    let r = robots_item(f.next(t3 + 86_400_000).unwrap());
+    f.complete_robots(&r, &allow_all(), 1, t3 + 86_400_000)
+        .unwrap();
+    // success resets the back-off level
+    let p = page(f.next(t3 + 86_401_000).unwrap());
+    f.complete(p.id, PageOutcome::Done { response_ms: 1 }, t3 + 86_401_000)
+        .unwrap();
+    assert_eq!(f.host_record("t.com").unwrap().unwrap().backoff_level, 0);
+}
+
+#[test]
+fn leases_return_to_head_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_in_flight_per_host = 2;
+    c = c.without_gaps();
+    {
+        let f = Frontier::open(c.clone()).unwrap();
+        f.set_robots(&[("http://l.com", allow_all())], T0).unwrap();
+        f.enqueue_batch(&["http://l.com/1", "http://l.com/2", "http://l.com/3"], T0)
+            .unwrap();
+        let a = page(f.next(T0).unwrap());
+        let b = page(f.next(T0).unwrap());
+        assert_eq!(
+            (a.url.as_str(), b.url.as_str()),
+            ("http://l.com/1", "http://l.com/2")
+        );
+        assert_eq!(f.next(T0).unwrap(), None, "concurrency limit 2");
+        // dropped without completing: a crash
+    }
+    let f = Frontier::open(c).unwrap();
+    assert_eq!(f.stats().recovered_leases, 2);
+    assert_eq!(f.host_record("l.com").unwrap().unwrap().in_flight, 0);
+    let urls: Vec<String> = f
+        .next_batch(T0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|w| match w {
+            WorkItem::Page(p) => p.url,
+            WorkItem::Robots(r) => r.url,
+        })
+        .collect();
+    assert_eq!(urls, vec!["http://l.com/1", "http://l.com/2"]);
+    let stale = LeaseId {
+        host_id: 999,
+        seq: 0,
+    };
+    assert!(matches!(
+        f.complete(stale, PageOutcome::Done { response_ms: 1 }, T0),
+        Err(FrontierError::UnknownLease(_))
+    ));
+}
+
+#[test]
+fn global_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path()).without_gaps();
+    c.global_rate_per_sec = NonZeroU32::new(2);
+    let f = Frontier::open(c).unwrap();
+    let origins: Vec<String> = (0..5).map(|i| format!("http://q{i}.com")).collect();
+    let outs: Vec<(&str, RobotsFetchOutcome)> =
+        origins.iter().map(|o| (o.as_str(), allow_all())).collect();
+    f.set_robots(&outs, T0).unwrap();
+    let urls: Vec<String> = origins.iter().map(|o| format!("{o}/x")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    assert_eq!(f.next_batch(T0, 10).unwrap().len(), 2, "burst of 2");
+    assert_eq!(f.next_batch(T0 + 100, 10).unwrap().len(), 0);
+    assert_eq!(f.next_batch(T0 + 500, 10).unwrap().len(), 1);
+    assert_eq!(f.next_batch(T0 + 1_500, 10).unwrap().len(), 2);
+    assert!(f.stats().rate_limited >= 2);
+}
+
+#[test]
+fn domain_mode_shares_one_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.key_mode = PolitenessKeyMode::Domain;
+    let f = Frontier::open(c).unwrap();
+    f.set_robots(
+        &[
+            ("http://a.ex.co.uk", allow_all()),
+            ("http://b.ex.co.uk", allow_all()),
+        ],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_batch(&["http://a.ex.co.uk/1", "http://b.ex.co.uk/2"], T0)
+        .unwrap();
+    assert_eq!(f.queued_urls("ex.co.uk").unwrap().len(), 2);
+    assert!(f.next(T0).unwrap().is_some());
+    assert_eq!(f.next(T0).unwrap(), None, "one politeness key");
+}
+
+#[test]
+fn concurrent_callers_never_share_a_host_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(Frontier::open(cfg(dir.path())).unwrap());
+    let hosts: Vec<String> = (0..20).map(|i| format!("http://c{i}.com")).collect();
+    let outs: Vec<(&str, RobotsFetchOutcome)> =
+        hosts.iter().map(|o| (o.as_str(), allow_all())).collect();
+    f.set_robots(&outs, T0).unwrap();
+    let urls: Vec<String> = hosts
+        .iter()
+        .flat_map(|h| (0..10).map(move |i| format!("{h}/{i}")))
+        .collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let got = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let f = f.clone();
+            let got = got.clone();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    if let Some(WorkItem::Page(p)) = f.next(T0).unwrap() {
+                        got.lock().push(p);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let got = got.lock();
+    assert_eq!(got.len(), 20, "exactly one per host at one instant");
+    let mut hosts_seen: Vec<u64> = got.iter().map(|p| p.id.host_id).collect();
+    hosts_seen.sort_unstable();
+    hosts_seen.dedup();
+    assert_eq!(hosts_seen.len(), 20);
+}
+
+#[test]
+fn group_commit_shares_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(Frontier::open(cfg(dir.path())).unwrap());
+    let before = f.flushes();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                for b in 0..20 {
+                    let urls: Vec<String> = (0..10)
+                        .map(|i| format!("http://g{t}.com/{b}/{i}"))
+                        .collect();
+                    let r = f.enqueue_batch(&urls, T0).unwrap();
+                    assert!(r.iter().all(|x| *x == EnqueueResult::Queued));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let flushes = f.flushes() - before;
+    assert!(flushes <= 160, "{flushes} flushes for 160 batches");
+    assert_eq!(f.stats().enqueued, 1600);
+}
