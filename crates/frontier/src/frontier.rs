@@ -18,7 +18,7 @@ use crate::codec::{CodecError, DropReason, DropRecord, HostRecord, QueueEntry};
 use crate::commit::GroupCommit;
 use crate::config::{CrawlDelayOverCap, FrontierConfig};
 use crate::robots::{
-    BasicRobots, Gate, OriginRobots, RobotsBackend, RobotsCache, RobotsFetchOutcome,
+    Gate, OriginState, PolicyRobots, RobotsBackend, RobotsCache, RobotsFetchOutcome,
 };
 use crate::store::{Batch, SledStore, Store, StoreError};
 
@@ -262,9 +262,9 @@ pub struct Frontier {
 }
 
 impl Frontier {
-    /// Open (or create) the frontier at `cfg.path` with sled and the stand-in robots backend.
+    /// Open (or create) the frontier at `cfg.path` with sled and the robots-policy backend.
     pub fn open(cfg: FrontierConfig) -> Result<Frontier> {
-        Self::open_with(cfg, Arc::new(BasicRobots))
+        Self::open_with(cfg, Arc::new(PolicyRobots::default()))
     }
 
     /// Open with a given robots backend.
@@ -682,8 +682,9 @@ impl Frontier {
                         continue 'hosts;
                     };
                     match gate {
-                        Gate::Hold => {
-                            h.hold_until_ms = now_ms + self.cfg.robots_hold_recheck_ms;
+                        Gate::Hold(until) => {
+                            h.hold_until_ms =
+                                until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms);
                             self.schedule(inner, id);
                             continue 'hosts;
                         }
@@ -1021,13 +1022,13 @@ impl Frontier {
         outcome: &RobotsFetchOutcome,
         now_ms: u64,
         batch: &mut Batch,
-    ) -> Result<Box<dyn OriginRobots>> {
+    ) -> Result<Box<dyn OriginState>> {
         let backend = inner.robots.backend().clone();
         let mut state = match self.store.get(&keys::robots(origin))? {
             Some(b) => backend.decode(&b)?,
             None => backend.unknown(),
         };
-        let jitter: f64 = inner.rng.gen_range(0.0..1.0);
+        let jitter: u64 = inner.rng.gen();
         state.apply(outcome, now_ms, jitter);
         tracing::info!(%origin, state = state.kind(), "robots state changed");
         batch.put(keys::robots(origin), state.encode());

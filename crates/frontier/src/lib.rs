@@ -28,5 +28,5 @@ pub use frontier::{
     keys, url_hash, EnqueueResult, Frontier, FrontierError, FrontierStats, LeaseId, PageLease,
     PageOutcome, Result, RobotsLease, WorkItem,
 };
-pub use robots::{BasicRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
+pub use robots::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
 pub use store::{SledConfig, SledStore, Store, StoreError};

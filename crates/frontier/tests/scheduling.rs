@@ -16,6 +16,7 @@ fn allow_all() -> RobotsFetchOutcome {
 
 fn robots(body: &str) -> RobotsFetchOutcome {
     RobotsFetchOutcome::Success {
+        status: 200,
         body: body.as_bytes().to_vec(),
         max_age: None,
     }
