@@ -1,1 +1,39 @@
-//! fetcher: HTTP only. Fetches robots.txt and pages and classifies the outcome. Never decides policy, never touches storage.
+//! fetcher: HTTP only. Fetches robots.txt and pages and classifies each outcome into one
+//! [`FetchOutcome`].
+//!
+//! It owns the HTTP client (hyper + rustls, HTTP/1.1 and HTTP/2 by ALPN), name resolution
+//! (system resolver plus a `--resolve`-style [`ResolveTable`]), timeouts, body caps,
+//! `Content-Encoding` decoding, and the one-time parsing of `Retry-After` and
+//! `Cache-Control: max-age`.
+//!
+//! It must never decide robots policy (what a 5xx or a redirect overflow *means* belongs
+//! to robots-policy), never touch storage, and never depend on another crate of ours.
+//!
+//! See `docs/fetcher.md` for the classification table and the defaults.
+
+mod body;
+mod client;
+mod config;
+mod error;
+mod headers;
+mod outcome;
+mod resolve;
+
+pub use client::Fetcher;
+pub use config::{
+    FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP,
+    DEFAULT_ROBOTS_MAX_REDIRECTS, DEFAULT_USER_AGENT,
+};
+pub use error::{FetchError, FetcherError};
+pub use headers::{
+    max_age_from_headers, parse_cache_control_max_age, parse_retry_after, retry_after_from_headers,
+};
+pub use outcome::{
+    ContentCoding, FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord,
+    RobotsFetch, Timings,
+};
+pub use resolve::{ResolveTable, ResolveTableError};
+
+/// Re-exported so callers need no direct dependency to read statuses and headers.
+pub use http::{HeaderMap, StatusCode};
+pub use url::Url;

@@ -1,0 +1,502 @@
+//! The fetcher: one pooled hyper client for robots.txt and pages.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, HOST, LOCATION, USER_AGENT};
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
+use http_body_util::Empty;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use tokio::time::timeout_at;
+use tracing::{debug, warn};
+use url::Url;
+
+use crate::body::{content_coding, read_body, Caps, ReadBody};
+use crate::config::FetcherConfig;
+use crate::error::{
+    classify_body_error, classify_request_error, describe, FetchError, FetcherError,
+};
+use crate::headers::{max_age_from_headers, retry_after_from_headers};
+use crate::outcome::{
+    FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord, RobotsFetch, Timings,
+};
+use crate::resolve::TableResolver;
+
+type HttpClient = Client<HttpsConnector<HttpConnector<TableResolver>>, Empty<Bytes>>;
+
+/// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: HttpClient,
+    user_agent: HeaderValue,
+    config: FetcherConfig,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Which kind of fetch one request serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Robots,
+    Page,
+}
+
+/// One request and what came back.
+struct Exchange {
+    request: RequestRecord,
+    response: Option<ResponseRecord>,
+    outcome: FetchOutcome,
+    peer_addr: Option<SocketAddr>,
+    time_to_headers: Option<Duration>,
+}
+
+impl Fetcher {
+    /// Builds the client: rustls with the ring provider and webpki roots, HTTP/1.1 and
+    /// HTTP/2 offered by ALPN, plain HTTP allowed, the resolve table in front of
+    /// getaddrinfo. Must be called within a tokio runtime only when fetching.
+    pub fn new(config: FetcherConfig) -> Result<Self, FetcherError> {
+        let user_agent = HeaderValue::from_str(&config.user_agent)
+            .map_err(|_| FetcherError::InvalidUserAgent(config.user_agent.clone()))?;
+        let mut http = HttpConnector::new_with_resolver(TableResolver::new(config.resolve.clone()));
+        http.enforce_http(false); // the TLS layer hands https URLs down too
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.set_nodelay(true);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(FetcherError::Tls)?
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(config.pool_idle_timeout)
+            .build(https);
+        Ok(Fetcher {
+            client,
+            user_agent,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &FetcherConfig {
+        &self.config
+    }
+
+    /// Fetches `<origin>/robots.txt` for the origin of `origin_url` (any URL of the
+    /// origin will do): an unconditional GET, redirects followed across origins up to
+    /// `robots_max_redirects` hops, body kept up to `robots_body_cap`. The total timeout
+    /// covers the whole chain.
+    pub async fn fetch_robots(&self, origin_url: &Url) -> Result<RobotsFetch, FetchError> {
+        check_url(origin_url)?;
+        let mut requested_url = origin_url.clone();
+        requested_url.set_path("/robots.txt");
+        requested_url.set_query(None);
+        requested_url.set_fragment(None);
+        let _ = requested_url.set_username("");
+        let _ = requested_url.set_password(None);
+
+        let started = Instant::now();
+        let started_at = SystemTime::now();
+        let deadline = tokio::time::Instant::from_std(started + self.config.total_timeout);
+        let mut url = requested_url.clone();
+        let mut hops = 0u32;
+        let exchange = loop {
+            let exchange = self
+                .exchange(&url, Purpose::Robots, deadline, started)
+                .await?;
+            let next = match &exchange.outcome {
+                FetchOutcome::Redirect {
+                    location: Some(location),
+                    ..
+                } if check_url(location).is_ok() => location.clone(),
+                _ => break exchange,
+            };
+            if hops >= self.config.robots_max_redirects {
+                debug!(%requested_url, hops, %next, "robots.txt redirect limit exceeded");
+                break Exchange {
+                    outcome: FetchOutcome::RedirectLimitExceeded {
+                        hops,
+                        location: next,
+                    },
+                    ..exchange
+                };
+            }
+            debug!(from = %url, to = %next, "following robots.txt redirect");
+            hops += 1;
+            url = next;
+        };
+        let fetch = RobotsFetch {
+            requested_url,
+            final_url: url,
+            hops,
+            outcome: exchange.outcome,
+            peer_addr: exchange.peer_addr,
+            timings: Timings {
+                started_at,
+                time_to_headers: exchange.time_to_headers,
+                total: started.elapsed(),
+            },
+        };
+        debug!(url = %fetch.requested_url, final_url = %fetch.final_url, hops, outcome = ?OutcomeSummary(&fetch.outcome), "robots.txt fetched");
+        Ok(fetch)
+    }
+
+    /// Fetches one page: no redirect following (a 3xx comes back with its Location
+    /// resolved), body kept up to `page_body_cap`, request and response recorded.
+    pub async fn fetch_page(&self, url: &Url) -> Result<PageFetch, FetchError> {
+        check_url(url)?;
+        let started = Instant::now();
+        let started_at = SystemTime::now();
+        let deadline = tokio::time::Instant::from_std(started + self.config.total_timeout);
+        let exchange = self.exchange(url, Purpose::Page, deadline, started).await?;
+        let fetch = PageFetch {
+            url: url.clone(),
+            outcome: exchange.outcome,
+            request: exchange.request,
+            response: exchange.response,
+            peer_addr: exchange.peer_addr,
+            timings: Timings {
+                started_at,
+                time_to_headers: exchange.time_to_headers,
+                total: started.elapsed(),
+            },
+        };
+        debug!(%url, outcome = ?OutcomeSummary(&fetch.outcome), "page fetched");
+        Ok(fetch)
+    }
+
+    async fn exchange(
+        &self,
+        url: &Url,
+        purpose: Purpose,
+        deadline: tokio::time::Instant,
+        started: Instant,
+    ) -> Result<Exchange, FetchError> {
+        let mut target = url.clone();
+        target.set_fragment(None);
+        let uri: Uri = target
+            .as_str()
+            .parse()
+            .map_err(|source| FetchError::InvalidUri {
+                url: url.clone(),
+                source,
+            })?;
+
+        let mut headers = HeaderMap::new();
+        if let Some(host) = host_header(&target) {
+            headers.insert(HOST, host);
+        }
+        headers.insert(USER_AGENT, self.user_agent.clone());
+        headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        headers.insert(
+            ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip, deflate, br"),
+        );
+        let mut request = RequestRecord {
+            method: Method::GET,
+            url: target,
+            version: Version::HTTP_11,
+            headers,
+        };
+
+        let mut builder = Request::builder().method(Method::GET).uri(uri);
+        for (name, value) in &request.headers {
+            // Host is set by the client from the URI: under HTTP/2 it must travel as
+            // :authority, not as a header.
+            if name != HOST {
+                builder = builder.header(name, value);
+            }
+        }
+        let req = builder
+            .body(Empty::new())
+            .map_err(|_| FetchError::NoHost { url: url.clone() })?;
+
+        let network = |request: RequestRecord, kind, detail: String, ttfb| {
+            debug!(%url, %kind, %detail, "fetch failed");
+            Exchange {
+                request,
+                response: None,
+                outcome: FetchOutcome::Network { kind, detail },
+                peer_addr: None,
+                time_to_headers: ttfb,
+            }
+        };
+
+        let response = match timeout_at(deadline, self.client.request(req)).await {
+            Err(_) => {
+                return Ok(network(
+                    request,
+                    NetworkErrorKind::Timeout,
+                    "no response head before the total timeout".into(),
+                    None,
+                ))
+            }
+            Ok(Err(e)) => {
+                let kind = classify_request_error(&e);
+                return Ok(network(request, kind, describe(&e), None));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let time_to_headers = started.elapsed();
+        let received_at = SystemTime::now();
+        let (parts, incoming) = response.into_parts();
+        request.version = parts.version;
+        let peer_addr = parts
+            .extensions
+            .get::<HttpInfo>()
+            .map(|info| info.remote_addr());
+        let status = parts.status;
+        let coding = content_coding(&parts.headers);
+
+        let cap = match purpose {
+            Purpose::Robots => self.config.robots_body_cap,
+            Purpose::Page => self.config.page_body_cap,
+        };
+        let caps = Caps {
+            wire: cap,
+            decoded: cap.min(self.config.max_decoded_bytes),
+        };
+        // robots.txt needs only a 2xx body; skipping the others avoids waiting on them.
+        let want_body = purpose == Purpose::Page || status.is_success();
+        let body = if want_body {
+            match timeout_at(deadline, read_body(incoming, &coding, caps)).await {
+                Err(_) => Err((
+                    NetworkErrorKind::Timeout,
+                    "body stalled past the total timeout".to_owned(),
+                )),
+                Ok(Err(e)) => Err((
+                    classify_body_error(&e),
+                    match &e {
+                        crate::body::BodyError::Transport(t) => describe(t),
+                        crate::body::BodyError::Decode(d) => {
+                            format!("decoding {coding:?} body: {d}")
+                        }
+                    },
+                )),
+                Ok(Ok(read)) => Ok(read),
+            }
+        } else {
+            Ok(ReadBody {
+                body: Bytes::new(),
+                wire_body: None,
+                truncated: false,
+            })
+        };
+
+        let (read, body_error) = match body {
+            Ok(read) => (read, None),
+            Err((kind, detail)) => {
+                if status.is_success() {
+                    let mut ex = network(request, kind, detail, Some(time_to_headers));
+                    ex.peer_addr = peer_addr;
+                    ex.response = Some(ResponseRecord {
+                        status,
+                        version: parts.version,
+                        headers: parts.headers,
+                        body: Bytes::new(),
+                        wire_body: None,
+                        content_coding: coding,
+                        truncated: false,
+                        body_error: Some(kind),
+                    });
+                    return Ok(ex);
+                }
+                // The status alone classifies a non-2xx response; note the broken body.
+                warn!(%url, %status, %kind, %detail, "error response body broke off");
+                (
+                    ReadBody {
+                        body: Bytes::new(),
+                        wire_body: None,
+                        truncated: false,
+                    },
+                    Some(kind),
+                )
+            }
+        };
+        if read.truncated {
+            debug!(%url, cap, "body cut at its cap");
+        }
+
+        let outcome = classify_status(url, status, &parts.headers, received_at, &read, &coding);
+        let response = ResponseRecord {
+            status,
+            version: parts.version,
+            headers: parts.headers,
+            body: read.body,
+            wire_body: read.wire_body,
+            content_coding: coding,
+            truncated: read.truncated,
+            body_error,
+        };
+        Ok(Exchange {
+            request,
+            response: Some(response),
+            outcome,
+            peer_addr,
+            time_to_headers: Some(time_to_headers),
+        })
+    }
+}
+
+fn classify_status(
+    url: &Url,
+    status: StatusCode,
+    headers: &HeaderMap,
+    now: SystemTime,
+    read: &ReadBody,
+    coding: &crate::outcome::ContentCoding,
+) -> FetchOutcome {
+    match status.as_u16() {
+        200..=299 => FetchOutcome::Success {
+            status,
+            headers: headers.clone(),
+            body: read.body.clone(),
+            truncated: read.truncated,
+            content_coding: coding.clone(),
+            max_age: max_age_from_headers(headers),
+        },
+        300..=399 => FetchOutcome::Redirect {
+            status,
+            location: resolve_location(url, headers),
+        },
+        429 => FetchOutcome::TooManyRequests {
+            retry_after: retry_after_from_headers(headers, now),
+        },
+        400..=499 => FetchOutcome::ClientError { status },
+        500..=599 => FetchOutcome::ServerError {
+            status,
+            retry_after: retry_after_from_headers(headers, now),
+        },
+        // 1xx as a final status, or 600 and up: not HTTP we can act on.
+        _ => FetchOutcome::Network {
+            kind: NetworkErrorKind::InvalidResponse,
+            detail: format!("unexpected final status {status}"),
+        },
+    }
+}
+
+/// `Location` resolved against the request URL (relative references are common).
+fn resolve_location(base: &Url, headers: &HeaderMap) -> Option<Url> {
+    let raw = headers.get(LOCATION)?;
+    // Non-ASCII bytes are seen in the wild; the URL parser percent-encodes them.
+    let text = String::from_utf8_lossy(raw.as_bytes());
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut location = base.join(text).ok()?;
+    if location.fragment().is_none() {
+        // RFC 9110 10.2.2: a Location without a fragment inherits the request's.
+        location.set_fragment(base.fragment());
+    }
+    Some(location)
+}
+
+/// `host[:port]`, the port only when not the scheme default (as hyper sends it).
+fn host_header(url: &Url) -> Option<HeaderValue> {
+    let host = url.host_str()?;
+    let value = match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    HeaderValue::from_str(&value).ok()
+}
+
+fn check_url(url: &Url) -> Result<(), FetchError> {
+    match url.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(FetchError::UnsupportedScheme {
+                url: url.clone(),
+                scheme: other.to_owned(),
+            })
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(FetchError::NoHost { url: url.clone() });
+    }
+    Ok(())
+}
+
+/// Outcome without the body, for logs.
+struct OutcomeSummary<'a>(&'a FetchOutcome);
+
+impl std::fmt::Debug for OutcomeSummary<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            FetchOutcome::Success {
+                status,
+                body,
+                truncated,
+                ..
+            } => write!(
+                f,
+                "success {status} {} bytes{}",
+                body.len(),
+                if *truncated { " (truncated)" } else { "" }
+            ),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(base: &str, location: &'static str) -> Option<String> {
+        let mut h = HeaderMap::new();
+        h.insert(LOCATION, HeaderValue::from_static(location));
+        resolve_location(&Url::parse(base).unwrap(), &h).map(|u| u.to_string())
+    }
+
+    #[test]
+    fn location_is_resolved_against_the_request_url() {
+        assert_eq!(
+            loc("http://a.test/x/y", "z").as_deref(),
+            Some("http://a.test/x/z")
+        );
+        assert_eq!(
+            loc("http://a.test/x/y", "/z?q=1").as_deref(),
+            Some("http://a.test/z?q=1")
+        );
+        assert_eq!(
+            loc("http://a.test/x", "//b.test/").as_deref(),
+            Some("http://b.test/")
+        );
+        assert_eq!(
+            loc("https://a.test/", "http://c.test:8080/r").as_deref(),
+            Some("http://c.test:8080/r")
+        );
+        assert_eq!(
+            loc("http://a.test/#frag", "/n").as_deref(),
+            Some("http://a.test/n#frag")
+        );
+        assert_eq!(loc("http://a.test/", "  ").as_deref(), None);
+    }
+
+    #[test]
+    fn host_header_omits_default_ports() {
+        let h = |u: &str| host_header(&Url::parse(u).unwrap()).unwrap();
+        assert_eq!(h("http://a.test/"), "a.test");
+        assert_eq!(h("https://a.test:443/"), "a.test");
+        assert_eq!(h("http://a.test:8080/"), "a.test:8080");
+    }
+
+    #[test]
+    fn only_http_urls_are_fetched() {
+        assert!(check_url(&Url::parse("ftp://a.test/").unwrap()).is_err());
+        assert!(check_url(&Url::parse("file:///etc/passwd").unwrap()).is_err());
+        assert!(check_url(&Url::parse("https://a.test/").unwrap()).is_ok());
+    }
+}

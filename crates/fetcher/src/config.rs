@@ -1,0 +1,66 @@
+//! Fetcher configuration: a plain struct whose `Default` is the documented defaults.
+
+use std::time::Duration;
+
+use crate::resolve::ResolveTable;
+
+/// The User-Agent sent when none is configured: product token plus contact URL.
+pub const DEFAULT_USER_AGENT: &str = "frontierd/0.1 (+https://example.org/bot)";
+
+/// 500 KiB: Google parses only the first 500 KiB of a robots.txt (spec section 4).
+pub const DEFAULT_ROBOTS_BODY_CAP: usize = 500 * 1024;
+
+/// 10 MiB per page.
+pub const DEFAULT_PAGE_BODY_CAP: usize = 10 * 1024 * 1024;
+
+/// 10 MiB of decoded output per `Content-Encoding` body.
+pub const DEFAULT_MAX_DECODED_BYTES: usize = 10 * 1024 * 1024;
+
+/// Redirect hops a robots.txt fetch follows (the spec asks for at least 5).
+pub const DEFAULT_ROBOTS_MAX_REDIRECTS: u32 = 5;
+
+/// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.
+#[derive(Debug, Clone)]
+pub struct FetcherConfig {
+    /// `User-Agent` header: a product token and a contact URL.
+    /// Default [`DEFAULT_USER_AGENT`].
+    pub user_agent: String,
+    /// Limit on establishing the TCP connection (per address tried). Default 10 s.
+    pub connect_timeout: Duration,
+    /// Limit on a whole fetch: connect, TLS, request, headers and body.
+    /// For robots.txt it covers the whole redirect chain. Default 30 s.
+    pub total_timeout: Duration,
+    /// robots.txt bytes kept (decoded); the rest is discarded and the body flagged
+    /// truncated. Default 500 KiB.
+    pub robots_body_cap: usize,
+    /// Page bytes kept (decoded); the rest is discarded and flagged. Also bounds the
+    /// bytes read off the wire. Default 10 MiB.
+    pub page_body_cap: usize,
+    /// Ceiling on the decoded output of a gzip/deflate/br body, whatever the fetch kind:
+    /// a decompression bomb is cut here, not obeyed. Default 10 MiB.
+    pub max_decoded_bytes: usize,
+    /// Redirect hops followed by a robots.txt fetch; one more redirect yields
+    /// [`crate::FetchOutcome::RedirectLimitExceeded`]. Default 5.
+    pub robots_max_redirects: u32,
+    /// Names answered without asking the system resolver, like curl's `--resolve`.
+    /// Default empty (every name goes to the system resolver).
+    pub resolve: ResolveTable,
+    /// How long an idle pooled connection is kept. Default 90 s.
+    pub pool_idle_timeout: Duration,
+}
+
+impl Default for FetcherConfig {
+    fn default() -> Self {
+        FetcherConfig {
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            connect_timeout: Duration::from_secs(10),
+            total_timeout: Duration::from_secs(30),
+            robots_body_cap: DEFAULT_ROBOTS_BODY_CAP,
+            page_body_cap: DEFAULT_PAGE_BODY_CAP,
+            max_decoded_bytes: DEFAULT_MAX_DECODED_BYTES,
+            robots_max_redirects: DEFAULT_ROBOTS_MAX_REDIRECTS,
+            resolve: ResolveTable::default(),
+            pool_idle_timeout: Duration::from_secs(90),
+        }
+    }
+}
