@@ -1,0 +1,380 @@
+//! Page fetches against a local server: records for the WARC writer, no redirect
+//! following, body caps, decoding caps, pooling.
+
+mod support;
+
+use std::io::Write;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fetcher::{
+    ContentCoding, FetchError, FetchOutcome, Fetcher, FetcherConfig, NetworkErrorKind, Url,
+};
+use http::header::HOST;
+use support::*;
+
+fn fetcher(config: FetcherConfig) -> Fetcher {
+    Fetcher::new(config).expect("fetcher")
+}
+
+const PAGE: &str = "<html><a href=/next>next</a></html>";
+
+#[tokio::test]
+async fn page_success_records_request_response_peer_and_timings() {
+    let server = HttpServer::start(|_req| async move {
+        respond(
+            200,
+            &[("content-type", "text/html"), ("x-test", "yes")],
+            PAGE,
+        )
+    })
+    .await;
+    let url = server.url("/a/b?q=1");
+    let fetch = fetcher(test_config()).fetch_page(&url).await.unwrap();
+
+    match &fetch.outcome {
+        FetchOutcome::Success {
+            status,
+            headers,
+            body,
+            truncated,
+            ..
+        } => {
+            assert_eq!(status.as_u16(), 200);
+            assert_eq!(headers["x-test"], "yes");
+            assert_eq!(&body[..], PAGE.as_bytes());
+            assert!(!truncated);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fetch.url, url);
+    assert_eq!(fetch.peer_addr, Some(server.addr));
+
+    let ttfb = fetch.timings.time_to_headers.expect("headers arrived");
+    assert!(ttfb <= fetch.timings.total);
+
+    let request = &fetch.request;
+    assert_eq!(request.method, http::Method::GET);
+    assert_eq!(request.version, http::Version::HTTP_11);
+    let head = String::from_utf8(request.head_bytes()).unwrap();
+    assert!(head.starts_with("GET /a/b?q=1 HTTP/1.1\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("host: {}\r\n", server.addr)),
+        "{head}"
+    );
+    assert!(head.contains("user-agent: frontierd/0.1 (+https://example.org/bot)\r\n"));
+    assert!(head.ends_with("\r\n\r\n"));
+
+    // What the server actually received matches the record.
+    let seen = &server.seen()[0];
+    assert_eq!(seen.path, "/a/b?q=1");
+    for (name, value) in &request.headers {
+        assert_eq!(seen.headers.get(name), Some(value), "{name}");
+    }
+
+    let response = fetch.response.as_ref().expect("response record");
+    assert_eq!(response.status.as_u16(), 200);
+    assert_eq!(response.headers["content-type"], "text/html");
+    assert_eq!(&response.body[..], PAGE.as_bytes());
+    assert_eq!(response.wire_body, None);
+    let head = String::from_utf8(response.head_bytes()).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+}
+
+#[tokio::test]
+async fn redirect_is_returned_with_absolute_location_and_not_followed() {
+    let server = HttpServer::start(|req| async move {
+        match req.uri().path() {
+            "/old/page" => respond(301, &[("location", "../new/page?x=1")], ""),
+            _ => respond(200, &[], PAGE),
+        }
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/old/page"))
+        .await
+        .unwrap();
+    assert_eq!(
+        fetch.outcome,
+        FetchOutcome::Redirect {
+            status: http::StatusCode::MOVED_PERMANENTLY,
+            location: Some(server.url("/new/page?x=1")),
+        }
+    );
+    assert_eq!(server.seen().len(), 1, "the target must not be fetched");
+}
+
+#[tokio::test]
+async fn cross_host_redirect_location_is_kept_absolute() {
+    let server = HttpServer::start(|_req| async move {
+        respond(302, &[("location", "https://elsewhere.test/landing")], "")
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/"))
+        .await
+        .unwrap();
+    match fetch.outcome {
+        FetchOutcome::Redirect { status, location } => {
+            assert_eq!(status.as_u16(), 302);
+            assert_eq!(location.unwrap().as_str(), "https://elsewhere.test/landing");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn five_mib_page_is_read_in_full() {
+    let server =
+        HttpServer::start(|_req| async move { respond(200, &[], vec![b'p'; 5 * 1024 * 1024]) })
+            .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/big"))
+        .await
+        .unwrap();
+    match &fetch.outcome {
+        FetchOutcome::Success {
+            body, truncated, ..
+        } => {
+            assert_eq!(body.len(), 5 * 1024 * 1024);
+            assert!(!truncated);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn page_body_cap_is_configurable() {
+    // Chunked (no Content-Length), so the cut happens while streaming.
+    let server = HttpServer::start(|_req| async move {
+        let chunks = (0..40).map(|_| Bytes::from(vec![b'p'; 64 * 1024]));
+        http::Response::builder()
+            .status(200)
+            .body(ScriptedBody::chunks(chunks, BodyEnd::Finish))
+            .unwrap()
+    })
+    .await;
+    let fetch = fetcher(FetcherConfig {
+        page_body_cap: 1024 * 1024,
+        ..test_config()
+    })
+    .fetch_page(&server.url("/big"))
+    .await
+    .unwrap();
+    match &fetch.outcome {
+        FetchOutcome::Success {
+            body, truncated, ..
+        } => {
+            assert_eq!(body.len(), 1024 * 1024);
+            assert!(truncated);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fetch.response.unwrap().truncated);
+}
+
+#[tokio::test]
+async fn gzip_bomb_page_is_cut_at_the_decoded_cap() {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..8 {
+        enc.write_all(&zeros).unwrap();
+    }
+    let bomb = Bytes::from(enc.finish().unwrap());
+    let wire = bomb.clone();
+    let server = HttpServer::start(move |_req| {
+        let bomb = bomb.clone();
+        async move { respond(200, &[("content-encoding", "gzip")], bomb) }
+    })
+    .await;
+    let fetch = fetcher(FetcherConfig {
+        max_decoded_bytes: 1024 * 1024,
+        ..test_config()
+    })
+    .fetch_page(&server.url("/bomb"))
+    .await
+    .unwrap();
+    match &fetch.outcome {
+        FetchOutcome::Success {
+            body,
+            truncated,
+            content_coding,
+            ..
+        } => {
+            assert_eq!(body.len(), 1024 * 1024);
+            assert!(truncated);
+            assert_eq!(*content_coding, ContentCoding::Gzip);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The WARC writer gets the bytes as sent, next to the unchanged headers.
+    let response = fetch.response.unwrap();
+    let wire_body = response
+        .wire_body
+        .expect("wire bytes kept for a decoded body");
+    assert!(wire.starts_with(&wire_body));
+    assert_eq!(response.headers["content-encoding"], "gzip");
+}
+
+#[tokio::test]
+async fn unsupported_coding_is_kept_as_received() {
+    let server = HttpServer::start(|_req| async move {
+        respond(200, &[("content-encoding", "zstd")], "opaque bytes")
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/"))
+        .await
+        .unwrap();
+    match &fetch.outcome {
+        FetchOutcome::Success {
+            body,
+            content_coding,
+            ..
+        } => {
+            assert_eq!(&body[..], b"opaque bytes");
+            assert_eq!(*content_coding, ContentCoding::Unsupported("zstd".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn error_pages_keep_their_body_for_the_archive() {
+    let server = HttpServer::start(|_req| async move {
+        respond(404, &[("content-type", "text/html")], "<h1>not found</h1>")
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/missing"))
+        .await
+        .unwrap();
+    assert_eq!(
+        fetch.outcome,
+        FetchOutcome::ClientError {
+            status: http::StatusCode::NOT_FOUND
+        }
+    );
+    let response = fetch.response.unwrap();
+    assert_eq!(&response.body[..], b"<h1>not found</h1>");
+    assert_eq!(response.body_error, None);
+}
+
+#[tokio::test]
+async fn error_status_with_broken_body_is_still_classified_by_status() {
+    let server = RawServer::start(|stream, _head| async move {
+        let mut bytes =
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 60\r\nContent-Length: 5000\r\n\r\n"
+                .to_vec();
+        bytes.extend_from_slice(&[b'x'; 100]);
+        write_then_reset(stream, &bytes).await;
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/"))
+        .await
+        .unwrap();
+    match (&fetch.outcome, &fetch.response) {
+        (
+            FetchOutcome::ServerError {
+                status,
+                retry_after,
+            },
+            Some(response),
+        ) => {
+            assert_eq!(status.as_u16(), 503);
+            assert_eq!(*retry_after, Some(Duration::from_secs(60)));
+            assert!(response.body_error.is_some());
+        }
+        // The RST can overtake the head: then nothing arrived at all.
+        (FetchOutcome::Network { kind, .. }, None) => assert_eq!(*kind, NetworkErrorKind::Reset),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn stalled_page_body_times_out() {
+    let server = HttpServer::start(|_req| async move {
+        http::Response::builder()
+            .status(200)
+            .body(ScriptedBody::chunks(
+                [Bytes::from_static(b"<html>")],
+                BodyEnd::Stall,
+            ))
+            .unwrap()
+    })
+    .await;
+    let fetch = fetcher(FetcherConfig {
+        total_timeout: Duration::from_millis(300),
+        ..test_config()
+    })
+    .fetch_page(&server.url("/"))
+    .await
+    .unwrap();
+    assert_eq!(
+        fetch.outcome.network_error_kind(),
+        Some(NetworkErrorKind::Timeout)
+    );
+    // The head arrived, so the records say so.
+    assert!(fetch.timings.time_to_headers.is_some());
+    assert_eq!(
+        fetch.response.unwrap().body_error,
+        Some(NetworkErrorKind::Timeout)
+    );
+}
+
+#[tokio::test]
+async fn connections_are_pooled_per_origin() {
+    let server = HttpServer::start(|_req| async move { respond(200, &[], PAGE) }).await;
+    let f = fetcher(test_config());
+    for path in ["/1", "/2", "/3"] {
+        let fetch = f.fetch_page(&server.url(path)).await.unwrap();
+        assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+    }
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen.iter().all(|s| s.peer == seen[0].peer),
+        "one connection reused"
+    );
+}
+
+#[tokio::test]
+async fn resolve_table_names_work_for_pages() {
+    let server = HttpServer::start(|req| async move {
+        let host = req.headers()[HOST].to_str().unwrap().to_owned();
+        respond(200, &[], host)
+    })
+    .await;
+    let f = fetcher(FetcherConfig {
+        resolve: loopback_table(&["site-a.test", "*.wild.test"]),
+        ..test_config()
+    });
+    let url = Url::parse(&format!("http://deep.sub.wild.test:{}/x", server.port())).unwrap();
+    let fetch = f.fetch_page(&url).await.unwrap();
+    assert_eq!(fetch.peer_addr, Some(server.addr));
+    match fetch.outcome {
+        FetchOutcome::Success { body, .. } => {
+            assert_eq!(
+                &body[..],
+                format!("deep.sub.wild.test:{}", server.port()).as_bytes()
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn non_http_urls_are_refused_before_any_io() {
+    let f = fetcher(test_config());
+    let err = f
+        .fetch_page(&Url::parse("ftp://files.test/a").unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::UnsupportedScheme { .. }), "{err}");
+    let err = f
+        .fetch_robots(&Url::parse("mailto:bot@example.org").unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::UnsupportedScheme { .. }), "{err}");
+}
