@@ -1,6 +1,7 @@
 //! The fetcher: one pooled hyper client for robots.txt and pages.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -72,8 +73,7 @@ impl Fetcher {
         http.set_connect_timeout(Some(config.connect_timeout));
         http.set_nodelay(true);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(FetcherError::Tls)?
+            .with_tls_config(tls_config(&config.extra_root_certificates)?)
             .https_or_http()
             .enable_http1()
             .enable_http2()
@@ -346,6 +346,26 @@ impl Fetcher {
             time_to_headers: Some(time_to_headers),
         })
     }
+}
+
+/// rustls with the ring provider, the webpki roots plus any extra ones. ALPN protocols
+/// are filled in by the connector builder (h2, http/1.1).
+fn tls_config(extra_roots: &[Vec<u8>]) -> Result<rustls::ClientConfig, FetcherError> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for (index, der) in extra_roots.iter().enumerate() {
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der.clone()))
+            .map_err(|source| FetcherError::InvalidRootCertificate { index, source })?;
+    }
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(FetcherError::Tls)?
+    .with_root_certificates(roots)
+    .with_no_client_auth())
 }
 
 fn classify_status(

@@ -47,6 +47,9 @@ pub struct FetcherConfig {
     pub resolve: ResolveTable,
     /// How long an idle pooled connection is kept. Default 90 s.
     pub pool_idle_timeout: Duration,
+    /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
+    /// or a test server's self-signed certificate). Default empty.
+    pub extra_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for FetcherConfig {
@@ -61,6 +64,7 @@ impl Default for FetcherConfig {
             robots_max_redirects: DEFAULT_ROBOTS_MAX_REDIRECTS,
             resolve: ResolveTable::default(),
             pool_idle_timeout: Duration::from_secs(90),
+            extra_root_certificates: Vec::new(),
         }
     }
 }

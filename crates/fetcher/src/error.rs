@@ -15,6 +15,12 @@ use crate::resolve::ResolveError;
 pub enum FetcherError {
     #[error("building the TLS client configuration")]
     Tls(#[source] rustls::Error),
+    #[error("extra root certificate #{index} is not usable")]
+    InvalidRootCertificate {
+        index: usize,
+        #[source]
+        source: rustls::Error,
+    },
     #[error("user agent {0:?} is not a valid header value")]
     InvalidUserAgent(String),
 }

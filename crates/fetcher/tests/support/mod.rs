@@ -181,6 +181,81 @@ impl Drop for HttpServer {
     }
 }
 
+/// TLS server (self-signed certificate for `names`) offering h2 and http/1.1 by ALPN,
+/// serving whichever the client picks. Stops when dropped.
+pub struct TlsServer {
+    pub addr: SocketAddr,
+    /// The certificate, DER: trust it via `FetcherConfig::extra_root_certificates`.
+    pub cert_der: Vec<u8>,
+    /// HTTP version of each request served, in order.
+    versions: Arc<Mutex<Vec<http::Version>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TlsServer {
+    pub async fn start(names: &[&str], alpn: &[&[u8]], body: &'static str) -> Self {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let certified = rcgen::generate_simple_self_signed(names).expect("certificate");
+        let cert_der = certified.cert.der().to_vec();
+        let key =
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert_der.clone().into()], key)
+        .expect("server config");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let versions = Arc::new(Mutex::new(Vec::new()));
+        let seen_versions = versions.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let acceptor = acceptor.clone();
+                let versions = seen_versions.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return; // the client refused our certificate
+                    };
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        versions.lock().unwrap().push(req.version());
+                        async move { Ok::<_, Infallible>(respond(200, &[], body)) }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+                });
+            }
+        });
+        TlsServer {
+            addr,
+            cert_der,
+            versions,
+            task,
+        }
+    }
+
+    pub fn versions(&self) -> Vec<http::Version> {
+        self.versions.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 type RawHandler =
     Arc<dyn Fn(TcpStream, String) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
