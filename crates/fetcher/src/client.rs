@@ -13,7 +13,7 @@ use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::time::timeout_at;
-use tracing::{debug, warn};
+use tracing::debug;
 use url::Url;
 
 use crate::body::{content_coding, read_body, Caps, ReadBody};
@@ -64,7 +64,7 @@ struct Exchange {
 impl Fetcher {
     /// Builds the client: rustls with the ring provider and webpki roots, HTTP/1.1 and
     /// HTTP/2 offered by ALPN, plain HTTP allowed, the resolve table in front of
-    /// getaddrinfo. Must be called within a tokio runtime only when fetching.
+    /// getaddrinfo. Building needs no runtime; fetching must run on a tokio runtime.
     pub fn new(config: FetcherConfig) -> Result<Self, FetcherError> {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|_| FetcherError::InvalidUserAgent(config.user_agent.clone()))?;
@@ -219,7 +219,10 @@ impl Fetcher {
         }
         let req = builder
             .body(Empty::new())
-            .map_err(|_| FetchError::NoHost { url: url.clone() })?;
+            .map_err(|source| FetchError::InvalidRequest {
+                url: url.clone(),
+                source,
+            })?;
 
         let network = |request: RequestRecord, kind, detail: String, ttfb| {
             debug!(%url, %kind, %detail, "fetch failed");
@@ -312,7 +315,7 @@ impl Fetcher {
                     return Ok(ex);
                 }
                 // The status alone classifies a non-2xx response; note the broken body.
-                warn!(%url, %status, %kind, %detail, "error response body broke off");
+                debug!(%url, %status, %kind, %detail, "error response body broke off");
                 (
                     ReadBody {
                         body: Bytes::new(),

@@ -38,6 +38,12 @@ pub enum FetchError {
         #[source]
         source: http::uri::InvalidUri,
     },
+    #[error("building the request for {url}")]
+    InvalidRequest {
+        url: Url,
+        #[source]
+        source: http::Error,
+    },
 }
 
 /// Walks an error and its causes, looking inside `io::Error` wrappers too (their
