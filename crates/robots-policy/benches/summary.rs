@@ -1,0 +1,267 @@
+//! `cargo bench -p robots-policy --bench summary`: one pass over the corpus timed with
+//! `Instant` (best of a few rounds), printed as the markdown table of docs/benchmarks.md,
+//! plus a verdict comparison with `robotstxt` (Google's library ported to Rust) on every
+//! URL of every list.
+//!
+//! Environment:
+//! - `FRONTIERD_ROBOTS_CORPUS`: corpus directory (see `common/mod.rs`).
+//! - `FRONTIERD_ROBOTS_VERIFY_MAX`: compare with robotstxt on at most this many URLs per
+//!   file (default: all of them; robotstxt re-parses the file for every URL, so the full
+//!   comparison on the 500 KiB file takes minutes).
+//! - `FRONTIERD_ROBOTS_SHOW`: how many disagreements to print per file (default 20).
+
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use robots_policy::AgentPolicy;
+
+use common::{robotstxt_allowed, CorpusFile, AGENT};
+
+/// Rounds per measurement; the fastest is kept (the machine is shared, noise only slows).
+const ROUNDS: usize = 3;
+/// Minimum wall time of one round.
+const ROUND_TIME: Duration = Duration::from_millis(150);
+
+/// Units per second of `f` (which does `units` units of work per call), best of `ROUNDS`
+/// rounds of at least `ROUND_TIME` each.
+fn best_rate(units: usize, mut f: impl FnMut()) -> f64 {
+    let mut best = 0.0f64;
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        let mut calls = 0usize;
+        while calls == 0 || start.elapsed() < ROUND_TIME {
+            f();
+            calls += 1;
+        }
+        let rate = (units * calls) as f64 / start.elapsed().as_secs_f64();
+        best = best.max(rate);
+    }
+    best
+}
+
+struct Row {
+    name: String,
+    bytes: usize,
+    group_rules: usize,
+    file_rules: usize,
+    parse_ours: f64,
+    parse_texting: f64,
+    checks_ours: f64,
+    checks_texting: f64,
+    checks_robotstxt: f64,
+}
+
+impl Row {
+    fn match_ratio(&self) -> f64 {
+        self.checks_ours / self.checks_texting
+    }
+    fn parse_ratio(&self) -> f64 {
+        self.parse_ours / self.parse_texting
+    }
+}
+
+fn env_usize(key: &str) -> Option<usize> {
+    std::env::var(key).ok().and_then(|v| v.trim().parse().ok())
+}
+
+fn measure(file: &CorpusFile) -> Row {
+    let body = &file.body;
+    let ours = AgentPolicy::parse(body, AGENT);
+    let theirs = texting_robots::Robot::new(AGENT, body).expect("texting_robots parse");
+
+    let parse_ours = best_rate(body.len(), || {
+        black_box(AgentPolicy::parse(black_box(body), AGENT));
+    }) / 1e6;
+    let parse_texting = best_rate(body.len(), || {
+        black_box(texting_robots::Robot::new(AGENT, black_box(body)).ok());
+    }) / 1e6;
+
+    let all = file.url_subset(usize::MAX);
+    let checks_ours = best_rate(all.len(), || {
+        for u in &all {
+            black_box(ours.check_url(black_box(u)));
+        }
+    });
+    // texting_robots tries every rule: a subset keeps the synthetic file to a second.
+    let some = file.url_subset(if file.is_synthetic() {
+        2_000
+    } else {
+        all.len()
+    });
+    let checks_texting = best_rate(some.len(), || {
+        for u in &some {
+            black_box(theirs.allowed(black_box(u)));
+        }
+    });
+    // robotstxt re-parses per check: about 2 MB of parsing per round.
+    let few = file.url_subset((2_000_000 / body.len().max(1)).clamp(4, 2_000));
+    let checks_robotstxt = best_rate(few.len(), || {
+        for u in &few {
+            black_box(robotstxt_allowed(&file.text, black_box(u)));
+        }
+    });
+
+    Row {
+        name: file.name.clone(),
+        bytes: body.len(),
+        group_rules: ours.rules().filter(|r| !r.synthesized).count(),
+        file_rules: file.file_rules(),
+        parse_ours,
+        parse_texting,
+        checks_ours,
+        checks_texting,
+        checks_robotstxt,
+    }
+}
+
+struct Disagreement {
+    url: String,
+    ours: bool,
+    rule: Option<String>,
+    google: bool,
+}
+
+/// Verdicts of robots-policy and robotstxt on the first `max` URLs (spread over the list),
+/// compared on two threads. Returns (URLs compared, disagreements).
+fn verify(file: &CorpusFile, max: usize) -> (usize, Vec<Disagreement>) {
+    let ours = AgentPolicy::parse(&file.body, AGENT);
+    let urls = file.url_subset(max);
+    let half = urls.len().div_ceil(2);
+    let check = |chunk: &[&str]| -> Vec<Disagreement> {
+        chunk
+            .iter()
+            .filter_map(|&url| {
+                let verdict = ours.check_url(url);
+                let google = robotstxt_allowed(&file.text, url);
+                (verdict.allowed != google).then(|| Disagreement {
+                    url: url.to_owned(),
+                    ours: verdict.allowed,
+                    rule: verdict
+                        .rule
+                        .and_then(|id| ours.rule(id))
+                        .map(|r| format!("{} {} (line {})", r.kind.as_str(), r.pattern, r.line)),
+                    google,
+                })
+            })
+            .collect()
+    };
+    let mut found = std::thread::scope(|s| {
+        let (a, b) = urls.split_at(half);
+        let other = s.spawn(|| check(b));
+        let mut found = check(a);
+        found.extend(other.join().expect("verify thread"));
+        found
+    });
+    found.sort_by(|a, b| a.url.cmp(&b.url));
+    (urls.len(), found)
+}
+
+fn geomean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    (sum / n as f64).exp()
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this without it: skip.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("summary: run with `cargo bench -p robots-policy --bench summary`");
+        return;
+    }
+    let corpus = common::load();
+    let verify_max = env_usize("FRONTIERD_ROBOTS_VERIFY_MAX").unwrap_or(usize::MAX);
+    let show = env_usize("FRONTIERD_ROBOTS_SHOW").unwrap_or(20);
+
+    let mut rows = Vec::new();
+    for file in &corpus {
+        eprintln!("measuring {} ...", file.name);
+        rows.push(measure(file));
+    }
+
+    println!(
+        "| file | bytes | rules (Googlebot group / file) | parse MB/s ours | parse MB/s \
+         texting_robots | parse ratio | checks/s ours | checks/s texting_robots | checks/s \
+         robotstxt (re-parses per check) | match ratio ours / texting_robots |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} / {} | {:.0} | {:.0} | {:.2}x | {} | {} | {} | {:.0}x |",
+            r.name,
+            r.bytes,
+            r.group_rules,
+            r.file_rules,
+            r.parse_ours,
+            r.parse_texting,
+            r.parse_ratio(),
+            fmt_rate(r.checks_ours),
+            fmt_rate(r.checks_texting),
+            fmt_rate(r.checks_robotstxt),
+            r.match_ratio(),
+        );
+    }
+    let real: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.name != common::SYNTHETIC)
+        .collect();
+    if !real.is_empty() {
+        println!(
+            "| **geometric mean, {} real files** | | | {:.0} | {:.0} | {:.2}x | {} | {} | {} | \
+             **{:.0}x** |",
+            real.len(),
+            geomean(real.iter().map(|r| r.parse_ours)),
+            geomean(real.iter().map(|r| r.parse_texting)),
+            geomean(real.iter().map(|r| r.parse_ratio())),
+            fmt_rate(geomean(real.iter().map(|r| r.checks_ours))),
+            fmt_rate(geomean(real.iter().map(|r| r.checks_texting))),
+            fmt_rate(geomean(real.iter().map(|r| r.checks_robotstxt))),
+            geomean(real.iter().map(|r| r.match_ratio())),
+        );
+    }
+    let total_bytes: usize = real.iter().map(|r| r.bytes).sum();
+    let total_ours: f64 = real.iter().map(|r| r.bytes as f64 / r.parse_ours).sum();
+    let total_texting: f64 = real.iter().map(|r| r.bytes as f64 / r.parse_texting).sum();
+    println!(
+        "\nparse, all real files back to back: ours {:.0} MB/s, texting_robots {:.0} MB/s",
+        total_bytes as f64 / total_ours,
+        total_bytes as f64 / total_texting
+    );
+
+    println!("\nagreement with robotstxt (Google's matcher, Rust port), agent {AGENT}:");
+    let mut total = 0usize;
+    let mut total_bad = 0usize;
+    for file in &corpus {
+        let start = Instant::now();
+        let (n, bad) = verify(file, verify_max);
+        total += n;
+        total_bad += bad.len();
+        println!(
+            "  {}: {} URLs, {} disagreements ({:.1} s)",
+            file.name,
+            n,
+            bad.len(),
+            start.elapsed().as_secs_f64()
+        );
+        for d in bad.iter().take(show) {
+            println!(
+                "    {}  ours: {} [{}]  robotstxt: {}",
+                d.url,
+                if d.ours { "allowed" } else { "disallowed" },
+                d.rule.as_deref().unwrap_or("no rule"),
+                if d.google { "allowed" } else { "disallowed" },
+            );
+        }
+    }
+    println!("  total: {total} URLs compared, {total_bad} disagreements");
+}
