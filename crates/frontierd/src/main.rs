@@ -2,6 +2,7 @@
 //! decision in the library crates.
 
 mod robots_cmd;
+mod warc;
 
 use std::process::ExitCode;
 
