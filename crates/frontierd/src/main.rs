@@ -1,6 +1,7 @@
 //! frontierd: the daemon binary. Wiring, not logic: command-line parsing here, every
 //! decision in the library crates.
 
+mod links;
 mod robots_cmd;
 mod warc;
 
