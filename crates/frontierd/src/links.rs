@@ -259,7 +259,7 @@ impl Sink {
             "meta" => {
                 if let (Some(name), Some(content)) = (attr(tag, "name"), attr(tag, "content")) {
                     let name = name.trim().to_ascii_lowercase();
-                    if name == "robots" || name == self.token {
+                    if name == "robots" || (!self.token.is_empty() && name == self.token) {
                         scan.robots.apply(content);
                     }
                 }

@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -137,7 +137,10 @@ struct OpenWarc {
     open_path: PathBuf,
     final_path: PathBuf,
     out: BufWriter<File>,
+    /// Bytes in the file, warcinfo included.
     size: u64,
+    /// Exchanges in the file.
+    exchanges: u64,
 }
 
 /// Writes exchanges to size-rotated `.warc.gz` files. Not thread-safe by itself: the
@@ -230,7 +233,7 @@ impl WarcWriter {
         if let Some(current) = &self.current {
             // Rotate unless the file holds nothing but its warcinfo: an oversized exchange
             // gets a file of its own rather than an empty file before it.
-            if current.size + needed > self.config.max_file_size && current.size > 0 {
+            if current.size + needed > self.config.max_file_size && current.exchanges > 0 {
                 self.finish()?;
             }
         }
@@ -238,14 +241,18 @@ impl WarcWriter {
             bytes += self.open_next()?;
         }
         let current = self.current.as_mut().expect("file opened above");
-        let path = &current.open_path;
-        (|| -> io::Result<()> {
+        let written = (|| -> io::Result<()> {
             current.out.write_all(&request)?;
             current.out.write_all(&response)?;
             current.out.flush()
-        })()
-        .with_context(|| format!("writing WARC file {}", path.display()))?;
+        })();
+        if let Err(error) = written {
+            let path = current.open_path.clone();
+            self.roll_back();
+            return Err(error).with_context(|| format!("writing WARC file {}", path.display()));
+        }
         current.size += needed;
+        current.exchanges += 1;
         bytes += needed;
         self.bytes_written += needed;
         Ok(WrittenExchange {
@@ -272,6 +279,36 @@ impl WarcWriter {
         sync_dir(&self.config.dir);
         self.completed.push(current.final_path.clone());
         Ok(Some(current.final_path))
+    }
+
+    /// After a failed write (disk full…): cuts the file back to its last whole exchange so
+    /// that later exchanges can go on in it. If even that fails, the file is abandoned as
+    /// `.open` (for [`recover_open_files`]) and the next exchange opens a new one.
+    fn roll_back(&mut self) {
+        let Some(current) = self.current.take() else {
+            return;
+        };
+        let OpenWarc {
+            open_path,
+            final_path,
+            out,
+            size,
+            exchanges,
+        } = current;
+        // Drop whatever the buffer still holds instead of flushing it.
+        let (mut file, _unflushed) = out.into_parts();
+        let restored = file
+            .set_len(size)
+            .and_then(|()| file.seek(io::SeekFrom::Start(size)));
+        if restored.is_ok() {
+            self.current = Some(OpenWarc {
+                open_path,
+                final_path,
+                out: BufWriter::new(file),
+                size,
+                exchanges,
+            });
+        }
     }
 
     /// [`finish`](Self::finish), consuming the writer.
@@ -314,9 +351,8 @@ impl WarcWriter {
                 open_path,
                 final_path,
                 out,
-                // The warcinfo record does not count against the rotation check, so that
-                // every file carries at least one exchange.
-                size: 0,
+                size,
+                exchanges: 0,
             });
             return Ok(size);
         }
@@ -513,8 +549,8 @@ pub enum Recovered {
 
 /// Completes every `*.warc.gz.open` file in `dir` left by a crash.
 ///
-/// Each file is decompressed member by member (streaming, constant memory; roughly a
-/// second per few hundred MB). Everything after the last gzip member that decodes whole,
+/// Each file is decompressed member by member (streaming, constant memory; about as
+/// long as `gunzip` takes on it). Everything after the last gzip member that decodes whole,
 /// CRC and length checked, is cut off; then the file is renamed to `.warc.gz`. A file
 /// without a single whole member is deleted. Records are not parsed, so a response whose
 /// request made it but which itself did not is simply missing (a lone request record is
@@ -943,6 +979,34 @@ mod tests {
             .collect();
         assert!(open.is_empty());
         warcio_check(&completed);
+    }
+
+    #[test]
+    fn failed_write_is_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+        w.write_exchange(&exchange("https://example.org/1", head, b"one"))
+            .unwrap();
+        // Simulate a write that failed half-way: bytes on disk and in the buffer.
+        {
+            let current = w.current.as_mut().unwrap();
+            current.out.write_all(b"\x1f\x8b torn member").unwrap();
+            current.out.flush().unwrap();
+            current.out.write_all(b"still buffered").unwrap();
+        }
+        w.roll_back();
+        assert!(
+            w.current_path().is_some(),
+            "file kept after a successful roll-back"
+        );
+        w.write_exchange(&exchange("https://example.org/2", head, b"two"))
+            .unwrap();
+        let path = w.close().unwrap().unwrap();
+        let records = read_records(&path);
+        assert_eq!(records.len(), 5);
+        assert_eq!(records[4].get("WARC-Target-URI"), "https://example.org/2");
+        warcio_check(&[path]);
     }
 
     #[test]
