@@ -610,6 +610,62 @@ mod tests {
     }
 
     #[test]
+    fn random_markup_soup_does_not_panic() {
+        let pieces: &[&str] = &[
+            "<a href=",
+            "\"",
+            "'",
+            "/x",
+            ">",
+            "<",
+            "</a>",
+            "<base href=",
+            "//h/",
+            "#",
+            "?",
+            "<meta name=robots content=",
+            "nofollow",
+            ",",
+            "<script>",
+            "</script>",
+            "<!--",
+            "-->",
+            "&amp;",
+            "&#x",
+            "\u{e9}",
+            "\0",
+            " ",
+            "<iframe src=",
+            "<link rel=canonical href=",
+            "javascript:",
+            "http://[",
+            "%zz",
+            "\\",
+            "<![CDATA[",
+            "<svg>",
+            "<plaintext>",
+        ];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let page = Url::parse("https://example.org/a/b").unwrap();
+        let config = LinkConfig::new("frontierd");
+        for _ in 0..2000 {
+            let mut html = String::new();
+            for _ in 0..(x % 40) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                html.push_str(pieces[(x % pieces.len() as u64) as usize]);
+            }
+            let got = extract_links(&page, html.as_bytes(), &[&html], &config);
+            for link in got.links {
+                let url = Url::parse(&link).unwrap();
+                assert!(matches!(url.scheme(), "http" | "https") && url.fragment().is_none());
+            }
+            x = x.wrapping_add(1);
+        }
+    }
+
+    #[test]
     fn only_the_first_bytes_are_scanned() {
         let mut html = String::from(r#"<a href="/first">f</a>"#);
         html.push_str(&" ".repeat(2000));
