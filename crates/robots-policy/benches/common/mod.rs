@@ -214,3 +214,68 @@ pub fn load() -> Vec<CorpusFile> {
 pub fn robotstxt_allowed(text: &str, url: &str) -> bool {
     robotstxt::DefaultMatcher::default().one_agent_allowed_by_robots(text, AGENT, url)
 }
+
+/// One check with the `robotstxt` crate whose pattern matcher is replaced by
+/// [`GoogleMatches`]: its parser, group selection and precedence, Google's `Matches`.
+pub fn robotstxt_fixed_allowed(text: &str, url: &str) -> bool {
+    robotstxt::matcher::RobotsMatcher::<GoogleMatches>::default()
+        .one_agent_allowed_by_robots(text, AGENT, url)
+}
+
+/// `robotstxt` 0.3.0's `RobotsMatchStrategy::matches` ports Google's
+/// `RobotsMatchStrategy::Matches` (robots.cc) with `Vec::insert` where the C++ assigns
+/// `pos[i] = ...`: every insert shifts the positions not yet visited, so patterns with a
+/// `*` followed by literal text can fail to match (`*/feature/*` misses
+/// `/1/feature/x`). This strategy is the C++ function again, line for line, on bytes;
+/// the allow/disallow priorities are the crate's (`pattern.len()` on a match, else -1).
+#[derive(Default)]
+pub struct GoogleMatches;
+
+impl robotstxt::matcher::RobotsMatchStrategy for GoogleMatches {
+    fn match_allow(&self, path: &str, pattern: &str) -> i32 {
+        if Self::matches(path, pattern) {
+            pattern.len() as i32
+        } else {
+            -1
+        }
+    }
+
+    fn match_disallow(&self, path: &str, pattern: &str) -> i32 {
+        if Self::matches(path, pattern) {
+            pattern.len() as i32
+        } else {
+            -1
+        }
+    }
+
+    fn matches(path: &str, pattern: &str) -> bool {
+        let (path, pattern) = (path.as_bytes(), pattern.as_bytes());
+        let pathlen = path.len();
+        let mut pos = vec![0usize; pathlen + 1];
+        let mut numpos = 1;
+        for (k, &pat) in pattern.iter().enumerate() {
+            if pat == b'$' && k + 1 == pattern.len() {
+                return pos[numpos - 1] == pathlen;
+            }
+            if pat == b'*' {
+                numpos = pathlen - pos[0] + 1;
+                for i in 1..numpos {
+                    pos[i] = pos[i - 1] + 1;
+                }
+            } else {
+                let mut newnumpos = 0;
+                for i in 0..numpos {
+                    if pos[i] < pathlen && path[pos[i]] == pat {
+                        pos[newnumpos] = pos[i] + 1;
+                        newnumpos += 1;
+                    }
+                }
+                numpos = newnumpos;
+                if numpos == 0 {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
