@@ -1,1 +1,187 @@
-fn main() {}
+//! Frontier benchmark: ingest N URLs over H hosts into a fresh store, then dispatch (and
+//! complete) them all with zero politeness gaps and every origin's robots preset to
+//! allow-all; then raw sled insert/remove of N keys as the reference.
+//!
+//! `cargo bench -p frontier --bench frontier` (env: FRONTIER_BENCH_URLS, FRONTIER_BENCH_HOSTS,
+//! FRONTIER_BENCH_DIR). Prints a table.
+
+use std::time::Instant;
+
+use frontier::*;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn peak_rss_mb() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    for l in s.lines() {
+        if let Some(v) = l.strip_prefix("VmHWM:") {
+            let kb: f64 = v
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(0.0);
+            return kb / 1024.0;
+        }
+    }
+    0.0
+}
+
+fn env_usize(k: &str, d: usize) -> usize {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
+}
+
+fn dir_size(p: &std::path::Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            let m = match e.metadata() {
+                Ok(m) => m,
+                Err(_) => continue,
+            };
+            total += if m.is_dir() {
+                dir_size(&e.path())
+            } else {
+                m.len()
+            };
+        }
+    }
+    total
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let n = env_usize("FRONTIER_BENCH_URLS", 1_000_000);
+    let hosts = env_usize("FRONTIER_BENCH_HOSTS", 100_000);
+    let batch = 10_000;
+    let base = std::env::var("FRONTIER_BENCH_DIR").unwrap_or_else(|_| "/tmp".into());
+    let dir = tempfile::tempdir_in(&base).expect("tempdir");
+    let mut cfg = FrontierConfig::new(dir.path().join("frontier")).without_gaps();
+    cfg.sled.cache_bytes = 128 * 1024 * 1024;
+    let f = Frontier::open(cfg.clone()).expect("open");
+
+    // robots preset (not timed)
+    let origins: Vec<String> = (0..hosts)
+        .map(|h| format!("http://host{h}.example"))
+        .collect();
+    for chunk in origins.chunks(10_000) {
+        let outs: Vec<(&str, RobotsFetchOutcome)> = chunk
+            .iter()
+            .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+            .collect();
+        f.set_robots(&outs, T0).expect("robots");
+    }
+
+    // ingest
+    let t = Instant::now();
+    let mut queued = 0usize;
+    let mut i = 0usize;
+    while i < n {
+        let urls: Vec<String> = (i..(i + batch).min(n))
+            .map(|k| format!("http://host{}.example/page/{}", k % hosts, k))
+            .collect();
+        i += urls.len();
+        let r = f.enqueue_batch(&urls, T0).expect("enqueue");
+        queued += r.iter().filter(|x| **x == EnqueueResult::Queued).count();
+    }
+    let ingest_s = t.elapsed().as_secs_f64();
+    assert_eq!(queued, n);
+    let rss_ingest = peak_rss_mb();
+    let disk_ingest = f.size_on_disk().expect("size");
+    let disk_files = dir_size(dir.path());
+
+    // dispatch + complete
+    let t = Instant::now();
+    let mut dispatched = 0usize;
+    let mut now = T0 + 1;
+    while dispatched < n {
+        let items = f.next_batch(now, batch).expect("next");
+        if items.is_empty() {
+            now += 1;
+            continue;
+        }
+        let done: Vec<(LeaseId, PageOutcome)> = items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 0 })),
+                WorkItem::Robots(_) => None,
+            })
+            .collect();
+        dispatched += done.len();
+        f.complete_batch(&done, now).expect("complete");
+    }
+    let dispatch_s = t.elapsed().as_secs_f64();
+    let rss_dispatch = peak_rss_mb();
+    let hosts_left = f.hosts_in_memory();
+    drop(f);
+
+    // raw sled reference: same number of keys, same key and value sizes as queue entries
+    let raw = SledStore::open(&dir.path().join("raw"), &cfg.sled).expect("raw open");
+    let db = raw.db();
+    let value = vec![7u8; 45];
+    let t = Instant::now();
+    for c in 0..n.div_ceil(batch) {
+        let mut b = sled::Batch::default();
+        for k in (c * batch)..((c + 1) * batch).min(n) {
+            let mut key = vec![b'Q'];
+            key.extend_from_slice(&((k % hosts) as u64).to_be_bytes());
+            key.extend_from_slice(&(k as u64).to_be_bytes());
+            b.insert(key, value.clone());
+        }
+        db.apply_batch(b).expect("raw insert");
+        db.flush().expect("flush");
+    }
+    let raw_ins_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for c in 0..n.div_ceil(batch) {
+        let mut b = sled::Batch::default();
+        for k in (c * batch)..((c + 1) * batch).min(n) {
+            let mut key = vec![b'Q'];
+            key.extend_from_slice(&((k % hosts) as u64).to_be_bytes());
+            key.extend_from_slice(&(k as u64).to_be_bytes());
+            b.remove(key);
+        }
+        db.apply_batch(b).expect("raw remove");
+        db.flush().expect("flush");
+    }
+    let raw_rm_s = t.elapsed().as_secs_f64();
+
+    let rate = |s: f64| n as f64 / s;
+    println!(
+        "frontier benchmark: {n} URLs over {hosts} hosts, batches of {batch}, sled cache 128 MiB"
+    );
+    println!("| measure | value |");
+    println!("| --- | --- |");
+    println!(
+        "| ingest (enqueue_batch, durable) | {:.0} URLs/s ({ingest_s:.2} s) |",
+        rate(ingest_s)
+    );
+    println!(
+        "| dispatch (next_batch + complete_batch, durable) | {:.0} URLs/s ({dispatch_s:.2} s) |",
+        rate(dispatch_s)
+    );
+    println!("| peak RSS after ingest | {rss_ingest:.0} MB |");
+    println!("| peak RSS after dispatch | {rss_dispatch:.0} MB |");
+    println!(
+        "| bytes on disk per URL after ingest (sled size_on_disk) | {:.0} |",
+        disk_ingest as f64 / n as f64
+    );
+    println!(
+        "| bytes on disk per URL after ingest (files) | {:.0} |",
+        disk_files as f64 / n as f64
+    );
+    println!("| hosts in memory after dispatch | {hosts_left} |");
+    println!(
+        "| raw sled insert (apply_batch + flush per 10k) | {:.0} keys/s ({raw_ins_s:.2} s) |",
+        rate(raw_ins_s)
+    );
+    println!(
+        "| raw sled remove (apply_batch + flush per 10k) | {:.0} keys/s ({raw_rm_s:.2} s) |",
+        rate(raw_rm_s)
+    );
+}
