@@ -3,6 +3,7 @@
 
 mod links;
 mod robots_cmd;
+mod robots_fetch;
 mod warc;
 
 use std::process::ExitCode;
