@@ -17,7 +17,7 @@ pub use matcher::{
     glob_match, path_params_query, AgentPolicy, GroupChoice, RuleKind, RuleView, Verdict,
 };
 pub use parser::{
-    Diagnostic, DiagnosticKind, Field, ParseOptions, DEFAULT_MAX_BYTES, MAX_DIAGNOSTICS,
-    MAX_LINE_BYTES,
+    Diagnostic, DiagnosticKind, Field, ParseOptions, DEFAULT_MAX_BYTES, HARD_MAX_BYTES,
+    MAX_DIAGNOSTICS, MAX_LINE_BYTES,
 };
 pub use robots::{AgentLine, RobotsTxt};

@@ -14,6 +14,10 @@ pub const DEFAULT_MAX_BYTES: usize = 500 * 1024;
 /// Longest line content kept (Google: a 2083*8 byte buffer including its terminator).
 pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
 
+/// The largest size limit honoured, whatever `ParseOptions::max_bytes` says: offsets inside
+/// a parsed file are 32-bit, and escaping can triple a pattern's size.
+pub const HARD_MAX_BYTES: usize = 256 * 1024 * 1024;
+
 /// At most this many diagnostics are kept; the rest are only counted, so a 500 KiB HTML
 /// page served as robots.txt cannot make the report larger than the file.
 pub const MAX_DIAGNOSTICS: usize = 1000;
@@ -21,7 +25,8 @@ pub const MAX_DIAGNOSTICS: usize = 1000;
 /// How to parse a robots.txt body.
 #[derive(Clone, Debug)]
 pub struct ParseOptions {
-    /// Bytes past this offset are ignored (default 500 KiB, as Google does).
+    /// Bytes past this offset are ignored (default 500 KiB, as Google does; at most
+    /// [`HARD_MAX_BYTES`]).
     pub max_bytes: usize,
 }
 

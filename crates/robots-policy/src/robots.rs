@@ -5,7 +5,7 @@
 use crate::matcher::{AgentPolicy, GroupChoice, RuleKind, RuleSource};
 use crate::parser::{
     escape_pattern_into, is_global_agent, parse_crawl_delay, product_token, Diagnostic,
-    DiagnosticKind, Field, LineContent, Lines, ParseOptions, MAX_DIAGNOSTICS,
+    DiagnosticKind, Field, LineContent, Lines, ParseOptions, HARD_MAX_BYTES, MAX_DIAGNOSTICS,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +56,8 @@ impl RobotsTxt {
 
     /// Parse with explicit options.
     pub fn parse_with(body: &[u8], options: &ParseOptions) -> RobotsTxt {
-        let kept = &body[..body.len().min(options.max_bytes)];
+        let limit = options.max_bytes.min(HARD_MAX_BYTES);
+        let kept = &body[..body.len().min(limit)];
         let mut robots = RobotsTxt {
             arena: Vec::with_capacity(kept.len() / 2),
             directives: Vec::with_capacity(kept.len() / 24),
@@ -160,7 +161,7 @@ impl RobotsTxt {
                 last_line,
                 DiagnosticKind::PastSizeLimit {
                     ignored_bytes: robots.bytes_ignored,
-                    limit: options.max_bytes,
+                    limit,
                 },
             );
         }
