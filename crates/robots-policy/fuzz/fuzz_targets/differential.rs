@@ -2,7 +2,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use robots_policy::{glob_match, path_params_query, reference, AgentPolicy, DEFAULT_MAX_BYTES};
+use robots_policy::{
+    glob_match, path_params_query, reference, AgentPolicy, ParseOptions, RobotsTxt,
+    DEFAULT_MAX_BYTES,
+};
 
 #[path = "split.rs"]
 mod split;
@@ -14,13 +17,29 @@ const MAX_URL: usize = 256;
 fuzz_target!(|data: &[u8]| {
     let input = split::Input::split(data, MAX_BODY, MAX_URL);
     let policy = AgentPolicy::parse(input.body, &input.agent);
+    // The same body under a size limit that falls inside it.
+    let max_bytes = split::size_limit(input.body);
+    let cut =
+        RobotsTxt::parse_with(input.body, &ParseOptions { max_bytes }).for_agent(&input.agent);
     for raw in &input.urls {
         let url = split::lossy(raw);
         let ours = policy.check_url(&url).allowed;
         let naive = reference::naive_allowed(input.body, &input.agent, &url, DEFAULT_MAX_BYTES);
         assert_eq!(
-            ours, naive,
+            ours,
+            naive,
             "verdicts differ: body={:?} agent={:?} url={:?} ours={ours} naive={naive}",
+            String::from_utf8_lossy(input.body),
+            input.agent,
+            url
+        );
+        let ours_cut = cut.check_url(&url).allowed;
+        let naive_cut = reference::naive_allowed(input.body, &input.agent, &url, max_bytes);
+        assert_eq!(
+            ours_cut,
+            naive_cut,
+            "verdicts differ under max_bytes={max_bytes}: body={:?} agent={:?} url={:?} \
+             ours={ours_cut} naive={naive_cut}",
             String::from_utf8_lossy(input.body),
             input.agent,
             url

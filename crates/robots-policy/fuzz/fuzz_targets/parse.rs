@@ -2,13 +2,21 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use robots_policy::RobotsTxt;
+use robots_policy::{ParseOptions, RobotsTxt};
 
 #[path = "split.rs"]
 mod split;
 
 fn exercise(body: &[u8], agent: &str, urls: &[String]) {
-    let robots = RobotsTxt::parse(body);
+    exercise_robots(RobotsTxt::parse(body), agent, urls);
+    let max_bytes = split::size_limit(body);
+    let cut = RobotsTxt::parse_with(body, &ParseOptions { max_bytes });
+    assert_eq!(cut.bytes_parsed(), body.len().min(max_bytes));
+    assert_eq!(cut.bytes_parsed() + cut.bytes_ignored(), body.len());
+    exercise_robots(cut, agent, urls);
+}
+
+fn exercise_robots(robots: RobotsTxt, agent: &str, urls: &[String]) {
     for d in robots.diagnostics() {
         std::hint::black_box(format!("{d:?}"));
     }
@@ -28,7 +36,12 @@ fn exercise(body: &[u8], agent: &str, urls: &[String]) {
         std::hint::black_box(policy.check(url));
     }
     for rule in policy.rules() {
-        std::hint::black_box((rule.kind.as_str(), rule.pattern, rule.line, rule.synthesized));
+        std::hint::black_box((
+            rule.kind.as_str(),
+            rule.pattern,
+            rule.line,
+            rule.synthesized,
+        ));
     }
     std::hint::black_box(policy.crawl_delay());
     std::hint::black_box(format!("{:?}", policy.group()));

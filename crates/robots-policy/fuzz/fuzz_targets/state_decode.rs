@@ -8,6 +8,10 @@ use robots_policy::state::{decode, encode};
 fuzz_target!(|data: &[u8]| {
     if let Ok(origin) = decode(data) {
         let again = decode(&encode(&origin));
-        assert_eq!(again.as_ref(), Ok(&origin), "encode/decode round trip differs");
+        assert_eq!(
+            again.as_ref(),
+            Ok(&origin),
+            "encode/decode round trip differs"
+        );
     }
 });
