@@ -23,7 +23,8 @@ use crate::error::{
 };
 use crate::headers::{max_age_from_headers, retry_after_from_headers};
 use crate::outcome::{
-    FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord, RobotsFetch, Timings,
+    FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord, RobotsFetch,
+    RobotsHop, Timings,
 };
 use crate::resolve::TableResolver;
 
@@ -110,10 +111,18 @@ impl Fetcher {
         let deadline = tokio::time::Instant::from_std(started + self.config.total_timeout);
         let mut url = requested_url.clone();
         let mut hops = 0u32;
+        let mut exchanges = Vec::new();
         let exchange = loop {
+            let hop_started_at = SystemTime::now();
             let exchange = self
                 .exchange(&url, Purpose::Robots, deadline, started)
                 .await?;
+            exchanges.push(RobotsHop {
+                request: exchange.request.clone(),
+                response: exchange.response.clone(),
+                peer_addr: exchange.peer_addr,
+                started_at: hop_started_at,
+            });
             let next = match &exchange.outcome {
                 FetchOutcome::Redirect {
                     location: Some(location),
@@ -146,6 +155,7 @@ impl Fetcher {
                 time_to_headers: exchange.time_to_headers,
                 total: started.elapsed(),
             },
+            exchanges,
         };
         debug!(url = %fetch.requested_url, final_url = %fetch.final_url, hops, outcome = ?OutcomeSummary(&fetch.outcome), "robots.txt fetched");
         Ok(fetch)

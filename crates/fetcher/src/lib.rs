@@ -30,7 +30,7 @@ pub use headers::{
 };
 pub use outcome::{
     ContentCoding, FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord,
-    RobotsFetch, Timings,
+    RobotsFetch, RobotsHop, Timings,
 };
 pub use resolve::{ResolveTable, ResolveTableError};
 

@@ -251,6 +251,20 @@ pub struct RobotsFetch {
     pub peer_addr: Option<SocketAddr>,
     /// Over the whole chain; `time_to_headers` is the last hop's, from the chain start.
     pub timings: Timings,
+    /// Every request of the chain in order (the last is the final one), with its response
+    /// when a head arrived: what a WARC writer records.
+    pub exchanges: Vec<RobotsHop>,
+}
+
+/// One request of a robots.txt redirect chain, as sent and as answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsHop {
+    pub request: RequestRecord,
+    /// Present when a response head arrived.
+    pub response: Option<ResponseRecord>,
+    pub peer_addr: Option<SocketAddr>,
+    /// When this hop's request started.
+    pub started_at: SystemTime,
 }
 
 /// A page fetch: one request, no redirect following.

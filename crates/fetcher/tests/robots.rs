@@ -54,6 +54,9 @@ async fn robots_200_is_success_with_body_agent_and_max_age() {
     assert_eq!(fetch.final_url, fetch.requested_url);
     assert_eq!(fetch.hops, 0);
     assert_eq!(fetch.peer_addr, Some(server.addr));
+    assert_eq!(fetch.exchanges.len(), 1);
+    assert_eq!(fetch.exchanges[0].request.url, fetch.requested_url);
+    assert!(fetch.exchanges[0].response.is_some());
     match &fetch.outcome {
         FetchOutcome::Success {
             status,
@@ -158,6 +161,11 @@ async fn five_redirect_hops_are_followed() {
     assert_eq!(fetch.final_url, server.url("/hop/5"));
     assert_eq!(body_of(&fetch.outcome).0, ROBOTS.as_bytes());
     assert_eq!(server.seen().len(), 6);
+    assert_eq!(fetch.exchanges.len(), 6, "every hop is recorded");
+    assert_eq!(
+        fetch.exchanges.last().map(|h| h.request.url.clone()),
+        Some(server.url("/hop/5"))
+    );
 }
 
 #[tokio::test]

@@ -243,6 +243,21 @@ struct Inner {
     clock_ms: Option<u64>,
     rng: StdRng,
     stats: FrontierStats,
+    /// Politeness keys paused by the operator (not persisted: a restart resumes them).
+    paused: HashSet<Arc<str>>,
+    /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
+    drop_events: Vec<DropRecord>,
+}
+
+/// Most drop events kept for [`Frontier::take_drops`]; older ones are discarded.
+const MAX_DROP_EVENTS: usize = 100_000;
+
+impl Inner {
+    fn push_drop(&mut self, rec: DropRecord) {
+        if self.drop_events.len() < MAX_DROP_EVENTS {
+            self.drop_events.push(rec);
+        }
+    }
 }
 
 type Limiter = RateLimiter<
@@ -305,6 +320,8 @@ impl Frontier {
             clock_ms: None,
             rng,
             stats: FrontierStats::default(),
+            paused: HashSet::new(),
+            drop_events: Vec::new(),
         };
         let f = Frontier {
             store,
@@ -565,6 +582,7 @@ impl Frontier {
         if h.rec.counters.queued == 0
             || h.rec.in_flight >= self.cfg.max_in_flight_per_host
             || h.robots_pending.is_some()
+            || inner.paused.contains(&h.key)
         {
             h.scheduled = None;
             return;
@@ -689,7 +707,7 @@ impl Frontier {
                             continue 'hosts;
                         }
                         Gate::Disallow(rule) => {
-                            Self::drop_entry(
+                            let rec = Self::drop_entry(
                                 &mut batch,
                                 h,
                                 k,
@@ -699,6 +717,7 @@ impl Frontier {
                                 rule,
                                 now_ms,
                             );
+                            inner.push_drop(rec);
                             inner.stats.dropped += 1;
                             dirty.push(id);
                             drops += 1;
@@ -739,7 +758,7 @@ impl Frontier {
                                 if self.cfg.crawl_delay_over_cap == CrawlDelayOverCap::Skip {
                                     h.rec.skipped = 1;
                                     h.rec.counters.crawl_delay_skipped += 1;
-                                    Self::drop_entry(
+                                    let rec = Self::drop_entry(
                                         &mut batch,
                                         h,
                                         k,
@@ -749,6 +768,7 @@ impl Frontier {
                                         format!("crawl-delay {cd} ms above cap {cap} ms"),
                                         now_ms,
                                     );
+                                    inner.push_drop(rec);
                                     inner.stats.crawl_delay_skipped += 1;
                                     inner.stats.dropped += 1;
                                     dirty.push(id);
@@ -841,26 +861,24 @@ impl Frontier {
         reason: DropReason,
         detail: String,
         now_ms: u64,
-    ) {
+    ) -> DropRecord {
         tracing::debug!(%url, reason = reason.code(), %detail, "URL dropped");
         batch.del(qkey);
         let hash = url_hash(&url);
-        batch.put(
-            keys::dropped(hash),
-            DropRecord {
-                reason,
-                at_ms: now_ms,
-                detail,
-                url,
-            }
-            .encode(),
-        );
+        let rec = DropRecord {
+            reason,
+            at_ms: now_ms,
+            detail,
+            url,
+        };
+        batch.put(keys::dropped(hash), rec.encode());
         h.head = seq + 1;
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         match reason {
             DropReason::GaveUp => h.rec.counters.given_up += 1,
             _ => h.rec.counters.dropped += 1,
         }
+        rec
     }
 
     // ---------------------------------------------------------------- completion
@@ -939,18 +957,16 @@ impl Frontier {
                     tracing::info!(%url, attempts = entry.attempts, %why, "URL given up");
                     // drop_entry bookkeeping without touching the queue key
                     let hash = url_hash(&url);
-                    batch.put(
-                        keys::dropped(hash),
-                        DropRecord {
-                            reason: DropReason::GaveUp,
-                            at_ms: now_ms,
-                            detail: format!("{} attempts, last: {why}", entry.attempts),
-                            url,
-                        }
-                        .encode(),
-                    );
+                    let rec = DropRecord {
+                        reason: DropReason::GaveUp,
+                        at_ms: now_ms,
+                        detail: format!("{} attempts, last: {why}", entry.attempts),
+                        url,
+                    };
+                    batch.put(keys::dropped(hash), rec.encode());
                     h.rec.counters.given_up += 1;
                     inner.stats.given_up += 1;
+                    inner.push_drop(rec);
                 } else {
                     // back to the head of its queue with its old sequence
                     batch.put(keys::queued(lease.host_id, lease.seq), entry.encode());
@@ -1096,6 +1112,86 @@ impl Frontier {
     /// The stored robots record of an origin (the backend's encoding).
     pub fn robots_record(&self, origin: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.store.get(&keys::robots(origin))?)
+    }
+
+    /// URLs dropped (robots, skipped host) or given up since the last call, oldest first,
+    /// each durable before it is listed. Bounded: past 100 000 untaken events the newest
+    /// are not kept (the store still has every [`DropRecord`]).
+    pub fn take_drops(&self) -> Vec<DropRecord> {
+        std::mem::take(&mut self.inner.lock().drop_events)
+    }
+
+    /// Stop handing out URLs of a politeness key (in flight ones finish). Not persisted:
+    /// a restart resumes every host. Returns false if it was already paused.
+    pub fn pause(&self, key: &str) -> bool {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let added = inner.paused.insert(Arc::from(key));
+        if let Some(&id) = inner.by_key.get(key) {
+            if let Some(h) = inner.hosts.get_mut(&id) {
+                h.scheduled = None;
+            }
+        }
+        added
+    }
+
+    /// Undo [`Frontier::pause`]. Returns false if it was not paused.
+    pub fn resume(&self, key: &str) -> bool {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let removed = inner.paused.remove(key);
+        if let Some(&id) = inner.by_key.get(key) {
+            self.schedule(inner, id);
+        }
+        removed
+    }
+
+    /// Whether a politeness key is paused.
+    pub fn is_paused(&self, key: &str) -> bool {
+        self.inner.lock().paused.contains(key)
+    }
+
+    /// Politeness keys (in key order) with their records, up to `limit`, starting after
+    /// `after` when given.
+    pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
+        let mut out = Vec::new();
+        for kv in self.store.scan_prefix(b"H") {
+            if out.len() >= limit {
+                break;
+            }
+            let (k, v) = kv?;
+            let key = String::from_utf8_lossy(&k[1..]).into_owned();
+            if after.is_some_and(|a| key.as_str() <= a) {
+                continue;
+            }
+            let live = {
+                let inner = self.inner.lock();
+                inner
+                    .by_key
+                    .get(key.as_str())
+                    .and_then(|id| inner.hosts.get(id))
+                    .map(|h| h.rec)
+            };
+            let rec = match live {
+                Some(r) => r,
+                None => HostRecord::decode(&v)?,
+            };
+            out.push((key, rec));
+        }
+        Ok(out)
+    }
+
+    /// Stored robots records (origin, encoded state), in origin order, up to `limit`.
+    pub fn robots_records(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for kv in self.store.scan_prefix(b"R") {
+            if out.len() >= limit {
+                break;
+            }
+            let (k, v) = kv?;
+            out.push((String::from_utf8_lossy(&k[1..]).into_owned(), v));
+        }
+        Ok(out)
     }
 
     /// Every queued (not in flight) URL of a politeness key, in queue order.

@@ -465,3 +465,44 @@ fn group_commit_shares_flushes() {
     assert!(flushes <= 160, "{flushes} flushes for 160 batches");
     assert_eq!(f.stats().enqueued, 1600);
 }
+
+#[test]
+fn pause_holds_a_host_and_resume_releases_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    f.set_robots(&[("http://p.com", allow_all())], T0).unwrap();
+    f.enqueue_batch(&["http://p.com/1", "http://p.com/2"], T0)
+        .unwrap();
+    assert!(f.pause("p.com"));
+    assert!(!f.pause("p.com"), "second pause is a no-op");
+    assert!(f.is_paused("p.com"));
+    assert_eq!(f.next(T0).unwrap(), None, "a paused host hands out nothing");
+    assert!(f.resume("p.com"));
+    assert!(!f.is_paused("p.com"));
+    let p = page(f.next(T0).unwrap());
+    assert_eq!(p.url, "http://p.com/1");
+    let hosts = f.hosts(None, 10).unwrap();
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(hosts[0].0, "p.com");
+    assert_eq!(hosts[0].1.in_flight, 1);
+}
+
+#[test]
+fn drops_are_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    f.set_robots(
+        &[("http://d.com", robots("User-agent: *\nDisallow: /no\n"))],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_batch(&["http://d.com/no/1", "http://d.com/yes"], T0)
+        .unwrap();
+    let p = page(f.next(T0).unwrap());
+    assert_eq!(p.url, "http://d.com/yes");
+    let drops = f.take_drops();
+    assert_eq!(drops.len(), 1);
+    assert_eq!(drops[0].url, "http://d.com/no/1");
+    assert_eq!(drops[0].reason, DropReason::RobotsDisallowed);
+    assert!(f.take_drops().is_empty());
+}

@@ -1,13 +1,20 @@
 //! frontierd: the daemon binary. Wiring, not logic: command-line parsing here, every
 //! decision in the library crates.
 
+mod admin;
+mod config;
+mod daemon;
 mod links;
+mod metrics;
 mod robots_cmd;
 mod robots_fetch;
 mod warc;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 /// A politeness-aware crawler frontier daemon.
@@ -23,12 +30,92 @@ enum Command {
     /// Check URLs against a robots.txt, or explain what it says to a crawler.
     #[command(subcommand)]
     Robots(robots_cmd::RobotsCommand),
+    /// Run the daemon (the embedded default configuration when --config is not given).
+    Run {
+        /// Configuration file (TOML).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A file of URLs (one per line, # comments) submitted at start.
+        #[arg(long)]
+        seeds: Option<PathBuf>,
+    },
+    /// Configuration tools.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Hand a URL list (FILE, or - for stdin) to a running daemon through its API.
+    Submit {
+        file: String,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Show a running daemon's counters.
+    Stats {
+        /// Refresh every 2 seconds until interrupted.
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// List hosts, or show one host in detail.
+    Hosts {
+        host: Option<String>,
+        /// Only hosts whose robots state is this (unknown, fresh, stale, 5xx-disallow, fallback).
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file without starting (exit 2 on any error).
+    Check { file: PathBuf },
+    /// Print the embedded default configuration.
+    Default,
+}
+
+#[derive(clap::Args)]
+struct ApiArgs {
+    /// Configuration file to read [admin] from (default: the embedded default).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Admin API address (overrides the configuration), e.g. 127.0.0.1:8470.
+    #[arg(long)]
+    admin: Option<String>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Robots(command) => robots_cmd::run(command),
+        Command::Run { config, seeds } => run(config.as_deref(), seeds),
+        Command::Config(ConfigCommand::Check { file }) => {
+            match config::Config::load(Some(&file)).and_then(|c| c.check(state_dir().as_deref())) {
+                Ok(_) => {
+                    println!("{}: ok", file.display());
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("frontierd: config error: {e}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+        Command::Config(ConfigCommand::Default) => {
+            print!("{}", config::DEFAULT_TOML);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Submit { file, api } => client(api, |t| submit(t, file)),
+        Command::Stats { watch, api } => client(api, move |t| stats(t, watch)),
+        Command::Hosts {
+            host,
+            state,
+            limit,
+            api,
+        } => client(api, move |t| hosts(t, host, state, limit)),
     };
     match result {
         Ok(code) => code,
@@ -37,4 +124,171 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn state_dir() -> Option<String> {
+    std::env::var("STATE_DIRECTORY").ok()
+}
+
+fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
+    let settings =
+        match config::Config::load(config_path).and_then(|c| c.check(state_dir().as_deref())) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("frontierd: config error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+    init_logging(&settings);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(daemon::run(settings, seeds))?;
+    // in-flight tasks abandoned after the grace period must not hold the exit
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init_logging(s: &config::Settings) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{},sled=warn", s.raw.log.level)));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if s.json_logs {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn client<F, Fut>(api: ApiArgs, f: F) -> Result<ExitCode>
+where
+    F: FnOnce(admin::Target) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    let settings = match config::Config::load(api.config.as_deref())
+        .and_then(|c| c.check(state_dir().as_deref()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("frontierd: config error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let addr = match api.admin {
+        Some(a) => a,
+        None => std::fs::read_to_string(settings.data_dir.join("admin.addr"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| settings.admin_listen.to_string()),
+    };
+    let token = match &settings.token_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .with_context(|| format!("reading admin.token_file {}", p.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(f(admin::Target { addr, token }))
+}
+
+async fn get_json(t: &admin::Target, path: &str) -> Result<serde_json::Value> {
+    let (status, body) = admin::request(t, "GET", path, b"").await?;
+    if status != 200 {
+        bail!("GET {path}: HTTP {status}: {}", body.trim());
+    }
+    serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON"))
+}
+
+async fn submit(t: admin::Target, file: String) -> Result<ExitCode> {
+    let body = if file == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("reading stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
+    };
+    let (status, resp) = admin::request(&t, "POST", "/v1/urls", body.as_bytes()).await?;
+    if status != 200 {
+        bail!("POST /v1/urls: HTTP {status}: {}", resp.trim());
+    }
+    let v: serde_json::Value = serde_json::from_str(&resp).context("answer not JSON")?;
+    println!(
+        "accepted {}  duplicate {}  rejected {}",
+        v["accepted"], v["duplicate"], v["rejected"]
+    );
+    if let Some(rs) = v["rejections"].as_array() {
+        for r in rs {
+            println!(
+                "  line {}: {} ({})",
+                r["line"],
+                r["url"].as_str().unwrap_or(""),
+                r["reason"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stats(t: admin::Target, watch: bool) -> Result<ExitCode> {
+    loop {
+        let v = get_json(&t, "/v1/stats").await?;
+        if let Some(obj) = v.as_object() {
+            if watch {
+                print!("\x1b[2J\x1b[H");
+            }
+            let w = obj.keys().map(|k| k.len()).max().unwrap_or(0);
+            for (k, val) in obj {
+                println!("{k:<w$}  {val}");
+            }
+        }
+        if !watch {
+            return Ok(ExitCode::SUCCESS);
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+async fn hosts(
+    t: admin::Target,
+    host: Option<String>,
+    state: Option<String>,
+    limit: usize,
+) -> Result<ExitCode> {
+    match host {
+        Some(h) => {
+            let v = get_json(&t, &format!("/v1/hosts/{h}")).await?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        None => {
+            let path = format!(
+                "/v1/hosts?limit={limit}&state={}",
+                state.unwrap_or_default()
+            );
+            let v = get_json(&t, &path).await?;
+            println!(
+                "{:<40} {:>8} {:>6} {:<13} {:>8} {:<6}",
+                "HOST", "QUEUED", "FLIGHT", "ROBOTS", "BACKOFF", "PAUSED"
+            );
+            for h in v["hosts"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<40} {:>8} {:>6} {:<13} {:>8} {:<6}",
+                    h["host"].as_str().unwrap_or(""),
+                    h["queued"],
+                    h["in_flight"],
+                    h["robots_state"].as_str().unwrap_or(""),
+                    h["backoff_level"],
+                    h["paused"]
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

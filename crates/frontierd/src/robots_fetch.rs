@@ -1,6 +1,5 @@
 //! The one place where a fetcher outcome for `/robots.txt` becomes the robots state
 //! machine's input. The two crates do not know each other; the binary joins them.
-#![allow(dead_code)] // Called by the fetch workers of `frontierd run` (issue 5).
 
 use fetcher::{FetchError, FetchOutcome, NetworkErrorKind as FetchNetworkKind, RobotsFetch};
 use robots_policy::state::{NetworkErrorKind, RobotsFetchResult};

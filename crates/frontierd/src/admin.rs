@@ -1,0 +1,340 @@
+//! Admin HTTP API (hyper 1, HTTP/1.1) and the small client used by `submit`, `stats` and
+//! `hosts`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::daemon::{now_ms, url_lines, Shared};
+
+const MAX_BODY: usize = 64 << 20;
+
+pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(error = %e, "admin accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let sh = sh.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let sh = sh.clone();
+                async move { Ok::<_, Infallible>(handle(sh, req).await) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+            {
+                tracing::debug!(error = %e, "admin connection ended");
+            }
+        });
+    }
+}
+
+fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = ctype.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn json(status: StatusCode, v: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    reply(status, "application/json", s)
+}
+
+fn error(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
+    json(status, &serde_json::json!({ "error": msg }))
+}
+
+fn query_param<'a>(q: Option<&'a str>, key: &str) -> Option<&'a str> {
+    q?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == key).then_some(v)
+    })
+}
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let method = req.method().clone();
+    if method == Method::GET && path == "/healthz" {
+        return reply(StatusCode::OK, "text/plain", "ok\n");
+    }
+    if let Some(token) = &sh.token {
+        let ok = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| t.trim() == token);
+        if !ok {
+            return error(StatusCode::UNAUTHORIZED, "bearer token required");
+        }
+    }
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (&method, segs.as_slice()) {
+        (&Method::GET, ["metrics"]) => {
+            sh.refresh_gauges();
+            reply(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                sh.metrics.encode(),
+            )
+        }
+        (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.stats_json()),
+        (&Method::POST, ["v1", "urls"]) => post_urls(sh, req).await,
+        (&Method::GET, ["v1", "hosts"]) => {
+            let state = query_param(query.as_deref(), "state").filter(|s| !s.is_empty());
+            let limit = query_param(query.as_deref(), "limit")
+                .and_then(|l| l.parse::<usize>().ok())
+                .unwrap_or(100);
+            match list_hosts(&sh, state, limit) {
+                Ok(v) => json(StatusCode::OK, &v),
+                Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+            }
+        }
+        (&Method::GET, ["v1", "hosts", host]) => match host_detail(&sh, host) {
+            Ok(Some(v)) => json(StatusCode::OK, &v),
+            Ok(None) => error(StatusCode::NOT_FOUND, "unknown host"),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+        },
+        (&Method::POST, ["v1", "hosts", host, action @ ("pause" | "resume")]) => {
+            let changed = if *action == "pause" {
+                sh.frontier.pause(host)
+            } else {
+                let r = sh.frontier.resume(host);
+                sh.wake.notify_waiters();
+                r
+            };
+            tracing::info!(host, action, changed, "host {action} by operator");
+            json(
+                StatusCode::OK,
+                &serde_json::json!({ "host": host, "paused": sh.frontier.is_paused(host), "changed": changed }),
+            )
+        }
+        _ => error(StatusCode::NOT_FOUND, "no such endpoint"),
+    }
+}
+
+async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if sh.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "stopping");
+    }
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, &format!("body: {e}")),
+    };
+    let text = String::from_utf8_lossy(&body);
+    let lines: Vec<(usize, String)> = if text.trim_start().starts_with('[') {
+        match serde_json::from_str::<Vec<String>>(&text) {
+            Ok(v) => v.into_iter().enumerate().map(|(i, u)| (i + 1, u)).collect(),
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("expected a JSON array of strings: {e}"),
+                )
+            }
+        }
+    } else {
+        url_lines(&text)
+    };
+    let urls: Vec<String> = lines.iter().map(|(_, u)| u.clone()).collect();
+    match sh.submit(urls, 0, true).await {
+        Ok(s) => {
+            let rejections: Vec<serde_json::Value> = s
+                .rejected
+                .iter()
+                .map(|(i, url, reason)| {
+                    serde_json::json!({
+                        "line": lines.get(*i).map(|(n, _)| *n).unwrap_or(0),
+                        "url": url,
+                        "reason": reason,
+                    })
+                })
+                .collect();
+            json(
+                StatusCode::OK,
+                &serde_json::json!({
+                    "accepted": s.accepted,
+                    "duplicate": s.duplicate,
+                    "rejected": s.rejected.len(),
+                    "rejections": rejections,
+                }),
+            )
+        }
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+    }
+}
+
+fn origin_host(origin: &str) -> String {
+    url::Url::parse(origin)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn host_matches_key(host: &str, key: &str) -> bool {
+    host == key || host.ends_with(&format!(".{key}"))
+}
+
+fn robots_states(sh: &Shared) -> Result<Vec<(String, robots_policy::state::RobotsStatus)>> {
+    let cfg = sh.settings.robots_state_config();
+    let now = robots_policy::state::UnixMillis(now_ms());
+    let mut out = Vec::new();
+    for (origin, bytes) in sh.frontier.robots_records(usize::MAX)? {
+        if let Ok(o) = robots_policy::state::decode(&bytes) {
+            out.push((origin, o.status(&cfg, now)));
+        }
+    }
+    Ok(out)
+}
+
+fn ms_time(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+fn host_json(sh: &Shared, key: &str, rec: &frontier::HostRecord) -> serde_json::Value {
+    let now = now_ms();
+    serde_json::json!({
+        "host": key,
+        "queued": rec.counters.queued,
+        "in_flight": rec.in_flight,
+        "paused": sh.frontier.is_paused(key),
+        "next_allowed": ms_time(rec.next_allowed_ms),
+        "next_allowed_in_ms": rec.next_allowed_ms.saturating_sub(now),
+        "backoff_level": rec.backoff_level,
+        "backoff_until": (rec.backoff_until_ms > now).then(|| ms_time(rec.backoff_until_ms)),
+        "crawl_delay_ms": rec.crawl_delay_ms,
+        "last_response_ms": rec.last_response_ms,
+        "skipped": rec.skipped != 0,
+        "counters": {
+            "enqueued": rec.counters.enqueued,
+            "dispatched": rec.counters.dispatched,
+            "completed": rec.counters.completed,
+            "dropped": rec.counters.dropped,
+            "given_up": rec.counters.given_up,
+            "retried": rec.counters.retried,
+            "robots_fetches": rec.counters.robots_fetches,
+            "crawl_delay_clamped": rec.counters.crawl_delay_clamped,
+        },
+    })
+}
+
+fn origin_json(origin: &str, st: &robots_policy::state::RobotsStatus) -> serde_json::Value {
+    serde_json::json!({
+        "origin": origin,
+        "robots_state": st.kind.as_str(),
+        "since": st.since.map(|t| ms_time(t.0)),
+        "expires": st.expires_at.map(|t| ms_time(t.0)),
+        "fallback_at": st.fallback_at.map(|t| ms_time(t.0)),
+        "next_fetch": ms_time(st.next_fetch_at.0),
+        "attempt": st.attempt,
+        "last_fetch": st.last_fetch.as_ref().map(|l| serde_json::json!({
+            "at": ms_time(l.at.0),
+            "outcome": format!("{:?}", l.outcome),
+        })),
+        "body_bytes": st.copy_body_len,
+    })
+}
+
+fn list_hosts(sh: &Shared, state: Option<&str>, limit: usize) -> Result<serde_json::Value> {
+    let states = robots_states(sh)?;
+    let mut out = Vec::new();
+    for (key, rec) in sh.frontier.hosts(None, usize::MAX)? {
+        if out.len() >= limit {
+            break;
+        }
+        let kinds: Vec<&str> = states
+            .iter()
+            .filter(|(o, _)| host_matches_key(&origin_host(o), &key))
+            .map(|(_, s)| s.kind.as_str())
+            .collect();
+        let robots = kinds.first().copied().unwrap_or("unknown");
+        if let Some(want) = state {
+            let matched = kinds.contains(&want) || (kinds.is_empty() && want == "unknown");
+            if !matched {
+                continue;
+            }
+        }
+        let mut v = host_json(sh, &key, &rec);
+        v["robots_state"] = serde_json::json!(robots);
+        out.push(v);
+    }
+    Ok(serde_json::json!({ "hosts": out }))
+}
+
+fn host_detail(sh: &Shared, host: &str) -> Result<Option<serde_json::Value>> {
+    let Some(rec) = sh.frontier.host_record(host)? else {
+        return Ok(None);
+    };
+    let mut v = host_json(sh, host, &rec);
+    let origins: Vec<serde_json::Value> = robots_states(sh)?
+        .iter()
+        .filter(|(o, _)| host_matches_key(&origin_host(o), host))
+        .map(|(o, s)| origin_json(o, s))
+        .collect();
+    v["origins"] = serde_json::json!(origins);
+    Ok(Some(v))
+}
+
+// ---------------------------------------------------------------- client side
+
+/// Where a running daemon listens, and its token.
+pub struct Target {
+    pub addr: String,
+    pub token: Option<String>,
+}
+
+/// One HTTP/1.1 request to the admin API; returns (status, body).
+pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Result<(u16, String)> {
+    let mut s = tokio::net::TcpStream::connect(&t.addr)
+        .await
+        .with_context(|| {
+            format!(
+                "connecting to the admin API at {} (is frontierd running?)",
+                t.addr
+            )
+        })?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n",
+        t.addr,
+        body.len()
+    );
+    if let Some(tok) = &t.token {
+        head.push_str(&format!("Authorization: Bearer {tok}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).await?;
+    s.write_all(body).await?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).await?;
+    let text = String::from_utf8_lossy(&resp);
+    let Some((h, b)) = text.split_once("\r\n\r\n") else {
+        bail!("malformed response from {}", t.addr);
+    };
+    let status = h
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("no status in response")?;
+    Ok((status, b.to_string()))
+}

@@ -1,0 +1,791 @@
+//! `frontierd run` configuration: a TOML file whose every key has a default (the embedded
+//! `configs/frontierd.toml` documents them). Unknown keys, bad durations and values out of
+//! range are errors that name the key, the value and what is allowed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+/// The documented defaults, embedded so `frontierd run` works without a file.
+pub const DEFAULT_TOML: &str = include_str!("../../../configs/frontierd.toml");
+
+/// A duration written as a humantime string (`"5s"`, `"24h"`, `"1h 30m"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(s.trim()).map(Dur).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid duration {s:?} ({e}); allowed: a number with a unit, e.g. \"500ms\", \"5s\", \"10m\", \"24h\", \"30days\""
+            ))
+        })
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl Dur {
+    fn ms(self) -> u64 {
+        u64::try_from(self.0.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub store: StoreSection,
+    pub fetch: FetchSection,
+    pub politeness: PolitenessSection,
+    pub robots: RobotsSection,
+    pub scope: ScopeSection,
+    pub intake: IntakeSection,
+    pub warc: WarcSection,
+    pub crawl_log: CrawlLogSection,
+    pub admin: AdminSection,
+    pub log: LogSection,
+    /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
+    pub resolve: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    /// Data directory; empty = `$STATE_DIRECTORY` or `./frontierd-data`.
+    pub data_dir: String,
+    /// sled directory; empty = `<data_dir>/store`.
+    pub path: String,
+    /// sled page cache, bytes.
+    pub cache_bytes: u64,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        StoreSection {
+            data_dir: String::new(),
+            path: String::new(),
+            cache_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FetchSection {
+    pub user_agent: String,
+    pub workers: u32,
+    pub connect_timeout: Dur,
+    pub total_timeout: Dur,
+    pub robots_body_cap: u64,
+    pub page_body_cap: u64,
+    pub max_decoded_bytes: u64,
+    pub robots_max_redirects: u32,
+    pub shutdown_grace: Dur,
+}
+
+impl Default for FetchSection {
+    fn default() -> Self {
+        FetchSection {
+            user_agent: fetcher::DEFAULT_USER_AGENT.to_string(),
+            workers: 16,
+            connect_timeout: Dur(Duration::from_secs(10)),
+            total_timeout: Dur(Duration::from_secs(30)),
+            robots_body_cap: fetcher::DEFAULT_ROBOTS_BODY_CAP as u64,
+            page_body_cap: fetcher::DEFAULT_PAGE_BODY_CAP as u64,
+            max_decoded_bytes: fetcher::DEFAULT_MAX_DECODED_BYTES as u64,
+            robots_max_redirects: fetcher::DEFAULT_ROBOTS_MAX_REDIRECTS,
+            shutdown_grace: Dur(Duration::from_secs(30)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolitenessSection {
+    pub key: String,
+    pub min_delay: Dur,
+    pub max_delay: Dur,
+    pub delay_factor: f64,
+    pub max_crawl_delay: Dur,
+    pub crawl_delay_over_cap: String,
+    pub max_in_flight_per_host: u64,
+    pub global_rate_per_sec: u32,
+    pub max_attempts: u32,
+    pub backoff_base: Dur,
+    pub backoff_max: Dur,
+    pub retry_after_cap: Dur,
+}
+
+impl Default for PolitenessSection {
+    fn default() -> Self {
+        PolitenessSection {
+            key: "host".into(),
+            min_delay: Dur(Duration::from_secs(1)),
+            max_delay: Dur(Duration::from_secs(30)),
+            delay_factor: 5.0,
+            max_crawl_delay: Dur(Duration::from_secs(60)),
+            crawl_delay_over_cap: "clamp".into(),
+            max_in_flight_per_host: 1,
+            global_rate_per_sec: 0,
+            max_attempts: 5,
+            backoff_base: Dur(Duration::from_secs(60)),
+            backoff_max: Dur(Duration::from_secs(3600)),
+            retry_after_cap: Dur(Duration::from_secs(24 * 3600)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RobotsSection {
+    pub freshness: Dur,
+    pub max_age_min: Dur,
+    pub max_age_max: Dur,
+    pub retry_initial: Dur,
+    pub retry_max: Dur,
+    pub fallback_after: Dur,
+    pub fallback_retry_interval: Dur,
+    pub hold_recheck: Dur,
+    pub cache_origins: u64,
+}
+
+impl Default for RobotsSection {
+    fn default() -> Self {
+        RobotsSection {
+            freshness: Dur(Duration::from_secs(24 * 3600)),
+            max_age_min: Dur(Duration::from_secs(3600)),
+            max_age_max: Dur(Duration::from_secs(24 * 3600)),
+            retry_initial: Dur(Duration::from_secs(60)),
+            retry_max: Dur(Duration::from_secs(3600)),
+            fallback_after: Dur(Duration::from_secs(30 * 24 * 3600)),
+            fallback_retry_interval: Dur(Duration::from_secs(24 * 3600)),
+            hold_recheck: Dur(Duration::from_secs(60)),
+            cache_origins: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScopeSection {
+    pub follow_links: bool,
+    pub max_depth: u32,
+    pub mode: String,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub keep_nofollow_links: bool,
+}
+
+impl Default for ScopeSection {
+    fn default() -> Self {
+        ScopeSection {
+            follow_links: false,
+            max_depth: 3,
+            mode: "same-host".into(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            keep_nofollow_links: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntakeSection {
+    pub poll_interval: Dur,
+    pub batch_size: u32,
+}
+
+impl Default for IntakeSection {
+    fn default() -> Self {
+        IntakeSection {
+            poll_interval: Dur(Duration::from_secs(1)),
+            batch_size: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WarcSection {
+    pub dir: String,
+    pub prefix: String,
+    pub max_file_size: u64,
+    pub operator: String,
+}
+
+impl Default for WarcSection {
+    fn default() -> Self {
+        WarcSection {
+            dir: String::new(),
+            prefix: "frontierd".into(),
+            max_file_size: 1 << 30,
+            operator: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct CrawlLogSection {
+    pub path: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    pub listen: String,
+    pub token_file: String,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        AdminSection {
+            listen: "127.0.0.1:8470".into(),
+            token_file: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub format: String,
+    pub level: String,
+    pub stats_interval: Dur,
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        LogSection {
+            format: "text".into(),
+            level: "info".into(),
+            stats_interval: Dur(Duration::from_secs(10)),
+        }
+    }
+}
+
+/// A configuration error: exit status 2.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
+    ConfigError(format!("{key} = {value}: {allowed}"))
+}
+
+/// Scope mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeMode {
+    SameHost,
+    SameDomain,
+    Any,
+}
+
+/// The checked configuration, with every path resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub raw: Config,
+    pub data_dir: PathBuf,
+    pub store_path: PathBuf,
+    pub spool_dir: PathBuf,
+    pub warc_dir: PathBuf,
+    pub crawl_log: PathBuf,
+    pub admin_listen: SocketAddr,
+    pub token_file: Option<PathBuf>,
+    pub scope_mode: ScopeMode,
+    pub product_token: String,
+    pub include: Vec<regex::Regex>,
+    pub exclude: Vec<regex::Regex>,
+    pub json_logs: bool,
+}
+
+impl Config {
+    /// Parse TOML text (`origin` names the file in messages).
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(format!("{origin}: {e}")))
+    }
+
+    /// Load a file, or the embedded defaults when `path` is None.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        match path {
+            None => Config::parse(DEFAULT_TOML, "embedded default configuration"),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| ConfigError(format!("{}: cannot read: {e}", p.display())))?;
+                Config::parse(&text, &p.display().to_string())
+            }
+        }
+    }
+
+    /// Check every value and resolve paths. `state_directory` is `$STATE_DIRECTORY`.
+    pub fn check(self, state_directory: Option<&str>) -> Result<Settings, ConfigError> {
+        let c = &self;
+        // fetch
+        let ua = c.fetch.user_agent.trim();
+        let product_token: String = ua
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        if product_token.is_empty()
+            || !product_token
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
+        {
+            return Err(bad(
+                "fetch.user_agent",
+                format!("{:?}", c.fetch.user_agent),
+                "allowed: a product token of letters, digits, '-' or '_', then /version and a contact URL, e.g. \"mybot/1.0 (+https://example.org/bot)\"",
+            ));
+        }
+        if !ua.contains("http://") && !ua.contains("https://") && !ua.contains('@') {
+            return Err(bad(
+                "fetch.user_agent",
+                format!("{:?}", c.fetch.user_agent),
+                "allowed: must include a contact URL or e-mail so site owners can reach the operator",
+            ));
+        }
+        range_u64("fetch.workers", c.fetch.workers.into(), 1, 4096)?;
+        range_dur(
+            "fetch.connect_timeout",
+            c.fetch.connect_timeout,
+            100,
+            600_000,
+        )?;
+        range_dur("fetch.total_timeout", c.fetch.total_timeout, 100, 3_600_000)?;
+        range_u64(
+            "fetch.robots_body_cap",
+            c.fetch.robots_body_cap,
+            1024,
+            1 << 30,
+        )?;
+        range_u64("fetch.page_body_cap", c.fetch.page_body_cap, 1024, 1 << 32)?;
+        range_u64(
+            "fetch.max_decoded_bytes",
+            c.fetch.max_decoded_bytes,
+            1024,
+            1 << 32,
+        )?;
+        range_u64(
+            "fetch.robots_max_redirects",
+            c.fetch.robots_max_redirects.into(),
+            5,
+            20,
+        )?;
+        range_dur("fetch.shutdown_grace", c.fetch.shutdown_grace, 0, 3_600_000)?;
+        // politeness
+        one_of("politeness.key", &c.politeness.key, &["host", "domain"])?;
+        range_dur("politeness.min_delay", c.politeness.min_delay, 0, 3_600_000)?;
+        range_dur(
+            "politeness.max_delay",
+            c.politeness.max_delay,
+            0,
+            86_400_000,
+        )?;
+        if c.politeness.max_delay.0 < c.politeness.min_delay.0 {
+            return Err(bad(
+                "politeness.max_delay",
+                format!("\"{}\"", c.politeness.max_delay),
+                &format!(
+                    "allowed: at least politeness.min_delay (\"{}\")",
+                    c.politeness.min_delay
+                ),
+            ));
+        }
+        if !(0.0..=1000.0).contains(&c.politeness.delay_factor) {
+            return Err(bad(
+                "politeness.delay_factor",
+                c.politeness.delay_factor,
+                "allowed: a number from 0 to 1000",
+            ));
+        }
+        range_dur(
+            "politeness.max_crawl_delay",
+            c.politeness.max_crawl_delay,
+            0,
+            86_400_000,
+        )?;
+        one_of(
+            "politeness.crawl_delay_over_cap",
+            &c.politeness.crawl_delay_over_cap,
+            &["clamp", "skip"],
+        )?;
+        range_u64(
+            "politeness.max_in_flight_per_host",
+            c.politeness.max_in_flight_per_host,
+            1,
+            64,
+        )?;
+        range_u64(
+            "politeness.global_rate_per_sec",
+            c.politeness.global_rate_per_sec.into(),
+            0,
+            100_000,
+        )?;
+        range_u64(
+            "politeness.max_attempts",
+            c.politeness.max_attempts.into(),
+            1,
+            100,
+        )?;
+        range_dur(
+            "politeness.backoff_base",
+            c.politeness.backoff_base,
+            1,
+            86_400_000,
+        )?;
+        range_dur(
+            "politeness.backoff_max",
+            c.politeness.backoff_max,
+            1,
+            7 * 86_400_000,
+        )?;
+        range_dur(
+            "politeness.retry_after_cap",
+            c.politeness.retry_after_cap,
+            0,
+            30 * 86_400_000,
+        )?;
+        // robots
+        let r = &c.robots;
+        range_dur("robots.freshness", r.freshness, 60_000, 30 * 86_400_000)?;
+        range_dur("robots.max_age_min", r.max_age_min, 0, 30 * 86_400_000)?;
+        range_dur("robots.max_age_max", r.max_age_max, 60_000, 30 * 86_400_000)?;
+        if r.max_age_max.0 < r.max_age_min.0 {
+            return Err(bad(
+                "robots.max_age_max",
+                format!("\"{}\"", r.max_age_max),
+                "allowed: at least robots.max_age_min",
+            ));
+        }
+        range_dur("robots.retry_initial", r.retry_initial, 1_000, 86_400_000)?;
+        range_dur("robots.retry_max", r.retry_max, 1_000, 7 * 86_400_000)?;
+        range_dur(
+            "robots.fallback_after",
+            r.fallback_after,
+            60_000,
+            365 * 86_400_000,
+        )?;
+        range_dur(
+            "robots.fallback_retry_interval",
+            r.fallback_retry_interval,
+            60_000,
+            30 * 86_400_000,
+        )?;
+        range_dur("robots.hold_recheck", r.hold_recheck, 1_000, 86_400_000)?;
+        range_u64("robots.cache_origins", r.cache_origins, 16, 100_000_000)?;
+        // scope
+        one_of(
+            "scope.mode",
+            &c.scope.mode,
+            &["same-host", "same-domain", "any"],
+        )?;
+        let scope_mode = match c.scope.mode.as_str() {
+            "same-domain" => ScopeMode::SameDomain,
+            "any" => ScopeMode::Any,
+            _ => ScopeMode::SameHost,
+        };
+        range_u64("scope.max_depth", c.scope.max_depth.into(), 0, 1000)?;
+        let include = regexes("scope.include", &c.scope.include)?;
+        let exclude = regexes("scope.exclude", &c.scope.exclude)?;
+        // intake
+        range_dur(
+            "intake.poll_interval",
+            c.intake.poll_interval,
+            10,
+            3_600_000,
+        )?;
+        range_u64("intake.batch_size", c.intake.batch_size.into(), 1, 100_000)?;
+        // warc
+        range_u64("warc.max_file_size", c.warc.max_file_size, 1 << 20, 1 << 40)?;
+        if c.warc.prefix.is_empty()
+            || !c
+                .warc
+                .prefix
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+        {
+            return Err(bad(
+                "warc.prefix",
+                format!("{:?}", c.warc.prefix),
+                "allowed: letters, digits, '-', '_' and '.'",
+            ));
+        }
+        // admin
+        let admin_listen: SocketAddr = c.admin.listen.parse().map_err(|_| {
+            bad(
+                "admin.listen",
+                format!("{:?}", c.admin.listen),
+                "allowed: IP:PORT, e.g. \"127.0.0.1:8470\" (port 0 picks a free one)",
+            )
+        })?;
+        // log
+        one_of("log.format", &c.log.format, &["text", "json"])?;
+        one_of(
+            "log.level",
+            &c.log.level,
+            &["error", "warn", "info", "debug", "trace"],
+        )?;
+        range_dur(
+            "log.stats_interval",
+            c.log.stats_interval,
+            1_000,
+            86_400_000,
+        )?;
+        // resolve
+        for (name, ips) in &c.resolve {
+            if ips.is_empty() {
+                return Err(bad(
+                    &format!("resolve.\"{name}\""),
+                    "[]",
+                    "allowed: a non-empty list of IP addresses",
+                ));
+            }
+            for ip in ips {
+                if ip.parse::<IpAddr>().is_err() {
+                    return Err(bad(
+                        &format!("resolve.\"{name}\""),
+                        format!("{ip:?}"),
+                        "allowed: IP addresses such as \"127.0.0.1\" or \"::1\"",
+                    ));
+                }
+            }
+        }
+        // paths
+        let data_dir = if !c.store.data_dir.is_empty() {
+            PathBuf::from(&c.store.data_dir)
+        } else if let Some(sd) = state_directory.filter(|s| !s.is_empty()) {
+            // systemd may pass several, colon-separated: the first is ours
+            PathBuf::from(sd.split(':').next().unwrap_or(sd))
+        } else {
+            PathBuf::from("./frontierd-data")
+        };
+        let or = |s: &str, d: &str| {
+            if s.is_empty() {
+                data_dir.join(d)
+            } else {
+                PathBuf::from(s)
+            }
+        };
+        let store_path = or(&c.store.path, "store");
+        let warc_dir = or(&c.warc.dir, "warc");
+        let crawl_log = or(&c.crawl_log.path, "crawl.log.jsonl");
+        let spool_dir = data_dir.join("spool");
+        let token_file =
+            (!c.admin.token_file.is_empty()).then(|| PathBuf::from(&c.admin.token_file));
+        range_u64("store.cache_bytes", c.store.cache_bytes, 1 << 20, 1 << 40)?;
+        let json_logs = c.log.format == "json";
+        Ok(Settings {
+            data_dir,
+            store_path,
+            spool_dir,
+            warc_dir,
+            crawl_log,
+            admin_listen,
+            token_file,
+            scope_mode,
+            product_token,
+            include,
+            exclude,
+            json_logs,
+            raw: self,
+        })
+    }
+}
+
+fn range_u64(key: &str, v: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if v < min || v > max {
+        return Err(bad(key, v, &format!("allowed: {min} to {max}")));
+    }
+    Ok(())
+}
+
+fn range_dur(key: &str, v: Dur, min_ms: u64, max_ms: u64) -> Result<(), ConfigError> {
+    let ms = v.ms();
+    if ms < min_ms || ms > max_ms {
+        return Err(bad(
+            key,
+            format!("\"{v}\""),
+            &format!(
+                "allowed: from \"{}\" to \"{}\"",
+                humantime::format_duration(Duration::from_millis(min_ms)),
+                humantime::format_duration(Duration::from_millis(max_ms))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn one_of(key: &str, v: &str, allowed: &[&str]) -> Result<(), ConfigError> {
+    if !allowed.contains(&v) {
+        return Err(bad(
+            key,
+            format!("{v:?}"),
+            &format!("allowed: {}", allowed.join(" | ")),
+        ));
+    }
+    Ok(())
+}
+
+fn regexes(key: &str, pats: &[String]) -> Result<Vec<regex::Regex>, ConfigError> {
+    pats.iter()
+        .map(|p| {
+            regex::Regex::new(p).map_err(|e| {
+                bad(
+                    key,
+                    format!("{p:?}"),
+                    &format!("allowed: a regular expression ({e})"),
+                )
+            })
+        })
+        .collect()
+}
+
+impl Settings {
+    /// Frontier settings.
+    pub fn frontier_config(&self) -> frontier::FrontierConfig {
+        let p = &self.raw.politeness;
+        let mut f = frontier::FrontierConfig::new(&self.store_path);
+        f.sled.cache_bytes = self.raw.store.cache_bytes;
+        f.key_mode = if p.key == "domain" {
+            frontier::PolitenessKeyMode::Domain
+        } else {
+            frontier::PolitenessKeyMode::Host
+        };
+        f.user_agent = self.product_token.clone();
+        f.min_delay_ms = p.min_delay.ms();
+        f.max_delay_ms = p.max_delay.ms();
+        f.delay_factor = p.delay_factor;
+        f.max_crawl_delay_ms = p.max_crawl_delay.ms();
+        f.crawl_delay_over_cap = if p.crawl_delay_over_cap == "skip" {
+            frontier::CrawlDelayOverCap::Skip
+        } else {
+            frontier::CrawlDelayOverCap::Clamp
+        };
+        f.max_in_flight_per_host = p.max_in_flight_per_host;
+        f.global_rate_per_sec = std::num::NonZeroU32::new(p.global_rate_per_sec);
+        f.retry_after_cap_ms = p.retry_after_cap.ms();
+        f.backoff_base_ms = p.backoff_base.ms();
+        f.backoff_max_ms = p.backoff_max.ms();
+        f.max_attempts = p.max_attempts;
+        f.robots_hold_recheck_ms = self.raw.robots.hold_recheck.ms();
+        f.robots_cache_origins = usize::try_from(self.raw.robots.cache_origins).unwrap_or(10_000);
+        f
+    }
+
+    /// robots state machine timing.
+    pub fn robots_state_config(&self) -> robots_policy::state::StateConfig {
+        let r = &self.raw.robots;
+        robots_policy::state::StateConfig {
+            freshness_default: r.freshness.0,
+            freshness_min: r.max_age_min.0,
+            freshness_max: r.max_age_max.0,
+            retry_initial: r.retry_initial.0,
+            retry_max: r.retry_max.0,
+            fallback_after: r.fallback_after.0,
+            fallback_retry_interval: r.fallback_retry_interval.0,
+            ..Default::default()
+        }
+    }
+
+    /// Fetcher settings.
+    pub fn fetcher_config(&self) -> anyhow::Result<fetcher::FetcherConfig> {
+        let f = &self.raw.fetch;
+        let mut resolve = fetcher::ResolveTable::new();
+        for (name, ips) in &self.raw.resolve {
+            let addrs: Vec<IpAddr> = ips.iter().filter_map(|ip| ip.parse().ok()).collect();
+            resolve
+                .insert(name, addrs)
+                .map_err(|e| anyhow::anyhow!("resolve.\"{name}\": {e}"))?;
+        }
+        Ok(fetcher::FetcherConfig {
+            user_agent: f.user_agent.clone(),
+            connect_timeout: f.connect_timeout.0,
+            total_timeout: f.total_timeout.0,
+            robots_body_cap: usize::try_from(f.robots_body_cap)?,
+            page_body_cap: usize::try_from(f.page_body_cap)?,
+            max_decoded_bytes: usize::try_from(f.max_decoded_bytes)?,
+            robots_max_redirects: f.robots_max_redirects,
+            resolve,
+            ..fetcher::FetcherConfig::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_parses_and_checks() {
+        let c = Config::load(None).unwrap();
+        let s = c.check(None).unwrap();
+        assert_eq!(s.data_dir, PathBuf::from("./frontierd-data"));
+        assert_eq!(s.product_token, "frontierd");
+        assert_eq!(s.raw.fetch.workers, FetchSection::default().workers);
+        assert_eq!(s.raw.log.stats_interval, Dur(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn embedded_default_equals_built_in_defaults() {
+        let from_file = format!("{:?}", Config::load(None).unwrap());
+        let built_in = format!("{:?}", Config::default());
+        assert_eq!(from_file, built_in);
+    }
+
+    #[test]
+    fn state_directory_is_used() {
+        let s = Config::default().check(Some("/var/lib/frontierd")).unwrap();
+        assert_eq!(s.store_path, PathBuf::from("/var/lib/frontierd/store"));
+    }
+
+    fn err(text: &str) -> String {
+        match Config::parse(text, "t.toml").and_then(|c| c.check(None)) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn errors_name_key_value_and_allowed() {
+        let e = err("[fetch]\nworkerz = 3\n");
+        assert!(e.contains("workerz"), "{e}");
+        let e = err("[politeness]\nmin_delay = \"5 parsecs\"\n");
+        assert!(
+            e.contains("min_delay") && e.contains("5 parsecs") && e.contains("allowed"),
+            "{e}"
+        );
+        let e = err("[fetch]\nworkers = -1\n");
+        assert!(e.contains("workers"), "{e}");
+        let e = err("[fetch]\nworkers = 100000\n");
+        assert!(
+            e.contains("fetch.workers = 100000") && e.contains("1 to 4096"),
+            "{e}"
+        );
+        let e = err("[scope]\nmode = \"galaxy\"\n");
+        assert!(e.contains("scope.mode") && e.contains("same-host"), "{e}");
+        let e = err("[resolve]\n\"*.site.test\" = [\"not-an-ip\"]\n");
+        assert!(e.contains("not-an-ip"), "{e}");
+    }
+}

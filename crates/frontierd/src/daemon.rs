@@ -1,0 +1,952 @@
+//! `frontierd run`: fetch workers, intake (spool and API), WARC, crawl log, stats, and the
+//! shutdown sequence. Every decision is the library crates'; this is wiring.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use fetcher::{FetchOutcome, Fetcher, Url};
+use frontier::{
+    DropReason, EnqueueResult, Frontier, PageLease, PageOutcome, PolicyRobots, RobotsLease,
+    WorkItem,
+};
+use tokio::sync::Notify;
+
+use crate::config::{ScopeMode, Settings};
+use crate::links::{extract_links, LinkConfig};
+use crate::metrics::Metrics;
+use crate::robots_fetch::{refused_fetch_result, robots_fetch_result};
+use crate::warc::{recover_open_files, Exchange, Truncated, WarcConfig, WarcWriter};
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn rfc3339_ms(ms: u64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// One submitted URL's fate, for API answers and rejected-line files.
+#[derive(Debug, Clone)]
+pub struct SubmitSummary {
+    pub accepted: u64,
+    pub duplicate: u64,
+    /// (index in the input, url, reason)
+    pub rejected: Vec<(usize, String, String)>,
+}
+
+/// State shared by every task.
+pub struct Shared {
+    pub frontier: Arc<Frontier>,
+    pub settings: Settings,
+    pub fetcher: Fetcher,
+    pub warc: Mutex<Option<WarcWriter>>,
+    pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
+    pub metrics: Metrics,
+    pub wake: Notify,
+    pub shutdown: Notify,
+    pub stopping: AtomicBool,
+    pub in_flight: AtomicU64,
+    pub pages_done: AtomicU64,
+    depths: Mutex<HashMap<String, u32>>,
+    link_cfg: LinkConfig,
+    pub token: Option<String>,
+    pub started: Instant,
+    last_clamped: AtomicU64,
+}
+
+impl Shared {
+    fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
+        self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Append one crawl log line.
+    #[allow(clippy::too_many_arguments)]
+    pub fn log_outcome(
+        &self,
+        url: &str,
+        outcome: &str,
+        status: Option<u16>,
+        bytes: u64,
+        duration_ms: u64,
+        reason: &str,
+    ) {
+        let line = serde_json::json!({
+            "time": rfc3339_ms(now_ms()),
+            "url": url,
+            "status": status,
+            "bytes": bytes,
+            "duration_ms": duration_ms,
+            "outcome": outcome,
+            "reason": reason,
+        });
+        self.metrics.outcome(outcome);
+        let mut w = self.lock_log();
+        if let Err(e) = writeln!(w, "{line}") {
+            tracing::error!(error = %e, "crawl log write failed");
+        }
+    }
+
+    /// Offer URLs (durable on return). `depth` applies to every URL; `log_rejects` writes
+    /// rejected ones to the crawl log (submitted URLs, not discovered links).
+    pub async fn submit(
+        self: &Arc<Self>,
+        urls: Vec<String>,
+        depth: u32,
+        log_rejects: bool,
+    ) -> Result<SubmitSummary> {
+        let sh = self.clone();
+        let urls2 = urls.clone();
+        let results =
+            tokio::task::spawn_blocking(move || sh.frontier.enqueue_batch(&urls2, now_ms()))
+                .await
+                .context("enqueue task")?
+                .context("enqueue")?;
+        let mut summary = SubmitSummary {
+            accepted: 0,
+            duplicate: 0,
+            rejected: Vec::new(),
+        };
+        let max_len = self.frontier.config().max_url_len;
+        for (i, (url, r)) in urls.iter().zip(results).enumerate() {
+            match r {
+                EnqueueResult::Queued => {
+                    summary.accepted += 1;
+                    self.metrics.urls_accepted.inc();
+                    if depth > 0 {
+                        if let Ok(c) = frontier::canonicalize(url, max_len) {
+                            self.depths
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(c.into_string(), depth);
+                        }
+                    }
+                }
+                EnqueueResult::Duplicate => {
+                    summary.duplicate += 1;
+                    self.metrics.urls_duplicate.inc();
+                }
+                EnqueueResult::Rejected(rej) => {
+                    let reason = rej.code().to_string();
+                    self.metrics.rejected(&reason);
+                    if log_rejects {
+                        self.log_outcome(url, "rejected", None, 0, 0, &reason);
+                    }
+                    summary.rejected.push((i, url.clone(), reason));
+                }
+            }
+        }
+        if summary.accepted > 0 {
+            self.wake.notify_waiters();
+        }
+        Ok(summary)
+    }
+
+    fn drain_drops(&self) {
+        for d in self.frontier.take_drops() {
+            let outcome = match d.reason {
+                DropReason::RobotsDisallowed => "blocked-by-robots",
+                DropReason::CrawlDelayTooLong => "blocked-by-robots",
+                DropReason::GaveUp => "given-up",
+            };
+            let reason = format!("{}: {}", d.reason.code(), d.detail);
+            self.log_outcome(&d.url, outcome, None, 0, 0, &reason);
+            self.depths
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&d.url);
+        }
+    }
+
+    fn write_warc(&self, ex: &Exchange<'_>) {
+        let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = guard.as_mut() else {
+            return;
+        };
+        match w.write_exchange(ex) {
+            Ok(written) => {
+                self.metrics.warc_bytes.inc_by(written.bytes);
+            }
+            Err(e) => tracing::error!(error = %e, url = ex.target_uri, "WARC write failed"),
+        }
+    }
+
+    /// Refresh gauges that are computed from the store.
+    pub fn refresh_gauges(&self) {
+        let now = now_ms();
+        let mut queued = 0u64;
+        let mut backoff = 0i64;
+        let mut paused = 0i64;
+        if let Ok(hosts) = self.frontier.hosts(None, usize::MAX) {
+            for (key, rec) in hosts {
+                queued += rec.counters.queued;
+                if rec.backoff_until_ms > now {
+                    backoff += 1;
+                }
+                if self.frontier.is_paused(&key) {
+                    paused += 1;
+                }
+            }
+        }
+        self.metrics.urls_queued.set(queued as i64);
+        self.metrics.hosts_backoff.set(backoff);
+        self.metrics.hosts_paused.set(paused);
+        let mut by_state: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for k in robots_policy::state::RobotsStateKind::ALL {
+            by_state.insert(k.as_str(), 0);
+        }
+        let cfg = self.settings.robots_state_config();
+        if let Ok(origins) = self.frontier.robots_records(usize::MAX) {
+            for (_, bytes) in origins {
+                if let Ok(o) = robots_policy::state::decode(&bytes) {
+                    let kind = o.kind_at(&cfg, robots_policy::state::UnixMillis(now));
+                    *by_state.entry(kind.as_str()).or_default() += 1;
+                }
+            }
+        }
+        for (k, n) in by_state {
+            self.metrics.robots_state(k, n);
+        }
+        let stats = self.frontier.stats();
+        self.last_clamped
+            .store(stats.crawl_delay_clamped, Ordering::Relaxed);
+        self.metrics
+            .crawl_delay_clamped
+            .set(stats.crawl_delay_clamped as i64);
+        self.metrics
+            .in_flight
+            .set(self.in_flight.load(Ordering::Relaxed) as i64);
+        if let Ok(size) = self.frontier.size_on_disk() {
+            self.metrics.store_size.set(size as i64);
+        }
+    }
+
+    /// Stats as JSON (API and the periodic line).
+    pub fn stats_json(&self) -> serde_json::Value {
+        self.refresh_gauges();
+        let s = self.frontier.stats();
+        let m = &self.metrics;
+        serde_json::json!({
+            "uptime_s": self.started.elapsed().as_secs(),
+            "stopping": self.stopping.load(Ordering::Relaxed),
+            "queued": m.urls_queued.get(),
+            "in_flight": self.in_flight.load(Ordering::Relaxed),
+            "accepted": m.urls_accepted.get(),
+            "duplicate": m.urls_duplicate.get(),
+            "rejected": s.rejected,
+            "pages_fetched": self.pages_done.load(Ordering::Relaxed),
+            "dispatched": s.dispatched,
+            "robots_fetches": s.robots_fetches,
+            "completed": s.completed,
+            "dropped": s.dropped,
+            "given_up": s.given_up,
+            "retried": s.retried,
+            "crawl_delay_clamped": s.crawl_delay_clamped,
+            "rate_limited": s.rate_limited,
+            "recovered_leases": s.recovered_leases,
+            "hosts_in_backoff": m.hosts_backoff.get(),
+            "hosts_paused": m.hosts_paused.get(),
+            "bytes_fetched": m.fetched_bytes.get(),
+            "warc_bytes": m.warc_bytes.get(),
+            "store_bytes": m.store_size.get(),
+        })
+    }
+
+    fn in_scope(&self, page: &Url, link: &Url) -> bool {
+        if !matches!(link.scheme(), "http" | "https") {
+            return false;
+        }
+        let (Some(ph), Some(lh)) = (page.host_str(), link.host_str()) else {
+            return false;
+        };
+        let ok = match self.settings.scope_mode {
+            ScopeMode::Any => true,
+            ScopeMode::SameHost => ph.eq_ignore_ascii_case(lh),
+            ScopeMode::SameDomain => {
+                let pl = ph.to_ascii_lowercase();
+                let ll = lh.to_ascii_lowercase();
+                frontier::canon::politeness_key(&pl, frontier::PolitenessKeyMode::Domain)
+                    == frontier::canon::politeness_key(&ll, frontier::PolitenessKeyMode::Domain)
+            }
+        };
+        if !ok {
+            return false;
+        }
+        let s = link.as_str();
+        if !self.settings.include.is_empty() && !self.settings.include.iter().any(|r| r.is_match(s))
+        {
+            return false;
+        }
+        !self.settings.exclude.iter().any(|r| r.is_match(s))
+    }
+}
+
+/// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
+pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
+    let data_dir = settings.data_dir.clone();
+    fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let spool = settings.spool_dir.clone();
+    for sub in ["incoming", "done", "rejected", "tmp"] {
+        fs::create_dir_all(spool.join(sub))
+            .with_context(|| format!("creating {}", spool.join(sub).display()))?;
+    }
+    fs::create_dir_all(&settings.warc_dir)
+        .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
+    for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
+        tracing::warn!(?r, "WARC file left open by an earlier run recovered");
+    }
+    if let Some(parent) = settings.crawl_log.parent() {
+        fs::create_dir_all(parent).ok();
+    }
+    let crawl_log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&settings.crawl_log)
+        .with_context(|| format!("opening crawl log {}", settings.crawl_log.display()))?;
+
+    let token = match &settings.token_file {
+        None => None,
+        Some(p) => Some(
+            fs::read_to_string(p)
+                .with_context(|| format!("reading admin.token_file {}", p.display()))?
+                .trim()
+                .to_string(),
+        )
+        .filter(|t| !t.is_empty()),
+    };
+
+    let fcfg = settings.frontier_config();
+    let backend = Arc::new(PolicyRobots {
+        state_config: Arc::new(settings.robots_state_config()),
+    });
+    let store_path = fcfg.path.clone();
+    let frontier = tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, backend))
+        .await
+        .context("store open task")?
+        .with_context(|| {
+            format!(
+                "opening the store at {} (see docs/operations.md, \"store will not open\")",
+                store_path.display()
+            )
+        })?;
+    let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
+    let mut wcfg = WarcConfig::new(&settings.warc_dir);
+    wcfg.prefix = settings.raw.warc.prefix.clone();
+    wcfg.max_file_size = settings.raw.warc.max_file_size;
+    if !settings.raw.warc.operator.is_empty() {
+        wcfg.operator = Some(settings.raw.warc.operator.clone());
+    }
+    let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
+    let mut link_cfg = LinkConfig::new(settings.product_token.clone());
+    link_cfg.keep_nofollow_links = settings.raw.scope.keep_nofollow_links;
+
+    let shared = Arc::new(Shared {
+        frontier: Arc::new(frontier),
+        fetcher,
+        warc: Mutex::new(Some(warc)),
+        crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
+        metrics: Metrics::new(),
+        wake: Notify::new(),
+        shutdown: Notify::new(),
+        stopping: AtomicBool::new(false),
+        in_flight: AtomicU64::new(0),
+        pages_done: AtomicU64::new(0),
+        depths: Mutex::new(HashMap::new()),
+        link_cfg,
+        token,
+        started: Instant::now(),
+        last_clamped: AtomicU64::new(0),
+        settings,
+    });
+
+    // admin listener
+    let listener = tokio::net::TcpListener::bind(shared.settings.admin_listen)
+        .await
+        .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
+    let admin_addr = listener.local_addr()?;
+    // tell tools where we listen (useful with port 0)
+    fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
+    tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
+    let admin_task = tokio::spawn(crate::admin::serve(listener, shared.clone()));
+
+    if let Some(seeds) = seeds {
+        let text = fs::read_to_string(&seeds)
+            .with_context(|| format!("reading seeds {}", seeds.display()))?;
+        let urls = url_lines(&text);
+        let n = urls.len();
+        let s = shared
+            .submit(urls.into_iter().map(|(_, u)| u).collect(), 0, true)
+            .await?;
+        tracing::info!(
+            file = %seeds.display(), lines = n, accepted = s.accepted,
+            duplicate = s.duplicate, rejected = s.rejected.len(), "seeds submitted"
+        );
+    }
+
+    let workers = shared.settings.raw.fetch.workers;
+    let mut handles = Vec::new();
+    for i in 0..workers {
+        handles.push(tokio::spawn(worker(shared.clone(), i)));
+    }
+    let spool_task = tokio::spawn(spool_loop(shared.clone()));
+    let stats_task = tokio::spawn(stats_loop(shared.clone()));
+
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&format!("crawling; admin API on {admin_addr}")),
+        ],
+    );
+    tracing::info!(workers, "frontierd running");
+
+    wait_for_signal().await;
+    tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Stopping,
+            sd_notify::NotifyState::Status("stopping: finishing in-flight fetches"),
+        ],
+    );
+    shared.stopping.store(true, Ordering::SeqCst);
+    shared.shutdown.notify_waiters();
+    spool_task.abort();
+    let grace = shared.settings.raw.fetch.shutdown_grace.0;
+    let deadline = tokio::time::Instant::now() + grace;
+    let mut abandoned = 0;
+    for h in handles {
+        match tokio::time::timeout_at(deadline, h).await {
+            Ok(_) => {}
+            Err(_) => abandoned += 1,
+        }
+    }
+    if abandoned > 0 {
+        tracing::warn!(
+            abandoned,
+            "grace period over: unfinished leases return to their queues at the next start"
+        );
+    }
+    shared.drain_drops();
+    admin_task.abort();
+    stats_task.abort();
+    let writer = shared.warc.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(w) = writer {
+        match w.close() {
+            Ok(Some(p)) => tracing::info!(file = %p.display(), "WARC file closed"),
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "closing the WARC file"),
+        }
+    }
+    {
+        let mut log = shared.lock_log();
+        log.flush().ok();
+        log.get_ref().sync_all().ok();
+    }
+    fs::remove_file(data_dir.join("admin.addr")).ok();
+    tracing::info!("frontierd stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // cannot install handlers: run until ctrl-c the portable way
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+}
+
+/// Non-comment, non-blank lines of a URL list, with 1-based line numbers.
+pub fn url_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let t = l.trim();
+            (!t.is_empty() && !t.starts_with('#')).then(|| (i + 1, t.to_string()))
+        })
+        .collect()
+}
+
+async fn worker(sh: Arc<Shared>, _id: u32) {
+    let mut waiting_since: Option<Instant> = None;
+    loop {
+        if sh.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let now = now_ms();
+        let item = match sh.frontier.next(now) {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::error!(error = %e, "frontier next failed");
+                None
+            }
+        };
+        sh.drain_drops();
+        let Some(item) = item else {
+            waiting_since.get_or_insert_with(Instant::now);
+            let wait_ms = match sh.frontier.next_ready_at() {
+                Some(t) => t.saturating_sub(now).clamp(20, 1000),
+                None => 1000,
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+                _ = sh.wake.notified() => {}
+                _ = sh.shutdown.notified() => {}
+            }
+            continue;
+        };
+        if let Some(since) = waiting_since.take() {
+            sh.metrics
+                .politeness_wait
+                .observe(since.elapsed().as_secs_f64());
+        }
+        sh.in_flight.fetch_add(1, Ordering::SeqCst);
+        sh.metrics
+            .in_flight
+            .set(sh.in_flight.load(Ordering::Relaxed) as i64);
+        match item {
+            WorkItem::Robots(lease) => robots_item(&sh, lease).await,
+            WorkItem::Page(lease) => page_item(&sh, lease).await,
+        }
+        sh.in_flight.fetch_sub(1, Ordering::SeqCst);
+        sh.metrics
+            .in_flight
+            .set(sh.in_flight.load(Ordering::Relaxed) as i64);
+        sh.drain_drops();
+    }
+}
+
+fn response_ms(t: &fetcher::Timings) -> u64 {
+    t.time_to_headers.unwrap_or(t.total).as_millis() as u64
+}
+
+fn ip_of(a: Option<std::net::SocketAddr>) -> Option<std::net::IpAddr> {
+    a.map(|a| a.ip())
+}
+
+/// Head as it should be archived: the body handed to WARC is de-chunked, so
+/// Transfer-Encoding must not be announced.
+fn archive_response(resp: &fetcher::ResponseRecord) -> (Vec<u8>, &[u8], Option<Truncated>) {
+    let mut r = resp.clone();
+    r.headers.remove("transfer-encoding");
+    let body: &[u8] = match &resp.wire_body {
+        Some(w) => w,
+        None => {
+            if resp.content_coding.is_decoded() {
+                r.headers.remove("content-encoding");
+            }
+            &resp.body
+        }
+    };
+    let truncated = if resp.truncated {
+        Some(Truncated::Length)
+    } else if resp.body_error.is_some() {
+        Some(Truncated::Disconnect)
+    } else {
+        None
+    };
+    (r.head_bytes(), body, truncated)
+}
+
+fn outcome_label(o: &FetchOutcome) -> &'static str {
+    match o {
+        FetchOutcome::Success { .. } => "2xx",
+        FetchOutcome::Redirect { .. } | FetchOutcome::RedirectLimitExceeded { .. } => "3xx",
+        FetchOutcome::ClientError { .. } | FetchOutcome::TooManyRequests { .. } => "4xx",
+        FetchOutcome::ServerError { .. } => "5xx",
+        FetchOutcome::Network { .. } => "network",
+    }
+}
+
+async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
+    let started = Instant::now();
+    let (result, ms) = match Url::parse(&lease.url) {
+        Err(e) => {
+            tracing::warn!(url = %lease.url, error = %e, "robots URL does not parse");
+            sh.metrics.robots_fetch("refused");
+            (
+                robots_policy::state::RobotsFetchResult::Network {
+                    kind: robots_policy::state::NetworkErrorKind::Other,
+                },
+                0,
+            )
+        }
+        Ok(url) => match sh.fetcher.fetch_robots(&url).await {
+            Err(e) => {
+                tracing::warn!(url = %lease.url, error = %e, "robots.txt fetch refused");
+                sh.metrics.robots_fetch("refused");
+                (refused_fetch_result(&e), 0)
+            }
+            Ok(f) => {
+                sh.metrics.robots_fetch(match &f.outcome {
+                    FetchOutcome::Success { .. } => "2xx",
+                    FetchOutcome::Redirect { .. } => "3xx",
+                    FetchOutcome::RedirectLimitExceeded { .. } => "redirect-limit",
+                    FetchOutcome::ClientError { .. } => "4xx",
+                    FetchOutcome::TooManyRequests { .. } => "429",
+                    FetchOutcome::ServerError { .. } => "5xx",
+                    FetchOutcome::Network { .. } => "network",
+                });
+                sh.metrics
+                    .fetch_latency
+                    .observe(f.timings.total.as_secs_f64());
+                for hop in &f.exchanges {
+                    if let Some(resp) = &hop.response {
+                        sh.metrics.fetched_bytes.inc_by(resp.body.len() as u64);
+                        let req_head = hop.request.head_bytes();
+                        let (head, body, truncated) = archive_response(resp);
+                        let target = hop.request.url.to_string();
+                        sh.write_warc(&Exchange {
+                            target_uri: &target,
+                            ip: ip_of(hop.peer_addr),
+                            date: hop.started_at,
+                            request_head: &req_head,
+                            response_head: &head,
+                            response_body: body,
+                            truncated,
+                        });
+                    }
+                }
+                (robots_fetch_result(&f), response_ms(&f.timings))
+            }
+        },
+    };
+    tracing::debug!(origin = %lease.origin, elapsed_ms = started.elapsed().as_millis() as u64, "robots.txt done");
+    let fr = sh.frontier.clone();
+    let res =
+        tokio::task::spawn_blocking(move || fr.complete_robots(&lease, &result, ms, now_ms()))
+            .await;
+    match res {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "complete_robots failed"),
+        Err(e) => tracing::error!(error = %e, "complete_robots task failed"),
+    }
+}
+
+async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
+    let depth = sh
+        .depths
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&lease.url)
+        .copied()
+        .unwrap_or(0);
+    let url = match Url::parse(&lease.url) {
+        Ok(u) => u,
+        Err(e) => {
+            complete(
+                sh,
+                &lease,
+                PageOutcome::Failed {
+                    reason: format!("URL does not parse: {e}"),
+                },
+            )
+            .await;
+            return;
+        }
+    };
+    let fetch = match sh.fetcher.fetch_page(&url).await {
+        Ok(f) => f,
+        Err(e) => {
+            sh.metrics.page_fetch("refused");
+            complete(
+                sh,
+                &lease,
+                PageOutcome::Failed {
+                    reason: e.to_string(),
+                },
+            )
+            .await;
+            return;
+        }
+    };
+    let class = outcome_label(&fetch.outcome);
+    sh.metrics.page_fetch(class);
+    sh.metrics
+        .fetch_latency
+        .observe(fetch.timings.total.as_secs_f64());
+    let ms = response_ms(&fetch.timings);
+    let total_ms = fetch.timings.total.as_millis() as u64;
+    let mut bytes = 0u64;
+    if let Some(resp) = &fetch.response {
+        bytes = resp.body.len() as u64;
+        sh.metrics.fetched_bytes.inc_by(bytes);
+        let req_head = fetch.request.head_bytes();
+        let (head, body, truncated) = archive_response(resp);
+        sh.write_warc(&Exchange {
+            target_uri: fetch.url.as_str(),
+            ip: ip_of(fetch.peer_addr),
+            date: fetch.timings.started_at,
+            request_head: &req_head,
+            response_head: &head,
+            response_body: body,
+            truncated,
+        });
+    }
+    let status = fetch.outcome.status().map(|s| s.as_u16());
+    let mut discovered: Vec<String> = Vec::new();
+    let mut link_depth = depth + 1;
+    let (outcome, final_log) = match &fetch.outcome {
+        FetchOutcome::Success { headers, body, .. } => {
+            let is_html = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .map(|v| {
+                    let v = v.to_ascii_lowercase();
+                    v.contains("text/html") || v.contains("application/xhtml")
+                })
+                .unwrap_or(false);
+            let scope = &sh.settings.raw.scope;
+            if is_html && scope.follow_links && depth < scope.max_depth {
+                let xrt: Vec<&str> = headers
+                    .get_all("x-robots-tag")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .collect();
+                let links = extract_links(&url, body, &xrt, &sh.link_cfg);
+                if links.robots.follow {
+                    for l in links.links {
+                        if let Ok(lu) = Url::parse(&l) {
+                            if sh.in_scope(&url, &lu) {
+                                discovered.push(l);
+                            }
+                        }
+                    }
+                }
+            }
+            (
+                PageOutcome::Done { response_ms: ms },
+                Some(("fetched", String::new())),
+            )
+        }
+        FetchOutcome::Redirect { location, .. } => {
+            // the target enters the frontier like a discovered URL, depth kept
+            if let Some(loc) = location {
+                discovered.push(loc.to_string());
+                link_depth = depth;
+            }
+            (
+                PageOutcome::Done { response_ms: ms },
+                Some((
+                    "redirected",
+                    location
+                        .as_ref()
+                        .map(|l| format!("location {l}"))
+                        .unwrap_or_else(|| "no usable Location".into()),
+                )),
+            )
+        }
+        FetchOutcome::RedirectLimitExceeded { .. } | FetchOutcome::ClientError { .. } => (
+            PageOutcome::Done { response_ms: ms },
+            Some(("fetched", String::new())),
+        ),
+        FetchOutcome::TooManyRequests { retry_after } => (
+            PageOutcome::Throttled {
+                status: 429,
+                retry_after: *retry_after,
+                response_ms: ms,
+            },
+            None,
+        ),
+        FetchOutcome::ServerError {
+            status,
+            retry_after,
+        } if status.as_u16() == 503 => (
+            PageOutcome::Throttled {
+                status: 503,
+                retry_after: *retry_after,
+                response_ms: ms,
+            },
+            None,
+        ),
+        FetchOutcome::ServerError { status, .. } => (
+            PageOutcome::Failed {
+                reason: format!("status {}", status.as_u16()),
+            },
+            None,
+        ),
+        FetchOutcome::Network { kind, detail } => (
+            PageOutcome::Failed {
+                reason: format!("{}: {detail}", kind.as_str()),
+            },
+            None,
+        ),
+    };
+    let done = matches!(outcome, PageOutcome::Done { .. });
+    if !discovered.is_empty() {
+        if let Err(e) = sh.submit(discovered, link_depth, false).await {
+            tracing::error!(error = %e, "enqueue of discovered links failed");
+        }
+    }
+    complete(sh, &lease, outcome).await;
+    if done {
+        sh.pages_done.fetch_add(1, Ordering::Relaxed);
+        sh.depths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&lease.url);
+    } else {
+        tracing::debug!(url = %lease.url, attempt = lease.attempt, ?status, "fetch to be retried");
+    }
+    if let Some((o, reason)) = final_log {
+        sh.log_outcome(&lease.url, o, status, bytes, total_ms, &reason);
+    }
+}
+
+async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome) {
+    let fr = sh.frontier.clone();
+    let id = lease.id;
+    let res = tokio::task::spawn_blocking(move || fr.complete(id, outcome, now_ms())).await;
+    match res {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(url = %lease.url, error = %e, "complete failed"),
+        Err(e) => tracing::error!(error = %e, "complete task failed"),
+    }
+}
+
+async fn stats_loop(sh: Arc<Shared>) {
+    let every = sh.settings.raw.log.stats_interval.0;
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let mut last_pages = 0u64;
+    let mut last_bytes = 0u64;
+    let mut watchdog_usec = 0u64;
+    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec);
+    let wd_every = Duration::from_micros(watchdog_usec / 2).max(Duration::from_millis(500));
+    let mut wd_tick = tokio::time::interval(wd_every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let s = sh.stats_json();
+                let pages = sh.pages_done.load(Ordering::Relaxed);
+                let bytes = sh.metrics.fetched_bytes.get();
+                let secs = every.as_secs_f64();
+                let pps = (pages - last_pages) as f64 / secs;
+                let bps = (bytes - last_bytes) as f64 / secs;
+                last_pages = pages;
+                last_bytes = bytes;
+                tracing::info!(
+                    pages_per_s = format!("{pps:.1}"),
+                    kib_per_s = format!("{:.1}", bps / 1024.0),
+                    queued = s["queued"].as_i64().unwrap_or(0),
+                    in_flight = s["in_flight"].as_u64().unwrap_or(0),
+                    fetched = pages,
+                    accepted = s["accepted"].as_u64().unwrap_or(0),
+                    dropped = s["dropped"].as_u64().unwrap_or(0),
+                    given_up = s["given_up"].as_u64().unwrap_or(0),
+                    hosts_in_backoff = s["hosts_in_backoff"].as_i64().unwrap_or(0),
+                    warc_mib = format!("{:.1}", sh.metrics.warc_bytes.get() as f64 / 1048576.0),
+                    "progress"
+                );
+                let status = format!(
+                    "{pps:.1} pages/s, {} queued, {} fetched",
+                    s["queued"].as_i64().unwrap_or(0), pages
+                );
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Status(&status)]);
+            }
+            _ = wd_tick.tick(), if watchdog => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            }
+        }
+    }
+}
+
+/// Poll `spool/incoming`: ingest each file durably, then move it to `spool/done`.
+async fn spool_loop(sh: Arc<Shared>) {
+    let every = sh.settings.raw.intake.poll_interval.0;
+    loop {
+        if let Err(e) = spool_once(&sh).await {
+            tracing::error!(error = format!("{e:#}"), "spool intake failed");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = sh.shutdown.notified() => return,
+        }
+    }
+}
+
+async fn spool_once(sh: &Arc<Shared>) -> Result<()> {
+    let spool = sh.settings.spool_dir.clone();
+    let incoming = spool.join("incoming");
+    let mut names: Vec<String> = Vec::new();
+    for e in fs::read_dir(&incoming).with_context(|| format!("listing {}", incoming.display()))? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    for name in names {
+        if sh.stopping.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        ingest_file(sh, &spool, &name).await?;
+    }
+    Ok(())
+}
+
+async fn ingest_file(sh: &Arc<Shared>, spool: &Path, name: &str) -> Result<()> {
+    let path = spool.join("incoming").join(name);
+    let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines = url_lines(&text);
+    let chunk = sh.settings.raw.intake.batch_size as usize;
+    let (mut acc, mut dup) = (0u64, 0u64);
+    let mut rejected: Vec<String> = Vec::new();
+    for part in lines.chunks(chunk.max(1)) {
+        let urls: Vec<String> = part.iter().map(|(_, u)| u.clone()).collect();
+        let s = sh.submit(urls, 0, true).await?;
+        acc += s.accepted;
+        dup += s.duplicate;
+        for (i, url, reason) in s.rejected {
+            let line_no = part.get(i).map(|(n, _)| *n).unwrap_or(0);
+            rejected.push(format!("{line_no}\t{reason}\t{url}"));
+        }
+    }
+    if !rejected.is_empty() {
+        let tmp = spool.join("tmp").join(format!(".rejected-{name}"));
+        let mut body = String::from("# line\treason\turl\n");
+        for r in &rejected {
+            body.push_str(r);
+            body.push('\n');
+        }
+        fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
+        fs::rename(&tmp, spool.join("rejected").join(name))
+            .context("moving the rejected-lines file")?;
+    }
+    let done = spool.join("done").join(name);
+    fs::rename(&path, &done).with_context(|| format!("moving {} to done", path.display()))?;
+    sh.metrics.spool_file(if rejected.is_empty() {
+        "ok"
+    } else {
+        "with-rejects"
+    });
+    tracing::info!(
+        file = name,
+        accepted = acc,
+        duplicate = dup,
+        rejected = rejected.len(),
+        "spool file ingested"
+    );
+    Ok(())
+}
