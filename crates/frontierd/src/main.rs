@@ -156,6 +156,7 @@ fn init_logging(s: &config::Settings) {
         .unwrap_or_else(|_| EnvFilter::new(format!("{},sled=warn", s.raw.log.level)));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if s.json_logs {
         builder.json().init();
