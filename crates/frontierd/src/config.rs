@@ -30,8 +30,24 @@ impl<'de> Deserialize<'de> for Dur {
 
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", humantime::format_duration(self.0))
+        f.write_str(&fmt_dur(self.0))
     }
+}
+
+/// Shortest exact spelling: "90days", "24h", "5s", "1500ms".
+fn fmt_dur(d: Duration) -> String {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    for (unit, name) in [
+        (86_400_000, "days"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+    ] {
+        if ms >= unit && ms % unit == 0 {
+            return format!("{}{name}", ms / unit);
+        }
+    }
+    format!("{ms}ms")
 }
 
 impl Dur {
@@ -629,8 +645,8 @@ fn range_dur(key: &str, v: Dur, min_ms: u64, max_ms: u64) -> Result<(), ConfigEr
             format!("\"{v}\""),
             &format!(
                 "allowed: from \"{}\" to \"{}\"",
-                humantime::format_duration(Duration::from_millis(min_ms)),
-                humantime::format_duration(Duration::from_millis(max_ms))
+                fmt_dur(Duration::from_millis(min_ms)),
+                fmt_dur(Duration::from_millis(max_ms))
             ),
         ));
     }
@@ -781,6 +797,11 @@ mod tests {
         let e = err("[fetch]\nworkers = 100000\n");
         assert!(
             e.contains("fetch.workers = 100000") && e.contains("1 to 4096"),
+            "{e}"
+        );
+        let e = err("[politeness]\nmax_delay = \"90days\"\n");
+        assert!(
+            e.contains("politeness.max_delay = \"90days\"") && e.contains("to \"1days\""),
             "{e}"
         );
         let e = err("[scope]\nmode = \"galaxy\"\n");
