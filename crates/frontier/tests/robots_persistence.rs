@@ -110,6 +110,9 @@ fn reopening_restores_every_origin_exactly() {
     );
     // `since` of the unbroken failure run is the first failure, not the latest.
     let failing = decode(before[2].as_ref().expect("record")).expect("decode");
-    let status = failing.status(&Default::default(), robots_policy::state::UnixMillis(T0 + DAY));
+    let status = failing.status(
+        &Default::default(),
+        robots_policy::state::UnixMillis(T0 + DAY),
+    );
     assert_eq!(status.since, Some(robots_policy::state::UnixMillis(T0)));
 }
