@@ -63,6 +63,8 @@ fn main() {
     let dir = tempfile::tempdir_in(&base).expect("tempdir");
     let mut cfg = FrontierConfig::new(dir.path().join("frontier")).without_gaps();
     cfg.sled.cache_bytes = 128 * 1024 * 1024;
+    // the working set of origins: every host is dispatched once per round
+    cfg.robots_cache_origins = hosts.max(2) * 2;
     let f = Frontier::open(cfg.clone()).expect("open");
 
     // robots preset (not timed)

@@ -149,6 +149,39 @@ impl HostRecord {
     }
 }
 
+impl HostRecord {
+    /// Encode (version 1) followed by the sequences of the host's page leases in flight:
+    /// field 19 is their count, then one field per sequence. A decoder that does not know
+    /// the list ignores it like any extra field.
+    pub fn encode_with_leases(&self, leased: &[u64]) -> Vec<u8> {
+        let mut out = self.encode();
+        out.reserve(8 * (1 + leased.len()));
+        out.extend_from_slice(&(leased.len() as u64).to_le_bytes());
+        put_u64s(&mut out, leased);
+        out
+    }
+
+    /// The lease sequences stored after the fixed fields (empty for a record without them).
+    pub fn decode_leases(bytes: &[u8]) -> Vec<u64> {
+        let fixed = 1 + 18 * 8;
+        if bytes.len() < fixed + 8 {
+            return Vec::new();
+        }
+        let rest = &bytes[fixed..];
+        let [n]: [u64; 1] = read_u64s(&rest[..8]);
+        let avail = (rest.len() - 8) / 8;
+        let n = (n as usize).min(avail);
+        rest[8..8 + 8 * n]
+            .chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect()
+    }
+}
+
 /// A queued (or leased) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueEntry {
@@ -290,6 +323,12 @@ mod tests {
         newer.extend_from_slice(&5u64.to_le_bytes());
         assert_eq!(HostRecord::decode(&newer).unwrap(), r);
         assert!(HostRecord::decode(&[]).is_err());
+        // the lease list rides after the fixed fields
+        let with = r.encode_with_leases(&[3, 9]);
+        assert_eq!(HostRecord::decode(&with).unwrap(), r);
+        assert_eq!(HostRecord::decode_leases(&with), vec![3, 9]);
+        assert!(HostRecord::decode_leases(&enc).is_empty());
+        assert!(HostRecord::decode_leases(&r.encode_with_leases(&[])).is_empty());
     }
 
     #[test]

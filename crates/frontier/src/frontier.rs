@@ -78,7 +78,8 @@ pub mod keys {
     pub fn queued(id: u64, seq: u64) -> Vec<u8> {
         idseq(b'Q', id, seq)
     }
-    /// Leased URL: `L` + host id + sequence (the sequence it had in the queue).
+    /// Leased URL: `L` + host id + sequence (written by older versions only; such leases are
+    /// returned to their queues at open. Leases now live in the host record).
     pub fn leased(id: u64, seq: u64) -> Vec<u8> {
         idseq(b'L', id, seq)
     }
@@ -232,6 +233,17 @@ struct HostMem {
     scheduled: Option<u64>,
     hold_until_ms: u64,
     robots_pending: Option<String>,
+    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`). A leased
+    /// URL keeps its `Q` entry; the lease itself is this list, persisted in the host
+    /// record, so a lease costs no write beyond the host record.
+    leased: Vec<u64>,
+}
+
+impl HostMem {
+    /// The stored value of the host record (with the lease list).
+    fn value(&self) -> Vec<u8> {
+        self.rec.encode_with_leases(&self.leased)
+    }
 }
 
 struct Inner {
@@ -348,14 +360,24 @@ impl Frontier {
             batch.put(keys::queued(id, seq), v);
             *returned.entry(id).or_default() += 1;
         }
-        let recovered: u64 = returned.values().sum();
         // 2. host records: those with queued work come into memory
         let mut loaded = Vec::new();
         for kv in self.store.scan_prefix(b"H") {
             let (k, v) = kv?;
             let mut rec = HostRecord::decode(&v)?;
             let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
-            let back = returned.get(&rec.id).copied().unwrap_or(0);
+            let mut back = returned.get(&rec.id).copied().unwrap_or(0);
+            // leases recorded in the host record: their `Q` entries are still there (lease
+            // and completion update the record in the same atomic batch as the queue)
+            let leased = HostRecord::decode_leases(&v);
+            let mut in_record = 0;
+            for &seq in &leased {
+                if self.store.contains(&keys::queued(rec.id, seq))? {
+                    in_record += 1;
+                }
+            }
+            back += in_record;
+            *returned.entry(rec.id).or_default() += in_record;
             let from = keys::queued(rec.id, 0);
             let to = keys::queued(rec.id, u64::MAX);
             let first = self.store.first_in_range(&from, &to)?;
@@ -378,7 +400,7 @@ impl Frontier {
                     }
                 }
             }
-            let dirty = rec.in_flight != 0 || back > 0;
+            let dirty = rec.in_flight != 0 || back > 0 || !leased.is_empty();
             rec.in_flight = 0;
             rec.counters.queued += back;
             if dirty {
@@ -388,6 +410,7 @@ impl Frontier {
                 loaded.push((key, rec, head, tail));
             }
         }
+        let recovered: u64 = returned.values().sum();
         let n_hosts = loaded.len();
         for (key, rec, head, tail) in loaded {
             let id = rec.id;
@@ -402,6 +425,7 @@ impl Frontier {
                     scheduled: None,
                     hold_until_ms: 0,
                     robots_pending: None,
+                    leased: Vec::new(),
                 },
             );
             self.schedule(&mut inner, id);
@@ -520,7 +544,7 @@ impl Frontier {
             dirty.dedup();
             for id in dirty {
                 if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.rec.encode());
+                    batch.put(keys::host(&h.key), h.value());
                 }
                 self.schedule(inner, id);
             }
@@ -569,6 +593,7 @@ impl Frontier {
                 scheduled: None,
                 hold_until_ms: 0,
                 robots_pending: None,
+                leased: Vec::new(),
             },
         );
         Ok(id)
@@ -661,9 +686,7 @@ impl Frontier {
                     let Some(h) = inner.hosts.get_mut(&id) else {
                         continue 'hosts;
                     };
-                    let head_entry = self
-                        .store
-                        .first_in_range(&keys::queued(id, h.head), &keys::queued(id, u64::MAX))?;
+                    let head_entry = self.head_entry(id, h)?;
                     let Some((k, v)) = head_entry else {
                         // nothing queued after all: fix the count
                         h.rec.counters.queued = 0;
@@ -800,8 +823,10 @@ impl Frontier {
                             let Some(h) = inner.hosts.get_mut(&id) else {
                                 continue 'hosts;
                             };
-                            batch.del(k);
-                            batch.put(keys::leased(id, seq), v);
+                            // the lease is the host record's lease list (written below with
+                            // the record); the `Q` entry stays until completion
+                            drop((k, v));
+                            h.leased.push(seq);
                             h.head = seq + 1;
                             h.rec.in_flight += 1;
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
@@ -824,7 +849,7 @@ impl Frontier {
             dirty.dedup();
             for id in dirty {
                 if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.rec.encode());
+                    batch.put(keys::host(&h.key), h.value());
                 }
                 Self::maybe_evict(inner, id);
             }
@@ -836,6 +861,30 @@ impl Frontier {
         }
         self.commit.sync(self.store.as_ref(), ticket)?;
         Ok(items)
+    }
+
+    /// The first queued entry of a host at or after its head that is not leased. Sequences
+    /// are mostly dense, so a point read at the head usually finds it without a range scan.
+    fn head_entry(&self, id: u64, h: &HostMem) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut from = h.head;
+        if !h.leased.contains(&from) {
+            let k = keys::queued(id, from);
+            if let Some(v) = self.store.get(&k)? {
+                return Ok(Some((k, v)));
+            }
+        }
+        loop {
+            let found = self
+                .store
+                .first_in_range(&keys::queued(id, from), &keys::queued(id, u64::MAX))?;
+            let Some((k, v)) = found else {
+                return Ok(None);
+            };
+            match keys::parse_idseq(&k) {
+                Some((_, seq)) if h.leased.contains(&seq) => from = seq + 1,
+                _ => return Ok(Some((k, v))),
+            }
+        }
     }
 
     fn quota_ok(&self, inner: &mut Inner) -> bool {
@@ -897,24 +946,28 @@ impl Frontier {
             let inner = &mut *guard;
             let mut dirty = Vec::with_capacity(done.len());
             for (lease, outcome) in done {
-                let lkey = keys::leased(lease.host_id, lease.seq);
-                let in_memory = inner.hosts.contains_key(&lease.host_id);
-                let stored = if in_memory {
-                    self.store.get(&lkey)?
-                } else {
-                    None
-                };
-                let Some(v) = stored else {
-                    return Err(FrontierError::UnknownLease(*lease));
-                };
-                let mut entry = QueueEntry::decode(&v)?;
+                let qkey = keys::queued(lease.host_id, lease.seq);
                 let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
                     return Err(FrontierError::UnknownLease(*lease));
                 };
+                let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
+                    return Err(FrontierError::UnknownLease(*lease));
+                };
+                let done_ok = matches!(outcome, PageOutcome::Done { .. });
+                // a retry needs the entry (attempts, URL); a success does not
+                let entry = if done_ok {
+                    None
+                } else {
+                    match self.store.get(&qkey)? {
+                        Some(v) => Some(QueueEntry::decode(&v)?),
+                        None => return Err(FrontierError::UnknownLease(*lease)),
+                    }
+                };
+                h.leased.swap_remove(pos);
                 h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-                batch.del(lkey.clone());
                 let (retry_after, response_ms, why) = match outcome {
                     PageOutcome::Done { response_ms } => {
+                        batch.del(qkey);
                         h.rec.last_response_ms = *response_ms;
                         h.rec.backoff_level = 0;
                         h.rec.counters.completed += 1;
@@ -951,8 +1004,12 @@ impl Frontier {
                 };
                 h.rec.backoff_until_ms = now_ms + wait;
                 h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+                let Some(mut entry) = entry else {
+                    continue;
+                };
                 entry.attempts += 1;
                 if entry.attempts >= self.cfg.max_attempts {
+                    batch.del(qkey);
                     let url = entry.url;
                     tracing::info!(%url, attempts = entry.attempts, %why, "URL given up");
                     // drop_entry bookkeeping without touching the queue key
@@ -969,7 +1026,7 @@ impl Frontier {
                     inner.push_drop(rec);
                 } else {
                     // back to the head of its queue with its old sequence
-                    batch.put(keys::queued(lease.host_id, lease.seq), entry.encode());
+                    batch.put(qkey, entry.encode());
                     h.head = h.head.min(lease.seq);
                     h.rec.counters.queued += 1;
                     h.rec.counters.retried += 1;
@@ -981,7 +1038,7 @@ impl Frontier {
             dirty.dedup();
             for id in dirty {
                 if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.rec.encode());
+                    batch.put(keys::host(&h.key), h.value());
                 }
                 self.schedule(inner, id);
                 Self::maybe_evict(inner, id);
@@ -1020,7 +1077,7 @@ impl Frontier {
             h.rec.last_response_ms = response_ms;
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
             h.hold_until_ms = 0;
-            batch.put(keys::host(&h.key), h.rec.encode());
+            batch.put(keys::host(&h.key), h.value());
         }
         // durable before it acts: flush while still holding the scheduler lock
         self.store.apply(batch)?;
@@ -1199,10 +1256,21 @@ impl Frontier {
         let Some(rec) = self.host_record(key)? else {
             return Ok(Vec::new());
         };
+        let leased: Vec<u64> = {
+            let inner = self.inner.lock();
+            inner
+                .hosts
+                .get(&rec.id)
+                .map(|h| h.leased.clone())
+                .unwrap_or_default()
+        };
         let mut out = Vec::new();
         let prefix = &keys::queued(rec.id, 0)[..9];
         for kv in self.store.scan_prefix(prefix) {
-            let (_, v) = kv?;
+            let (k, v) = kv?;
+            if keys::parse_idseq(&k).is_some_and(|(_, seq)| leased.contains(&seq)) {
+                continue;
+            }
             out.push(QueueEntry::decode(&v)?.url);
         }
         Ok(out)

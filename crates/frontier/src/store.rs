@@ -108,7 +108,10 @@ impl Default for SledConfig {
     fn default() -> Self {
         SledConfig {
             cache_bytes: 64 * 1024 * 1024,
-            flush_every_ms: Some(1000),
+            // every durable promise flushes explicitly; sled's background flusher would
+            // only add write amplification, a thread, and a database handle that outlives
+            // `drop` (so a quick reopen could fail on the file lock)
+            flush_every_ms: None,
         }
     }
 }
@@ -120,15 +123,30 @@ pub struct SledStore {
 
 impl SledStore {
     /// Open (or create) a store at `path`.
+    ///
+    /// sled's I/O threads can hold the database's file lock for a moment after the last
+    /// handle is dropped, so a reopen in the same process retries a held lock for up to
+    /// two seconds before failing.
     pub fn open(path: &Path, cfg: &SledConfig) -> Result<SledStore, StoreError> {
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(path)
             .cache_capacity(cfg.cache_bytes)
             .flush_every_ms(cfg.flush_every_ms)
             .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(|e| StoreError::sled("open", e))?;
-        Ok(SledStore { db })
+            .use_compression(false);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            match config.open() {
+                Ok(db) => return Ok(SledStore { db }),
+                Err(e)
+                    if e.to_string().contains("could not acquire lock")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(StoreError::sled("open", e)),
+            }
+        }
     }
 
     /// The underlying database (benchmarks use it for the raw reference numbers).
