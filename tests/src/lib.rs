@@ -1,1 +1,948 @@
 //! End-to-end suite: starts the real `frontierd` binary against local sites and talks to it only as a user would.
+//!
+//! The harness: [`Site`] is an HTTP server on a 127.0.0.1 ephemeral port that records every
+//! request it receives (time, host, path, when the answer was fully sent) and answers through
+//! a handler that may misbehave ([`Reply`]). [`Env`] is a temp directory with a config file
+//! (`[resolve]` maps `*.site.test` to 127.0.0.1, so the Host header names the site);
+//! [`Daemon`] is the running binary (killed on drop). [`crawl_log`], [`warc_records`] and
+//! [`wait_until`] read its output and poll with a deadline.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+// ------------------------------------------------------------------ the binary
+
+/// The `frontierd` binary of this build: `target/<profile>/frontierd` next to the test
+/// executable (`target/<profile>/deps/<test>`), built with `cargo build -p frontierd` once per
+/// test process so that it is never stale. `FRONTIERD_BIN` overrides.
+pub fn frontierd_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(p) = std::env::var("FRONTIERD_BIN") {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "FRONTIERD_BIN={} is not a file", p.display());
+            return p;
+        }
+        let exe = std::env::current_exe().expect("current_exe");
+        let deps = exe.parent().expect("test executable has a parent");
+        let profile_dir = if deps.file_name().is_some_and(|n| n == "deps") {
+            deps.parent().expect("deps has a parent").to_path_buf()
+        } else {
+            deps.to_path_buf()
+        };
+        let bin = profile_dir.join(format!("frontierd{}", std::env::consts::EXE_SUFFIX));
+        let target_dir = profile_dir.parent().expect("profile dir has a parent");
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_string();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        // the variables cargo sets for this test process would change the build's
+        // fingerprint and rebuild the binary every time: drop them
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if (k.starts_with("CARGO_") && k != "CARGO_HOME") || k == "OUT_DIR" {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.args(["build", "--quiet", "-p", "frontierd", "--bin", "frontierd"])
+            .env("CARGO_TARGET_DIR", target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile.as_str() {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let built = cmd.status();
+        assert!(
+            bin.is_file(),
+            "the frontierd binary is missing at {} (cargo build -p frontierd: {built:?}); \
+             build it first or set FRONTIERD_BIN",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
+}
+
+// ------------------------------------------------------------------ the sites
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    /// Host header without the port.
+    pub host: String,
+    pub path: String,
+    /// When the request head was fully read.
+    pub start: Instant,
+    /// When the answer was fully written (None: never finished, e.g. stall or reset).
+    pub end: Option<Instant>,
+    /// Requests to this host in flight at the server, this one included, at `start`.
+    pub in_flight: usize,
+}
+
+/// A parsed request.
+#[derive(Clone, Debug)]
+pub struct Req {
+    pub method: String,
+    pub host: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// How many earlier requests for the same host and path this server saw.
+    pub nth: usize,
+}
+
+/// What the server does with a request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A whole answer with Content-Length.
+    Full {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Wait, then answer.
+    Delayed(Duration, Box<Reply>),
+    /// Read the request, never answer, hold the connection until the client goes.
+    Stall,
+    /// A 200 promising 1 MB, then one byte per interval.
+    Drip(Duration),
+    /// A 200 with a chunked body that never ends.
+    Endless,
+    /// A 200 `Content-Encoding: gzip` body that decodes to this many zero bytes.
+    GzipBomb(usize),
+    /// Bytes that are not HTTP, then close.
+    Garbage,
+    /// A 200 promising 1 MB, 16 KiB of it, then a TCP reset.
+    ResetMidBody,
+}
+
+impl Reply {
+    pub fn status(status: u16, body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Full {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+    pub fn html(body: impl AsRef<str>) -> Reply {
+        Reply::Full {
+            status: 200,
+            headers: vec![("Content-Type".into(), "text/html; charset=utf-8".into())],
+            body: format!("<!doctype html><html><body>{}</body></html>", body.as_ref())
+                .into_bytes(),
+        }
+    }
+    pub fn text(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Full {
+            status: 200,
+            headers: vec![("Content-Type".into(), "text/plain".into())],
+            body: body.into(),
+        }
+    }
+    pub fn redirect(status: u16, location: &str) -> Reply {
+        Reply::Full {
+            status,
+            headers: vec![("Location".into(), location.into())],
+            body: Vec::new(),
+        }
+    }
+    pub fn not_found() -> Reply {
+        Reply::status(404, "not found")
+    }
+    /// Add a header to a `Full` reply (others unchanged).
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Full { headers, .. } = &mut self {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+    pub fn delayed(self, d: Duration) -> Reply {
+        Reply::Delayed(d, Box::new(self))
+    }
+}
+
+pub type Handler = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
+
+struct SiteState {
+    hits: Mutex<Vec<Hit>>,
+    seen: Mutex<HashMap<(String, String), usize>>,
+    in_flight: Mutex<HashMap<String, usize>>,
+    handler: Mutex<Handler>,
+    connections: AtomicUsize,
+}
+
+/// The background runtime the sites run on (tests themselves are synchronous).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("site runtime")
+    })
+}
+
+/// An HTTP server on 127.0.0.1 that records every request. Name it `<anything>.site.test`
+/// with its port: the daemon's `[resolve]` maps the name to 127.0.0.1.
+pub struct Site {
+    pub port: u16,
+    state: Arc<SiteState>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Site {
+    pub fn start(handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Site {
+        let state = Arc::new(SiteState {
+            hits: Mutex::new(Vec::new()),
+            seen: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            handler: Mutex::new(Arc::new(handler)),
+            connections: AtomicUsize::new(0),
+        });
+        let listener = runtime()
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind a site");
+        let port = listener.local_addr().expect("addr").port();
+        let st = state.clone();
+        let task = runtime().spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                st.connections.fetch_add(1, Ordering::Relaxed);
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let _ = serve_connection(st, stream).await;
+                });
+            }
+        });
+        Site { port, state, task }
+    }
+
+    /// Replace the handler (for sites that change their mind).
+    pub fn set_handler(&self, handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) {
+        *self.state.handler.lock().unwrap() = Arc::new(handler);
+    }
+
+    /// `http://<name>:<port>` for a name under `.site.test`.
+    pub fn base(&self, name: &str) -> String {
+        format!("http://{name}:{}", self.port)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn hits(&self) -> Vec<Hit> {
+        self.state.hits.lock().unwrap().clone()
+    }
+
+    /// Requests to one host, in arrival order.
+    pub fn hits_for(&self, host: &str) -> Vec<Hit> {
+        self.hits().into_iter().filter(|h| h.host == host).collect()
+    }
+
+    /// How many connections were accepted.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::Relaxed)
+    }
+}
+
+struct InFlight {
+    st: Arc<SiteState>,
+    host: String,
+    idx: usize,
+    done: bool,
+}
+
+impl InFlight {
+    fn finish(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.st.hits.lock().unwrap()[self.idx].end = Some(Instant::now());
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut m = self.st.in_flight.lock().unwrap();
+        if let Some(n) = m.get_mut(&self.host) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+async fn serve_connection(
+    st: Arc<SiteState>,
+    mut stream: tokio::net::TcpStream,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        // read one request head
+        let head_end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            if buf.len() > 1 << 20 {
+                return Ok(());
+            }
+            let mut chunk = [0u8; 8192];
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        buf.drain(..head_end);
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or("").split_whitespace();
+        let method = first.next().unwrap_or("").to_string();
+        let target = first.next().unwrap_or("/").to_string();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let host_header = headers
+            .iter()
+            .find(|(k, _)| k == "host")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let host = host_header
+            .rsplit_once(':')
+            .map(|(h, _)| h.to_string())
+            .unwrap_or(host_header)
+            .to_ascii_lowercase();
+        let path = if let Some(rest) = target.strip_prefix("http://") {
+            rest.find('/')
+                .map(|i| rest[i..].to_string())
+                .unwrap_or("/".into())
+        } else {
+            target
+        };
+        let close = headers
+            .iter()
+            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        let nth = {
+            let mut seen = st.seen.lock().unwrap();
+            let n = seen.entry((host.clone(), path.clone())).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let in_flight = {
+            let mut m = st.in_flight.lock().unwrap();
+            let n = m.entry(host.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let idx = {
+            let mut hits = st.hits.lock().unwrap();
+            hits.push(Hit {
+                host: host.clone(),
+                path: path.clone(),
+                start: Instant::now(),
+                end: None,
+                in_flight,
+            });
+            hits.len() - 1
+        };
+        let mut guard = InFlight {
+            st: st.clone(),
+            host: host.clone(),
+            idx,
+            done: false,
+        };
+        let req = Req {
+            method,
+            host,
+            path,
+            headers,
+            nth,
+        };
+        let handler = st.handler.lock().unwrap().clone();
+        let mut reply = handler(&req);
+        while let Reply::Delayed(d, inner) = reply {
+            tokio::time::sleep(d).await;
+            reply = *inner;
+        }
+        match reply {
+            Reply::Full {
+                status,
+                headers,
+                body,
+            } => {
+                let mut out = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+                for (k, v) in &headers {
+                    out.push_str(&format!("{k}: {v}\r\n"));
+                }
+                out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+                if close {
+                    out.push_str("Connection: close\r\n");
+                }
+                out.push_str("\r\n");
+                let mut bytes = out.into_bytes();
+                if req.method != "HEAD" {
+                    bytes.extend_from_slice(&body);
+                }
+                stream.write_all(&bytes).await?;
+                stream.flush().await?;
+                guard.finish();
+                if close {
+                    let _ = stream.shutdown().await;
+                    return Ok(());
+                }
+            }
+            Reply::Stall => {
+                // hold until the client hangs up
+                let mut chunk = [0u8; 1024];
+                while stream.read(&mut chunk).await? > 0 {}
+                return Ok(());
+            }
+            Reply::Drip(every) => {
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000000\r\n\r\n")
+                    .await?;
+                loop {
+                    stream.write_all(b"x").await?;
+                    stream.flush().await?;
+                    tokio::time::sleep(every).await;
+                }
+            }
+            Reply::Endless => {
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    .await?;
+                let mut chunk = format!("{:x}\r\n", 65536).into_bytes();
+                chunk.extend(std::iter::repeat_n(b'a', 65536));
+                chunk.extend_from_slice(b"\r\n");
+                loop {
+                    stream.write_all(&chunk).await?;
+                }
+            }
+            Reply::GzipBomb(decoded) => {
+                let body = gzip_zeros(decoded);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                stream.write_all(head.as_bytes()).await?;
+                stream.write_all(&body).await?;
+                stream.flush().await?;
+                guard.finish();
+                let _ = stream.shutdown().await;
+                return Ok(());
+            }
+            Reply::Garbage => {
+                let mut junk = Vec::with_capacity(4096);
+                let mut x: u32 = 0x9e37_79b9;
+                for _ in 0..4096 {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    junk.push((x & 0xff) as u8);
+                }
+                stream.write_all(b"\x00\x01GARBAGE ").await?;
+                stream.write_all(&junk).await?;
+                stream.flush().await?;
+                let _ = stream.shutdown().await;
+                return Ok(());
+            }
+            Reply::ResetMidBody => {
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000000\r\n\r\n")
+                    .await?;
+                stream.write_all(&[b'y'; 16384]).await?;
+                stream.flush().await?;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let std_stream = stream.into_std()?;
+                reset(&std_stream);
+                drop(std_stream);
+                return Ok(());
+            }
+            Reply::Delayed(..) => unreachable!(),
+        }
+    }
+}
+
+/// Drop a connection with a TCP RST (SO_LINGER 0).
+fn reset(s: &std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket fd and a correctly sized option value.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+fn gzip_zeros(n: usize) -> Vec<u8> {
+    static CACHE: OnceLock<Mutex<HashMap<usize, Vec<u8>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut c = cache.lock().unwrap();
+    c.entry(n)
+        .or_insert_with(|| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            let zeros = vec![0u8; 1 << 20];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(zeros.len());
+                enc.write_all(&zeros[..k]).unwrap();
+                left -= k;
+            }
+            enc.finish().unwrap()
+        })
+        .clone()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Whatever",
+    }
+}
+
+// ------------------------------------------------------------------ the daemon
+
+/// A temp directory with `data/`, the spool directories and a config file.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub data: PathBuf,
+    pub config: PathBuf,
+}
+
+/// The test defaults; `overrides` are `(section, key, raw TOML value)`.
+pub fn config_text(data: &Path, overrides: &[(&str, &str, &str)]) -> String {
+    let mut c: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut set = |s: &str, k: &str, v: &str| {
+        c.entry(s.to_string())
+            .or_default()
+            .insert(k.to_string(), v.to_string());
+    };
+    set(
+        "store",
+        "data_dir",
+        &format!("{:?}", data.display().to_string()),
+    );
+    set(
+        "fetch",
+        "user_agent",
+        "\"frontierd-test/0.1 (+https://example.org/bot)\"",
+    );
+    set("fetch", "workers", "8");
+    set("fetch", "connect_timeout", "\"2s\"");
+    set("fetch", "total_timeout", "\"5s\"");
+    set("fetch", "shutdown_grace", "\"5s\"");
+    set("politeness", "min_delay", "\"0s\"");
+    set("politeness", "max_delay", "\"0s\"");
+    set("politeness", "delay_factor", "0.0");
+    set("politeness", "backoff_base", "\"1s\"");
+    set("politeness", "backoff_max", "\"2s\"");
+    set("intake", "poll_interval", "\"100ms\"");
+    set("admin", "listen", "\"127.0.0.1:0\"");
+    set("log", "stats_interval", "\"1s\"");
+    set("resolve", "\"*.site.test\"", "[\"127.0.0.1\"]");
+    for (s, k, v) in overrides {
+        set(s, k, v);
+    }
+    let mut out = String::new();
+    for (section, kv) in &c {
+        out.push_str(&format!("[{section}]\n"));
+        for (k, v) in kv {
+            out.push_str(&format!("{k} = {v}\n"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+impl Env {
+    pub fn new(overrides: &[(&str, &str, &str)]) -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        for sub in ["incoming", "tmp"] {
+            std::fs::create_dir_all(data.join("spool").join(sub)).unwrap();
+        }
+        let config = dir.path().join("frontierd.toml");
+        std::fs::write(&config, config_text(&data, overrides)).unwrap();
+        let check = Command::new(frontierd_bin())
+            .args(["config", "check"])
+            .arg(&config)
+            .output()
+            .expect("run frontierd config check");
+        assert!(
+            check.status.success(),
+            "config check failed: {}{}\n{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr),
+            std::fs::read_to_string(&config).unwrap()
+        );
+        Env { dir, data, config }
+    }
+
+    pub fn crawl_log_path(&self) -> PathBuf {
+        self.data.join("crawl.log.jsonl")
+    }
+
+    pub fn crawl_log(&self) -> Vec<serde_json::Value> {
+        crawl_log(&self.crawl_log_path())
+    }
+
+    pub fn warc_dir(&self) -> PathBuf {
+        self.data.join("warc")
+    }
+
+    /// Write a spool file in `spool/tmp`, then rename it into `spool/incoming`.
+    pub fn spool(&self, name: &str, content: &[u8]) {
+        let tmp = self.data.join("spool").join("tmp").join(name);
+        std::fs::write(&tmp, content).unwrap();
+        std::fs::rename(&tmp, self.data.join("spool").join("incoming").join(name)).unwrap();
+    }
+
+    pub fn daemon_log(&self) -> String {
+        let mut s = String::new();
+        for entry in std::fs::read_dir(self.dir.path()).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("daemon") && name.ends_with(".log") {
+                s.push_str(&format!("---- {name}\n"));
+                s.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+        s
+    }
+
+    /// Start `frontierd run` on this environment and wait for its admin API.
+    pub fn start(&self) -> Daemon {
+        static SERIAL: AtomicUsize = AtomicUsize::new(0);
+        let addr_file = self.data.join("admin.addr");
+        let _ = std::fs::remove_file(&addr_file);
+        let n = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let log =
+            std::fs::File::create(self.dir.path().join(format!("daemon-{n:03}.log"))).unwrap();
+        let child = Command::new(frontierd_bin())
+            .arg("run")
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn frontierd");
+        let mut d = Daemon {
+            child,
+            admin: String::new(),
+        };
+        let start = Instant::now();
+        loop {
+            if let Some(a) = std::fs::read_to_string(&addr_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<SocketAddr>().ok())
+            {
+                d.admin = a.to_string();
+                break;
+            }
+            if let Some(status) = d.child.try_wait().unwrap() {
+                panic!("frontierd exited at start: {status}\n{}", self.daemon_log());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "frontierd did not write admin.addr within 60 s\n{}",
+                self.daemon_log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+}
+
+/// The running binary; SIGKILLed and reaped on drop.
+pub struct Daemon {
+    pub child: Child,
+    /// `IP:PORT` of the admin API.
+    pub admin: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: plain kill(2) on our own child.
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+        assert_eq!(r, 0, "kill({}, {sig})", self.child.id());
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill9(mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Wait for the exit, at most `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if start.elapsed() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Peak resident set size (VmHWM) in KiB.
+    pub fn vm_hwm_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc/<pid>/status")
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http(&self.admin, "GET", path, b"")
+    }
+
+    /// POST /v1/urls; the parsed answer.
+    pub fn submit(&self, urls: &[String]) -> serde_json::Value {
+        let body = serde_json::to_vec(urls).unwrap();
+        let (status, text) = http(&self.admin, "POST", "/v1/urls", &body);
+        assert_eq!(status, 200, "POST /v1/urls: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    pub fn healthy(&self) -> bool {
+        try_http(&self.admin, "GET", "/healthz", b"").is_ok_and(|(s, _)| s == 200)
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`; (status, body).
+pub fn try_http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    s.write_all(&req)?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out)?;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, body.to_string()))
+}
+
+pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    try_http(addr, method, path, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+// ------------------------------------------------------------------ output
+
+/// The crawl log's complete lines.
+pub fn crawl_log(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read(path).unwrap_or_default();
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Does the crawl log have a line for `url` with this outcome?
+pub fn logged(log: &[serde_json::Value], url: &str, outcome: &str) -> bool {
+    log.iter()
+        .any(|l| l["url"] == url && l["outcome"] == outcome)
+}
+
+/// The crawl log line(s) for a URL.
+pub fn lines_for<'a>(log: &'a [serde_json::Value], url: &str) -> Vec<&'a serde_json::Value> {
+    log.iter().filter(|l| l["url"] == url).collect()
+}
+
+/// Poll `f` every 50 ms until it is true; panic naming `what` after `deadline`.
+pub fn wait_until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < deadline,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Fail clearly when warcio is missing (CI installs it with pip).
+pub fn require_warcio() {
+    let ok = Command::new("python3")
+        .args(["-c", "import warcio"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "this test needs python3 with the PyPI package warcio (pip install warcio); .ci/run installs it"
+    );
+}
+
+/// `*.warc.gz` files (closed ones) and `.open` ones in a directory.
+pub fn warc_files(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut closed = Vec::new();
+    let mut open = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        let name = p.to_string_lossy().into_owned();
+        if name.ends_with(".open") {
+            open.push(p);
+        } else if name.ends_with(".warc.gz") {
+            closed.push(p);
+        }
+    }
+    closed.sort();
+    open.sort();
+    (closed, open)
+}
+
+/// `python3 -m warcio.cli check -v FILE`: Err(output) when it fails.
+pub fn warcio_check(file: &Path) -> Result<(), String> {
+    let out = Command::new("python3")
+        .args(["-m", "warcio.cli", "check", "-v"])
+        .arg(file)
+        .output()
+        .expect("run python3");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// (WARC-Type, WARC-Target-URI) of every record of a file, through `warcio index`.
+pub fn warc_records(file: &Path) -> Vec<(String, String)> {
+    let out = Command::new("python3")
+        .args([
+            "-m",
+            "warcio.cli",
+            "index",
+            "-f",
+            "warc-type,warc-target-uri",
+        ])
+        .arg(file)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "warcio index {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            (
+                v["warc-type"].as_str().unwrap_or("").to_string(),
+                v["warc-target-uri"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A small deterministic generator (xorshift), seeded from the clock unless `E2E_SEED` is set;
+/// the seed is printed so a failure can be replayed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new() -> Rng {
+        let seed = std::env::var("E2E_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
+        eprintln!("E2E_SEED={seed}");
+        Rng(seed | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in `lo..hi` (ms).
+    pub fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next_u64() % (hi - lo).max(1))
+    }
+}
+
+impl Default for Rng {
+    fn default() -> Self {
+        Rng::new()
+    }
+}
