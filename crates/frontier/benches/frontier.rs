@@ -27,6 +27,18 @@ fn peak_rss_mb() -> f64 {
     0.0
 }
 
+/// CPU seconds (user + system) used by this process so far: less sensitive to other
+/// processes on a loaded machine than wall-clock time.
+fn cpu_s() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // fields after the command name (which is in parentheses)
+    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 (1-based), i.e. 11 and 12 after the name
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn env_usize(k: &str, d: usize) -> usize {
     std::env::var(k)
         .ok()
@@ -81,6 +93,7 @@ fn main() {
 
     // ingest
     let t = Instant::now();
+    let c = cpu_s();
     let mut queued = 0usize;
     let mut i = 0usize;
     while i < n {
@@ -92,6 +105,7 @@ fn main() {
         queued += r.iter().filter(|x| **x == EnqueueResult::Queued).count();
     }
     let ingest_s = t.elapsed().as_secs_f64();
+    let ingest_cpu = cpu_s() - c;
     assert_eq!(queued, n);
     let rss_ingest = peak_rss_mb();
     let disk_ingest = f.size_on_disk().expect("size");
@@ -99,6 +113,7 @@ fn main() {
 
     // dispatch + complete
     let t = Instant::now();
+    let c = cpu_s();
     let mut dispatched = 0usize;
     let mut now = T0 + 1;
     while dispatched < n {
@@ -118,6 +133,7 @@ fn main() {
         f.complete_batch(&done, now).expect("complete");
     }
     let dispatch_s = t.elapsed().as_secs_f64();
+    let dispatch_cpu = cpu_s() - c;
     let rss_dispatch = peak_rss_mb();
     let hosts_left = f.hosts_in_memory();
     drop(f);
@@ -127,6 +143,7 @@ fn main() {
     let db = raw.db();
     let value = vec![7u8; 45];
     let t = Instant::now();
+    let c0 = cpu_s();
     for c in 0..n.div_ceil(batch) {
         let mut b = sled::Batch::default();
         for k in (c * batch)..((c + 1) * batch).min(n) {
@@ -139,7 +156,9 @@ fn main() {
         db.flush().expect("flush");
     }
     let raw_ins_s = t.elapsed().as_secs_f64();
+    let raw_ins_cpu = cpu_s() - c0;
     let t = Instant::now();
+    let c0 = cpu_s();
     for c in 0..n.div_ceil(batch) {
         let mut b = sled::Batch::default();
         for k in (c * batch)..((c + 1) * batch).min(n) {
@@ -152,6 +171,7 @@ fn main() {
         db.flush().expect("flush");
     }
     let raw_rm_s = t.elapsed().as_secs_f64();
+    let raw_rm_cpu = cpu_s() - c0;
 
     let rate = |s: f64| n as f64 / s;
     println!(
@@ -160,11 +180,11 @@ fn main() {
     println!("| measure | value |");
     println!("| --- | --- |");
     println!(
-        "| ingest (enqueue_batch, durable) | {:.0} URLs/s ({ingest_s:.2} s) |",
+        "| ingest (enqueue_batch, durable) | {:.0} URLs/s ({ingest_s:.2} s, CPU {ingest_cpu:.2} s) |",
         rate(ingest_s)
     );
     println!(
-        "| dispatch (next_batch + complete_batch, durable) | {:.0} URLs/s ({dispatch_s:.2} s) |",
+        "| dispatch (next_batch + complete_batch, durable) | {:.0} URLs/s ({dispatch_s:.2} s, CPU {dispatch_cpu:.2} s) |",
         rate(dispatch_s)
     );
     println!("| peak RSS after ingest | {rss_ingest:.0} MB |");
@@ -179,11 +199,11 @@ fn main() {
     );
     println!("| hosts in memory after dispatch | {hosts_left} |");
     println!(
-        "| raw sled insert (apply_batch + flush per 10k) | {:.0} keys/s ({raw_ins_s:.2} s) |",
+        "| raw sled insert (apply_batch + flush per 10k) | {:.0} keys/s ({raw_ins_s:.2} s, CPU {raw_ins_cpu:.2} s) |",
         rate(raw_ins_s)
     );
     println!(
-        "| raw sled remove (apply_batch + flush per 10k) | {:.0} keys/s ({raw_rm_s:.2} s) |",
+        "| raw sled remove (apply_batch + flush per 10k) | {:.0} keys/s ({raw_rm_s:.2} s, CPU {raw_rm_cpu:.2} s) |",
         rate(raw_rm_s)
     );
 }

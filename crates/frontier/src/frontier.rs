@@ -378,18 +378,20 @@ impl Frontier {
             }
             back += in_record;
             *returned.entry(rec.id).or_default() += in_record;
-            let from = keys::queued(rec.id, 0);
-            let to = keys::queued(rec.id, u64::MAX);
-            let first = self.store.first_in_range(&from, &to)?;
-            let last = self.store.last_in_range(&from, &to)?;
-            let mut head = first
-                .as_ref()
-                .and_then(|(k, _)| keys::parse_idseq(k))
-                .map(|x| x.1);
-            let mut tail = last
-                .as_ref()
-                .and_then(|(k, _)| keys::parse_idseq(k))
-                .map(|x| x.1 + 1);
+            // the queue: head, tail and length (leased entries included: they return)
+            let mut head = None;
+            let mut tail = None;
+            let mut count = 0u64;
+            for kv in self.store.scan_prefix(&keys::queued(rec.id, 0)[..9]) {
+                let (k, _) = kv?;
+                if let Some((_, seq)) = keys::parse_idseq(&k) {
+                    head.get_or_insert(seq);
+                    tail = Some(seq + 1);
+                    count += 1;
+                }
+            }
+            let legacy = returned.get(&rec.id).copied().unwrap_or(0) - in_record;
+            let queued = count + legacy;
             if back > 0 {
                 // returned leases are not visible in the store yet (same batch)
                 for kv in self.store.scan_prefix(&keys::leased(rec.id, 0)[..9]) {
@@ -400,9 +402,17 @@ impl Frontier {
                     }
                 }
             }
-            let dirty = rec.in_flight != 0 || back > 0 || !leased.is_empty();
+            // enqueues since the record was last written are not in its counters yet
+            let stored = rec.counters.queued + in_record + legacy;
+            if queued > stored {
+                rec.counters.enqueued += queued - stored;
+            }
+            let dirty = rec.in_flight != 0
+                || !leased.is_empty()
+                || legacy > 0
+                || rec.counters.queued != queued;
             rec.in_flight = 0;
-            rec.counters.queued += back;
+            rec.counters.queued = queued;
             if dirty {
                 batch.put(k.clone(), rec.encode());
             }
@@ -500,7 +510,7 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            let mut in_batch: HashSet<u128> = HashSet::new();
+            let mut in_batch: HashSet<u128> = HashSet::with_capacity(urls.len());
             let mut dirty: Vec<u64> = Vec::new();
             let old_next_id = inner.next_host_id;
             for p in prepared {
@@ -543,8 +553,13 @@ impl Frontier {
             dirty.sort_unstable();
             dirty.dedup();
             for id in dirty {
-                if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.value());
+                // Only a new host's record is written here (its id must be durable with its
+                // first queue entry). An existing host's enqueue counters reach the store
+                // with its next record write; at open `queued` is recounted from the queue.
+                if id >= old_next_id {
+                    if let Some(h) = inner.hosts.get(&id) {
+                        batch.put(keys::host(&h.key), h.value());
+                    }
                 }
                 self.schedule(inner, id);
             }
