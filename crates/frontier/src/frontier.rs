@@ -546,10 +546,14 @@ impl Frontier {
                     }
                     .encode(),
                 );
+                batch.cut();
                 dirty.push(id);
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
+            // new hosts' records and the id counter go first: a crash inside the apply
+            // must not leave queue entries of a host id that no record names
+            let mut first = Batch::new();
             dirty.sort_unstable();
             dirty.dedup();
             for id in dirty {
@@ -558,17 +562,19 @@ impl Frontier {
                 // with its next record write; at open `queued` is recounted from the queue.
                 if id >= old_next_id {
                     if let Some(h) = inner.hosts.get(&id) {
-                        batch.put(keys::host(&h.key), h.value());
+                        first.put(keys::host(&h.key), h.value());
                     }
                 }
                 self.schedule(inner, id);
             }
             if inner.next_host_id != old_next_id {
-                batch.put(
+                first.put(
                     keys::NEXT_HOST_ID.to_vec(),
                     inner.next_host_id.to_le_bytes().to_vec(),
                 );
             }
+            first.append(batch);
+            let batch = first;
             if batch.is_empty() {
                 return Ok(results);
             }
@@ -865,6 +871,7 @@ impl Frontier {
             for id in dirty {
                 if let Some(h) = inner.hosts.get(&id) {
                     batch.put(keys::host(&h.key), h.value());
+                    batch.cut();
                 }
                 Self::maybe_evict(inner, id);
             }
@@ -936,6 +943,7 @@ impl Frontier {
             url,
         };
         batch.put(keys::dropped(hash), rec.encode());
+        batch.cut();
         h.head = seq + 1;
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         match reason {
@@ -983,6 +991,7 @@ impl Frontier {
                 let (retry_after, response_ms, why) = match outcome {
                     PageOutcome::Done { response_ms } => {
                         batch.del(qkey);
+                        batch.cut();
                         h.rec.last_response_ms = *response_ms;
                         h.rec.backoff_level = 0;
                         h.rec.counters.completed += 1;
@@ -1036,12 +1045,14 @@ impl Frontier {
                         url,
                     };
                     batch.put(keys::dropped(hash), rec.encode());
+                    batch.cut();
                     h.rec.counters.given_up += 1;
                     inner.stats.given_up += 1;
                     inner.push_drop(rec);
                 } else {
                     // back to the head of its queue with its old sequence
                     batch.put(qkey, entry.encode());
+                    batch.cut();
                     h.head = h.head.min(lease.seq);
                     h.rec.counters.queued += 1;
                     h.rec.counters.retried += 1;
@@ -1054,6 +1065,7 @@ impl Frontier {
             for id in dirty {
                 if let Some(h) = inner.hosts.get(&id) {
                     batch.put(keys::host(&h.key), h.value());
+                    batch.cut();
                 }
                 self.schedule(inner, id);
                 Self::maybe_evict(inner, id);

@@ -35,10 +35,15 @@ pub enum Op {
     Del(Vec<u8>),
 }
 
-/// Writes applied atomically.
+/// Writes applied atomically, or, where the writer marked [`Batch::cut`] points, atomically
+/// between them: a crash during [`Store::apply`] may leave the batch applied up to some cut
+/// (never up to a point in between). Nothing is acknowledged before the following flush, so
+/// cuts only bound how much one engine call holds; the frontier puts them between
+/// self-contained units (one URL's seen key and queue entry, one host record, ...).
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
     ops: Vec<Op>,
+    cuts: Vec<usize>,
 }
 
 impl Batch {
@@ -54,6 +59,20 @@ impl Batch {
     pub fn del(&mut self, k: Vec<u8>) {
         self.ops.push(Op::Del(k));
     }
+    /// Mark the end of a self-contained unit: the engine may commit what precedes it
+    /// separately from what follows.
+    pub fn cut(&mut self) {
+        if self.cuts.last() != Some(&self.ops.len()) && !self.ops.is_empty() {
+            self.cuts.push(self.ops.len());
+        }
+    }
+    /// Append another batch (its cuts kept), with a cut between the two.
+    pub fn append(&mut self, other: Batch) {
+        self.cut();
+        let base = self.ops.len();
+        self.ops.extend(other.ops);
+        self.cuts.extend(other.cuts.into_iter().map(|c| c + base));
+    }
     /// Number of operations.
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -65,6 +84,10 @@ impl Batch {
     /// The operations.
     pub fn into_ops(self) -> Vec<Op> {
         self.ops
+    }
+    /// The operations and the cut points (indices into the operations).
+    pub fn into_parts(self) -> (Vec<Op>, Vec<usize>) {
+        (self.ops, self.cuts)
     }
 }
 
@@ -86,7 +109,8 @@ pub trait Store: Send + Sync {
         &'a self,
         prefix: &[u8],
     ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a>;
-    /// Apply a batch atomically (all or nothing, also across a crash).
+    /// Apply a batch atomically (all or nothing, also across a crash), or atomically between
+    /// its [`Batch::cut`] points.
     fn apply(&self, batch: Batch) -> Result<(), StoreError>;
     /// Make every applied write durable.
     fn flush(&self) -> Result<(), StoreError>;
@@ -196,16 +220,36 @@ impl Store for SledStore {
     }
 
     fn apply(&self, batch: Batch) -> Result<(), StoreError> {
+        // sled keeps every node it replaces during one `apply_batch` alive until the call
+        // returns (one epoch guard), so a 30 000-op batch holds tens of thousands of node
+        // copies at once: split at the writer's cut points into calls of about CHUNK ops.
+        const CHUNK: usize = 1024;
+        let (ops, cuts) = batch.into_parts();
+        let mut cuts = cuts.into_iter().peekable();
         let mut b = sled::Batch::default();
-        for op in batch.into_ops() {
+        let mut in_chunk = 0usize;
+        for (i, op) in ops.into_iter().enumerate() {
+            while cuts.peek().is_some_and(|&c| c <= i) {
+                cuts.next();
+                if in_chunk >= CHUNK {
+                    self.db
+                        .apply_batch(std::mem::take(&mut b))
+                        .map_err(|e| StoreError::sled("apply batch", e))?;
+                    in_chunk = 0;
+                }
+            }
             match op {
                 Op::Put(k, v) => b.insert(k, v),
                 Op::Del(k) => b.remove(k),
             }
+            in_chunk += 1;
         }
-        self.db
-            .apply_batch(b)
-            .map_err(|e| StoreError::sled("apply batch", e))
+        if in_chunk > 0 {
+            self.db
+                .apply_batch(b)
+                .map_err(|e| StoreError::sled("apply batch", e))?;
+        }
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
