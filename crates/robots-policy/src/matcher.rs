@@ -518,13 +518,24 @@ pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
     }
 }
 
+/// Leftmost occurrence of `needle`. Paths and pieces are short, so a `memchr` for the
+/// first byte plus a compare beats setting up a substring searcher on every call; the
+/// worst case stays within pattern x path.
 #[inline]
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    match needle.len() {
-        0 => Some(0),
-        1 => memchr::memchr(needle[0], haystack),
-        _ => memchr::memmem::find(haystack, needle),
+    let (&first, rest) = match needle.split_first() {
+        Some(split) => split,
+        None => return Some(0),
+    };
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(first, haystack.get(from..)?) {
+        let at = from + i;
+        if haystack.get(at + 1..at + 1 + rest.len()) == Some(rest) {
+            return Some(at);
+        }
+        from = at + 1;
     }
+    None
 }
 
 /// Google's `GetPathParamsQuery`: the path, params and query of a URL, without scheme,
@@ -532,22 +543,22 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn path_params_query(url: &str) -> Cow<'_, str> {
     let bytes = url.as_bytes();
     let search_start = if bytes.starts_with(b"//") { 2 } else { 0 };
-    let find_any = |from: usize| {
-        bytes[from.min(bytes.len())..]
+    let first_delimiter = |from: usize| {
+        bytes
+            .get(from..)?
             .iter()
             .position(|b| matches!(b, b'/' | b'?' | b';'))
             .map(|i| i + from)
     };
-    let early_path = find_any(search_start);
-    let mut protocol_end =
-        memchr::memmem::find(&bytes[search_start..], b"://").map(|i| i + search_start);
-    if let (Some(early), Some(proto)) = (early_path, protocol_end) {
-        if early < proto {
-            protocol_end = None;
+    // Google looks for "://" and ignores it when a '/', '?' or ';' comes first. Since
+    // "://" itself holds a '/', it counts exactly when the first delimiter is its '/'.
+    let authority_start = match first_delimiter(search_start) {
+        Some(p) if p > search_start && bytes[p - 1] == b':' && bytes.get(p + 1) == Some(&b'/') => {
+            p + 2
         }
-    }
-    let authority_start = protocol_end.map_or(search_start, |p| p + 3);
-    let Some(path_start) = find_any(authority_start) else {
+        _ => search_start,
+    };
+    let Some(path_start) = first_delimiter(authority_start) else {
         return Cow::Borrowed("/");
     };
     let hash = memchr::memchr(b'#', &bytes[search_start..]).map(|i| i + search_start);
