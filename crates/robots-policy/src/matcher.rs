@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::robots::AgentLine;
 
@@ -441,11 +441,10 @@ impl MatchIndex {
                     .floating_pieces
                     .iter()
                     .map(|&(start, len)| &arena[start as usize..(start + len) as usize]);
-                // A contiguous NFA builds several times faster than a DFA and matches
-                // nearly as fast on the short paths robots.txt deals with.
+                // Built once per compiled policy and then scanned on every check: let the
+                // crate pick (a DFA for small sets, which scans fastest).
                 AhoCorasick::builder()
                     .match_kind(MatchKind::Standard)
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
                     .build(pieces)
                     .ok()
             })
