@@ -57,6 +57,9 @@ pub struct FrontierConfig {
     pub robots_hold_recheck_ms: u64,
     /// Decoded robots states cached in memory (default 10 000 origins).
     pub robots_cache_origins: usize,
+    /// Host-record journal bytes below which no checkpoint is made (default 16 MiB; a
+    /// checkpoint also waits until the journal holds 8 times what it would write).
+    pub journal_checkpoint_bytes: u64,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
 }
@@ -84,6 +87,7 @@ impl FrontierConfig {
             max_attempts: 5,
             robots_hold_recheck_ms: 60_000,
             robots_cache_origins: 10_000,
+            journal_checkpoint_bytes: 16 * 1024 * 1024,
             seed: None,
         }
     }

@@ -97,6 +97,14 @@ pub mod keys {
         k.extend_from_slice(&hash.to_be_bytes());
         k
     }
+    /// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
+    /// `docs/frontier.md`, "Host-record journal").
+    pub fn journal(seq: u64) -> Vec<u8> {
+        let mut k = Vec::with_capacity(9);
+        k.push(b'J');
+        k.extend_from_slice(&seq.to_be_bytes());
+        k
+    }
     /// Next host id counter.
     pub const NEXT_HOST_ID: &[u8] = b"M\0next_host_id";
     /// Parse `tag + id + seq`.
@@ -259,6 +267,72 @@ struct Inner {
     paused: HashSet<Arc<str>>,
     /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
     drop_events: Vec<DropRecord>,
+    journal: Journal,
+}
+
+/// Host-record journal state. Every batch that changes host records writes them as one
+/// or a few `J` records (a few sled writes per batch instead of one per host); a
+/// checkpoint writes the latest record of every journaled host to `H` and deletes the `J`
+/// records. At open the journal is replayed over `H` (a later record wins).
+struct Journal {
+    /// Sequence of the next `J` record.
+    next_seq: u64,
+    /// Oldest `J` record not yet checkpointed.
+    first_seq: u64,
+    /// Bytes in `J` records since the last checkpoint.
+    bytes: u64,
+    /// In-memory hosts whose latest record is only in the journal.
+    dirty: HashSet<u64>,
+    /// Hosts that left memory while their latest record was only in the journal.
+    evicted: HashMap<Arc<str>, Vec<u8>>,
+    /// No checkpoint below this many journal bytes (tests lower it).
+    min_bytes: u64,
+}
+
+/// Largest `J` value (bytes); a batch touching more hosts writes several.
+const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
+/// Checkpoint once the journal holds this many times the bytes a checkpoint writes.
+const CHECKPOINT_RATIO: u64 = 8;
+
+fn journal_encode_entry(buf: &mut Vec<u8>, key: &str, value: &[u8]) {
+    let kl = u16::try_from(key.len()).unwrap_or(u16::MAX) as usize;
+    buf.extend_from_slice(&(kl as u16).to_le_bytes());
+    buf.extend_from_slice(&key.as_bytes()[..kl]);
+    buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    buf.extend_from_slice(value);
+}
+
+/// Entries (politeness key, stored host value) of one `J` record.
+fn journal_decode(bytes: &[u8]) -> Result<Vec<crate::store::Kv>, CodecError> {
+    let err = |why| CodecError {
+        what: "journal",
+        why,
+    };
+    let (&ver, mut rest) = bytes.split_first().ok_or(err("empty"))?;
+    if ver != 1 {
+        return Err(err("unknown version"));
+    }
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        if rest.len() < 2 {
+            return Err(err("truncated key length"));
+        }
+        let kl = u16::from_le_bytes([rest[0], rest[1]]) as usize;
+        rest = &rest[2..];
+        if rest.len() < kl + 4 {
+            return Err(err("truncated key"));
+        }
+        let key = rest[..kl].to_vec();
+        rest = &rest[kl..];
+        let vl = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        rest = &rest[4..];
+        if rest.len() < vl {
+            return Err(err("truncated value"));
+        }
+        out.push((key, rest[..vl].to_vec()));
+        rest = &rest[vl..];
+    }
+    Ok(out)
 }
 
 /// Most drop events kept for [`Frontier::take_drops`]; older ones are discarded.
@@ -334,6 +408,14 @@ impl Frontier {
             stats: FrontierStats::default(),
             paused: HashSet::new(),
             drop_events: Vec::new(),
+            journal: Journal {
+                next_seq: 0,
+                first_seq: 0,
+                bytes: 0,
+                dirty: HashSet::new(),
+                evicted: HashMap::new(),
+                min_bytes: cfg.journal_checkpoint_bytes,
+            },
         };
         let f = Frontier {
             store,
@@ -358,12 +440,46 @@ impl Frontier {
             };
             batch.del(k);
             batch.put(keys::queued(id, seq), v);
+            batch.cut();
             *returned.entry(id).or_default() += 1;
         }
-        // 2. host records: those with queued work come into memory
+        // 2. the host-record journal, replayed over `H` (a later record wins); every
+        // replayed record is written to `H` below and the journal deleted
+        let mut replay: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let mut journal_keys = Vec::new();
+        for kv in self.store.scan_prefix(b"J") {
+            let (k, v) = kv?;
+            for (key, val) in journal_decode(&v)? {
+                replay.insert(key, val);
+            }
+            journal_keys.push(k);
+        }
+        let next_journal = journal_keys
+            .last()
+            .and_then(|k| k.get(1..9))
+            .map(|b| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                u64::from_be_bytes(a) + 1
+            })
+            .unwrap_or(0);
+        // 3. host records: those with queued work come into memory
         let mut loaded = Vec::new();
+        let mut records: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
         for kv in self.store.scan_prefix(b"H") {
             let (k, v) = kv?;
+            match replay.remove(&k[1..]) {
+                Some(j) => records.push((k, j, true)),
+                None => records.push((k, v, false)),
+            }
+        }
+        for (key, val) in replay {
+            let mut k = Vec::with_capacity(1 + key.len());
+            k.push(b'H');
+            k.extend_from_slice(&key);
+            records.push((k, val, true));
+        }
+        for (k, v, from_journal) in records {
             let mut rec = HostRecord::decode(&v)?;
             let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
             let mut back = returned.get(&rec.id).copied().unwrap_or(0);
@@ -407,7 +523,8 @@ impl Frontier {
             if queued > stored {
                 rec.counters.enqueued += queued - stored;
             }
-            let dirty = rec.in_flight != 0
+            let dirty = from_journal
+                || rec.in_flight != 0
                 || !leased.is_empty()
                 || legacy > 0
                 || rec.counters.queued != queued;
@@ -415,6 +532,7 @@ impl Frontier {
             rec.counters.queued = queued;
             if dirty {
                 batch.put(k.clone(), rec.encode());
+                batch.cut();
             }
             if let (Some(head), Some(tail)) = (head, tail) {
                 loaded.push((key, rec, head, tail));
@@ -441,6 +559,13 @@ impl Frontier {
             self.schedule(&mut inner, id);
         }
         inner.stats.recovered_leases = recovered;
+        // the journal's records are all in `H` now (earlier in this batch)
+        for k in journal_keys {
+            batch.del(k);
+            batch.cut();
+        }
+        inner.journal.next_seq = next_journal;
+        inner.journal.first_seq = next_journal;
         if !batch.is_empty() {
             self.store.apply(batch)?;
             self.store.flush()?;
@@ -551,20 +676,13 @@ impl Frontier {
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
-            // new hosts' records and the id counter go first: a crash inside the apply
-            // must not leave queue entries of a host id that no record names
+            // host records (journal) and the id counter go first: a crash inside the
+            // apply must not leave queue entries of a host id that no record names
             let mut first = Batch::new();
             dirty.sort_unstable();
             dirty.dedup();
+            Self::journal_hosts(inner, &dirty, &mut first);
             for id in dirty {
-                // Only a new host's record is written here (its id must be durable with its
-                // first queue entry). An existing host's enqueue counters reach the store
-                // with its next record write; at open `queued` is recounted from the queue.
-                if id >= old_next_id {
-                    if let Some(h) = inner.hosts.get(&id) {
-                        first.put(keys::host(&h.key), h.value());
-                    }
-                }
                 self.schedule(inner, id);
             }
             if inner.next_host_id != old_next_id {
@@ -574,7 +692,8 @@ impl Frontier {
                 );
             }
             first.append(batch);
-            let batch = first;
+            let mut batch = first;
+            Self::maybe_checkpoint(inner, &mut batch);
             if batch.is_empty() {
                 return Ok(results);
             }
@@ -590,7 +709,13 @@ impl Frontier {
         if let Some(&id) = inner.by_key.get(pkey) {
             return Ok(id);
         }
-        let rec = match self.store.get(&keys::host(pkey))? {
+        let journaled = inner.journal.evicted.remove(pkey);
+        let was_journaled = journaled.is_some();
+        let stored = match journaled {
+            Some(v) => Some(v),
+            None => self.store.get(&keys::host(pkey))?,
+        };
+        let rec = match stored {
             Some(v) => HostRecord::decode(&v)?,
             None => {
                 let id = inner.next_host_id;
@@ -603,6 +728,9 @@ impl Frontier {
         };
         let key: Arc<str> = Arc::from(pkey);
         let id = rec.id;
+        if was_journaled {
+            inner.journal.dirty.insert(id);
+        }
         inner.by_key.insert(key.clone(), id);
         inner.hosts.insert(
             id,
@@ -653,8 +781,72 @@ impl Frontier {
         if idle {
             if let Some(h) = inner.hosts.remove(&id) {
                 inner.by_key.remove(&h.key);
+                if inner.journal.dirty.remove(&id) {
+                    // its latest record is only in the journal until the next checkpoint
+                    inner.journal.evicted.insert(h.key.clone(), h.value());
+                }
             }
         }
+    }
+
+    /// Journal the current records of the in-memory hosts `ids` (one `J` record per
+    /// ~64 KiB, each its own unit).
+    fn journal_hosts(inner: &mut Inner, ids: &[u64], batch: &mut Batch) {
+        let Inner { hosts, journal, .. } = inner;
+        let mut buf: Vec<u8> = Vec::new();
+        let emit = |buf: &mut Vec<u8>, journal: &mut Journal, batch: &mut Batch| {
+            if buf.len() > 1 {
+                journal.bytes += buf.len() as u64;
+                batch.put(keys::journal(journal.next_seq), std::mem::take(buf));
+                journal.next_seq += 1;
+                batch.cut();
+            }
+            buf.clear();
+        };
+        for id in ids {
+            let Some(h) = hosts.get(id) else {
+                continue;
+            };
+            if buf.is_empty() {
+                buf.reserve(JOURNAL_RECORD_BYTES + 512);
+                buf.push(1);
+            }
+            journal_encode_entry(&mut buf, &h.key, &h.value());
+            journal.dirty.insert(*id);
+            if buf.len() >= JOURNAL_RECORD_BYTES {
+                emit(&mut buf, journal, batch);
+            }
+        }
+        emit(&mut buf, journal, batch);
+    }
+
+    /// Checkpoint the journal when it holds enough bytes to pay for one: the latest record
+    /// of every journaled host goes to `H` (each its own unit), then the `J` records go.
+    fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
+        let Inner { hosts, journal, .. } = inner;
+        let cost = (journal.dirty.len() + journal.evicted.len()) as u64 * 200;
+        if journal.bytes < journal.min_bytes || journal.bytes < CHECKPOINT_RATIO * cost {
+            return;
+        }
+        batch.cut();
+        let mut ids: Vec<u64> = journal.dirty.drain().collect();
+        ids.sort_unstable();
+        for id in ids {
+            if let Some(h) = hosts.get(&id) {
+                batch.put(keys::host(&h.key), h.value());
+                batch.cut();
+            }
+        }
+        for (key, value) in journal.evicted.drain() {
+            batch.put(keys::host(&key), value);
+            batch.cut();
+        }
+        for seq in journal.first_seq..journal.next_seq {
+            batch.del(keys::journal(seq));
+            batch.cut();
+        }
+        journal.first_seq = journal.next_seq;
+        journal.bytes = 0;
     }
 
     fn gap_ms(&self, rec: &HostRecord) -> u64 {
@@ -868,13 +1060,11 @@ impl Frontier {
             }
             dirty.sort_unstable();
             dirty.dedup();
+            Self::journal_hosts(inner, &dirty, &mut batch);
             for id in dirty {
-                if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.value());
-                    batch.cut();
-                }
                 Self::maybe_evict(inner, id);
             }
+            Self::maybe_checkpoint(inner, &mut batch);
             if batch.is_empty() {
                 return Ok(items);
             }
@@ -1062,14 +1252,12 @@ impl Frontier {
             }
             dirty.sort_unstable();
             dirty.dedup();
+            Self::journal_hosts(inner, &dirty, &mut batch);
             for id in dirty {
-                if let Some(h) = inner.hosts.get(&id) {
-                    batch.put(keys::host(&h.key), h.value());
-                    batch.cut();
-                }
                 self.schedule(inner, id);
                 Self::maybe_evict(inner, id);
             }
+            Self::maybe_checkpoint(inner, &mut batch);
             self.store.apply(batch)?;
             ticket = self.commit.written();
         }
@@ -1104,14 +1292,20 @@ impl Frontier {
             h.rec.last_response_ms = response_ms;
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
             h.hold_until_ms = 0;
-            batch.put(keys::host(&h.key), h.value());
         }
+        Self::journal_hosts(inner, &[lease.host_id], &mut batch);
         // durable before it acts: flush while still holding the scheduler lock
         self.store.apply(batch)?;
         self.store.flush()?;
         inner.robots.put(&lease.origin, state);
         self.schedule(inner, lease.host_id);
         Self::maybe_evict(inner, lease.host_id);
+        let mut ckpt = Batch::new();
+        Self::maybe_checkpoint(inner, &mut ckpt);
+        if !ckpt.is_empty() {
+            self.store.apply(ckpt)?;
+            self.commit.written();
+        }
         Ok(())
     }
 
@@ -1177,15 +1371,13 @@ impl Frontier {
 
     /// The stored record of a politeness key.
     pub fn host_record(&self, key: &str) -> Result<Option<HostRecord>> {
-        if let Some(h) = {
-            let inner = self.inner.lock();
-            inner
-                .by_key
-                .get(key)
-                .and_then(|id| inner.hosts.get(id))
-                .map(|h| h.rec)
-        } {
-            return Ok(Some(h));
+        // under the lock: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+            return Ok(Some(h.rec));
+        }
+        if let Some(v) = inner.journal.evicted.get(key) {
+            return Ok(Some(HostRecord::decode(v)?));
         }
         match self.store.get(&keys::host(key))? {
             None => Ok(None),
@@ -1238,31 +1430,36 @@ impl Frontier {
     /// Politeness keys (in key order) with their records, up to `limit`, starting after
     /// `after` when given.
     pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
-        let mut out = Vec::new();
+        // held throughout: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        let wanted = |key: &str| after.is_none_or(|a| key > a);
+        let mut out: std::collections::BTreeMap<String, HostRecord> = Default::default();
+        // the first `limit` stored keys after `after` ...
+        let mut from_store = 0usize;
         for kv in self.store.scan_prefix(b"H") {
-            if out.len() >= limit {
+            if from_store >= limit {
                 break;
             }
             let (k, v) = kv?;
             let key = String::from_utf8_lossy(&k[1..]).into_owned();
-            if after.is_some_and(|a| key.as_str() <= a) {
+            if !wanted(&key) {
                 continue;
             }
-            let live = {
-                let inner = self.inner.lock();
-                inner
-                    .by_key
-                    .get(key.as_str())
-                    .and_then(|id| inner.hosts.get(id))
-                    .map(|h| h.rec)
-            };
-            let rec = match live {
-                Some(r) => r,
-                None => HostRecord::decode(&v)?,
-            };
-            out.push((key, rec));
+            from_store += 1;
+            out.insert(key, HostRecord::decode(&v)?);
         }
-        Ok(out)
+        // ... merged with the records that are newer than `H` (in memory, or journaled)
+        for h in inner.hosts.values() {
+            if wanted(&h.key) {
+                out.insert(h.key.to_string(), h.rec);
+            }
+        }
+        for (key, v) in &inner.journal.evicted {
+            if wanted(key) {
+                out.insert(key.to_string(), HostRecord::decode(v)?);
+            }
+        }
+        Ok(out.into_iter().take(limit).collect())
     }
 
     /// Stored robots records (origin, encoded state), in origin order, up to `limit`.
@@ -1301,5 +1498,104 @@ impl Frontier {
             out.push(QueueEntry::decode(&v)?.url);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn open(dir: &std::path::Path, checkpoint_always: bool) -> Frontier {
+        let mut c = FrontierConfig::new(dir).without_gaps();
+        c.seed = Some(1);
+        if checkpoint_always {
+            c.journal_checkpoint_bytes = 0;
+        }
+        Frontier::open(c).unwrap()
+    }
+
+    /// Host records survive reopening whether they were checkpointed to `H`, left only in
+    /// the journal, or evicted from memory in between.
+    #[test]
+    fn journal_and_checkpoints_keep_host_records() {
+        for checkpoint_always in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let hosts: Vec<String> = (0..30).map(|h| format!("j{h}.test")).collect();
+            let mut expected = Vec::new();
+            {
+                let f = open(dir.path(), checkpoint_always);
+                let outs: Vec<(String, RobotsFetchOutcome)> = hosts
+                    .iter()
+                    .map(|h| {
+                        (
+                            format!("http://{h}"),
+                            RobotsFetchOutcome::ClientError { status: 404 },
+                        )
+                    })
+                    .collect();
+                let outs: Vec<(&str, RobotsFetchOutcome)> =
+                    outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
+                f.set_robots(&outs, T0).unwrap();
+                for round in 0..3 {
+                    let urls: Vec<String> = hosts
+                        .iter()
+                        .flat_map(|h| (0..3).map(move |i| format!("http://{h}/{round}/{i}")))
+                        .collect();
+                    f.enqueue_batch(&urls, T0).unwrap();
+                    // dispatch and complete everything: hosts leave memory each round
+                    loop {
+                        let items = f.next_batch(T0 + round, 1000).unwrap();
+                        if items.is_empty() {
+                            break;
+                        }
+                        let done: Vec<(LeaseId, PageOutcome)> = items
+                            .into_iter()
+                            .filter_map(|w| match w {
+                                WorkItem::Page(p) => {
+                                    Some((p.id, PageOutcome::Done { response_ms: 7 }))
+                                }
+                                WorkItem::Robots(_) => None,
+                            })
+                            .collect();
+                        f.complete_batch(&done, T0 + round).unwrap();
+                    }
+                }
+                assert_eq!(f.hosts_in_memory(), 0);
+                // one more URL each, half of them leased and left in flight
+                let urls: Vec<String> = hosts.iter().map(|h| format!("http://{h}/last")).collect();
+                f.enqueue_batch(&urls, T0 + 10).unwrap();
+                let items = f.next_batch(T0 + 10, 15).unwrap();
+                assert_eq!(items.len(), 15);
+                for h in &hosts {
+                    expected.push((h.clone(), f.host_record(h).unwrap().unwrap()));
+                }
+                let listed = f.hosts(None, 1000).unwrap();
+                assert_eq!(listed.len(), hosts.len());
+                let in_h = f.store.scan_prefix(b"H").count();
+                if checkpoint_always {
+                    assert!(in_h > 0, "checkpointed");
+                } else {
+                    assert_eq!(in_h, 0, "journal only");
+                }
+                assert!(f.store.scan_prefix(b"J").count() > 0);
+            }
+            let f = open(dir.path(), false);
+            assert_eq!(f.stats().recovered_leases, 15);
+            assert_eq!(f.store.scan_prefix(b"J").count(), 0);
+            for (h, before) in expected {
+                let after = f.host_record(&h).unwrap().unwrap();
+                assert_eq!(after.id, before.id, "{h}");
+                assert_eq!(after.in_flight, 0, "{h}");
+                assert_eq!(after.counters.enqueued, 10, "{h}");
+                assert_eq!(after.counters.completed, 9, "{h}");
+                assert_eq!(after.counters.queued, 1, "{h}");
+                assert_eq!(after.last_response_ms, 7, "{h}");
+                assert_eq!(f.queued_urls(&h).unwrap(), vec![format!("http://{h}/last")]);
+            }
+            assert_eq!(f.hosts(None, 1000).unwrap().len(), hosts.len());
+            assert_eq!(f.hosts(Some("j5.test"), 3).unwrap().len(), 3);
+        }
     }
 }
