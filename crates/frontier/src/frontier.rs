@@ -292,7 +292,7 @@ struct Journal {
 /// Largest `J` value (bytes); a batch touching more hosts writes several.
 const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
 /// Checkpoint once the journal holds this many times the bytes a checkpoint writes.
-const CHECKPOINT_RATIO: u64 = 8;
+const CHECKPOINT_RATIO: u64 = 4;
 
 fn journal_encode_entry(buf: &mut Vec<u8>, key: &str, value: &[u8]) {
     let kl = u16::try_from(key.len()).unwrap_or(u16::MAX) as usize;
@@ -681,7 +681,16 @@ impl Frontier {
             let mut first = Batch::new();
             dirty.sort_unstable();
             dirty.dedup();
-            Self::journal_hosts(inner, &dirty, &mut first);
+            // Only new hosts are journaled here (the id must be durable with the first
+            // queue entry). Enqueue only moves an existing host's `enqueued`/`queued`
+            // counters, which reach the journal with its next lease or completion; at open
+            // `queued` is recounted from the queue itself.
+            let created: Vec<u64> = dirty
+                .iter()
+                .copied()
+                .filter(|&id| id >= old_next_id)
+                .collect();
+            Self::journal_hosts(inner, &created, &mut first);
             for id in dirty {
                 self.schedule(inner, id);
             }
