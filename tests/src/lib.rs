@@ -87,11 +87,17 @@ pub struct Hit {
     /// Host header without the port.
     pub host: String,
     pub path: String,
-    /// When the request head was fully read.
+    /// When the request head was fully read (stamped by the server task: it may lag the
+    /// arrival, never precede it).
     pub start: Instant,
+    /// When the server began writing the answer (None: no HTTP answer). The client cannot
+    /// have had the answer before this instant, so "next start - sent" is a sound lower
+    /// bound of a client's pause between two requests.
+    pub sent: Option<Instant>,
     /// When the answer was fully written (None: never finished, e.g. stall or reset).
     pub end: Option<Instant>,
-    /// Requests to this host in flight at the server, this one included, at `start`.
+    /// Requests to this host in flight at the server (read, answer not begun), this one
+    /// included, at `start`.
     pub in_flight: usize,
 }
 
@@ -271,10 +277,25 @@ struct InFlight {
     st: Arc<SiteState>,
     host: String,
     idx: usize,
+    counted: bool,
     done: bool,
 }
 
 impl InFlight {
+    /// The answer begins: stamp `sent`, and the request no longer counts as in flight.
+    fn responding(&mut self) {
+        self.st.hits.lock().unwrap()[self.idx].sent = Some(Instant::now());
+        self.uncount();
+    }
+    fn uncount(&mut self) {
+        if self.counted {
+            self.counted = false;
+            let mut m = self.st.in_flight.lock().unwrap();
+            if let Some(n) = m.get_mut(&self.host) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
     fn finish(&mut self) {
         if !self.done {
             self.done = true;
@@ -285,10 +306,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut m = self.st.in_flight.lock().unwrap();
-        if let Some(n) = m.get_mut(&self.host) {
-            *n = n.saturating_sub(1);
-        }
+        self.uncount();
     }
 }
 
@@ -361,6 +379,7 @@ async fn serve_connection(
                 host: host.clone(),
                 path: path.clone(),
                 start: Instant::now(),
+                sent: None,
                 end: None,
                 in_flight,
             });
@@ -370,6 +389,7 @@ async fn serve_connection(
             st: st.clone(),
             host: host.clone(),
             idx,
+            counted: true,
             done: false,
         };
         let req = Req {
@@ -404,6 +424,7 @@ async fn serve_connection(
                 if req.method != "HEAD" {
                     bytes.extend_from_slice(&body);
                 }
+                guard.responding();
                 stream.write_all(&bytes).await?;
                 stream.flush().await?;
                 guard.finish();
@@ -419,6 +440,7 @@ async fn serve_connection(
                 return Ok(());
             }
             Reply::Drip(every) => {
+                guard.responding();
                 stream
                     .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000000\r\n\r\n")
                     .await?;
@@ -429,11 +451,12 @@ async fn serve_connection(
                 }
             }
             Reply::Endless => {
+                guard.responding();
                 stream
                     .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
                     .await?;
                 let mut chunk = format!("{:x}\r\n", 65536).into_bytes();
-                chunk.extend(std::iter::repeat_n(b'a', 65536));
+                chunk.extend_from_slice(&[b'a'; 65536]);
                 chunk.extend_from_slice(b"\r\n");
                 loop {
                     stream.write_all(&chunk).await?;
@@ -445,6 +468,7 @@ async fn serve_connection(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
                 );
+                guard.responding();
                 stream.write_all(head.as_bytes()).await?;
                 stream.write_all(&body).await?;
                 stream.flush().await?;
@@ -468,6 +492,7 @@ async fn serve_connection(
                 return Ok(());
             }
             Reply::ResetMidBody => {
+                guard.responding();
                 stream
                     .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000000\r\n\r\n")
                     .await?;

@@ -175,7 +175,7 @@ fn robots_states_end_to_end() {
 
     // 500: no page while it answers 500, until the fallback window (no good copy: allow all)
     let e500 = hits("e500");
-    let since = first(&e500, "/robots.txt").start;
+    let since = first(&e500, "/robots.txt").sent.unwrap();
     assert!(
         e500.iter().filter(|h| h.path == "/robots.txt").count() >= 2,
         "500 retried: {e500:?}"
@@ -222,7 +222,7 @@ fn robots_states_end_to_end() {
     let e429 = hits("e429");
     let robots: Vec<&Hit> = e429.iter().filter(|h| h.path == "/robots.txt").collect();
     assert!(robots.len() >= 2, "{e429:?}");
-    let waited = robots[1].start - robots[0].end.unwrap();
+    let waited = robots[1].start - robots[0].sent.unwrap();
     assert!(
         waited + SLACK >= Duration::from_secs(RETRY_AFTER_S),
         "e429: retried after {waited:?}, Retry-After was {RETRY_AFTER_S}s"
@@ -251,9 +251,9 @@ fn robots_states_end_to_end() {
     assert!(robots.len() >= 2, "{eg:?}");
     let p2 = first(&eg, "/p2");
     assert!(
-        p2.start + SLACK >= robots[1].start + FALLBACK,
+        p2.start + SLACK >= robots[1].sent.unwrap() + FALLBACK,
         "egood: /p2 requested {:?} after the first 500, before the fallback window",
-        p2.start - robots[1].start
+        p2.start - robots[1].sent.unwrap()
     );
     assert!(eg.iter().all(|h| !h.path.starts_with("/secret")), "{eg:?}");
 
@@ -267,7 +267,7 @@ fn robots_states_end_to_end() {
         "efresh: /b before the refetch: {ef:?}"
     );
     assert!(
-        robots[1].start + SLACK >= robots[0].end.unwrap() + Duration::from_secs(2),
+        robots[1].start + SLACK >= robots[0].sent.unwrap() + Duration::from_secs(2),
         "efresh: refetched before max-age=2 ran out: {ef:?}"
     );
     assert!(ef.iter().all(|h| !h.path.starts_with("/hidden")), "{ef:?}");
