@@ -161,6 +161,29 @@ impl HostRecord {
         out
     }
 
+    /// [`HostRecord::encode_with_leases`] followed by the host-record journal sequence at
+    /// the time of writing: journal entries for this host with a lower sequence are older
+    /// than this record.
+    pub fn encode_stamped(&self, leased: &[u64], journal_seq: u64) -> Vec<u8> {
+        let mut out = self.encode_with_leases(leased);
+        out.extend_from_slice(&journal_seq.to_le_bytes());
+        out
+    }
+
+    /// The journal sequence stored after the lease list (0 if none).
+    pub fn decode_stamp(bytes: &[u8]) -> u64 {
+        let fixed = 1 + 18 * 8;
+        if bytes.len() < fixed + 8 {
+            return 0;
+        }
+        let [n]: [u64; 1] = read_u64s(&bytes[fixed..fixed + 8]);
+        let at = (fixed + 8).saturating_add((n as usize).saturating_mul(8));
+        match bytes.get(at..at + 8) {
+            Some(b) => read_u64s::<1>(b)[0],
+            None => 0,
+        }
+    }
+
     /// The lease sequences stored after the fixed fields (empty for a record without them).
     pub fn decode_leases(bytes: &[u8]) -> Vec<u64> {
         let fixed = 1 + 18 * 8;
@@ -329,6 +352,12 @@ mod tests {
         assert_eq!(HostRecord::decode_leases(&with), vec![3, 9]);
         assert!(HostRecord::decode_leases(&enc).is_empty());
         assert!(HostRecord::decode_leases(&r.encode_with_leases(&[])).is_empty());
+        let st = r.encode_stamped(&[4], 77);
+        assert_eq!(HostRecord::decode(&st).unwrap(), r);
+        assert_eq!(HostRecord::decode_leases(&st), vec![4]);
+        assert_eq!(HostRecord::decode_stamp(&st), 77);
+        assert_eq!(HostRecord::decode_stamp(&with), 0);
+        assert_eq!(HostRecord::decode_stamp(&enc), 0);
     }
 
     #[test]
