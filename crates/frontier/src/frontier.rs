@@ -97,6 +97,15 @@ pub mod keys {
         k.extend_from_slice(&hash.to_be_bytes());
         k
     }
+    /// A drop not yet written to the caller's log: `U` + 128-bit hash -> empty. Put in the
+    /// same batch as the [`dropped`] record, deleted by [`crate::Frontier::drops_logged`];
+    /// those left at open are reported again by `take_drops` (at-least-once).
+    pub fn unlogged(hash: u128) -> Vec<u8> {
+        let mut k = Vec::with_capacity(17);
+        k.push(b'U');
+        k.extend_from_slice(&hash.to_be_bytes());
+        k
+    }
     /// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
     /// `docs/frontier.md`, "Host-record journal").
     pub fn journal(seq: u64) -> Vec<u8> {
@@ -295,7 +304,7 @@ struct Journal {
 /// Largest `J` value (bytes); a batch touching more hosts writes several.
 const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
 /// Checkpoint once the journal holds this many times the bytes a checkpoint writes.
-const CHECKPOINT_RATIO: u64 = 4;
+const CHECKPOINT_RATIO: u64 = 2;
 
 fn journal_encode_entry(buf: &mut Vec<u8>, key: &str, value: &[u8]) {
     let kl = u16::try_from(key.len()).unwrap_or(u16::MAX) as usize;
@@ -573,6 +582,20 @@ impl Frontier {
         }
         inner.journal.next_seq = next_journal;
         inner.journal.first_seq = next_journal;
+        // 4. drops the caller had not logged when the last run ended: report them again
+        for kv in self.store.scan_prefix(b"U") {
+            let (k, _) = kv?;
+            let Some(hash) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) else {
+                continue;
+            };
+            match self.store.get(&keys::dropped(u128::from_be_bytes(hash)))? {
+                Some(v) => inner.push_drop(DropRecord::decode(&v)?),
+                None => {
+                    batch.del(k);
+                    batch.cut();
+                }
+            }
+        }
         if !batch.is_empty() {
             self.store.apply(batch)?;
             self.store.flush()?;
@@ -1139,6 +1162,7 @@ impl Frontier {
             url,
         };
         batch.put(keys::dropped(hash), rec.encode());
+        batch.put(keys::unlogged(hash), Vec::new());
         batch.cut();
         h.head = seq + 1;
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
@@ -1241,6 +1265,7 @@ impl Frontier {
                         url,
                     };
                     batch.put(keys::dropped(hash), rec.encode());
+                    batch.put(keys::unlogged(hash), Vec::new());
                     batch.cut();
                     h.rec.counters.given_up += 1;
                     inner.stats.given_up += 1;
@@ -1394,6 +1419,22 @@ impl Frontier {
     /// are not kept (the store still has every [`DropRecord`]).
     pub fn take_drops(&self) -> Vec<DropRecord> {
         std::mem::take(&mut self.inner.lock().drop_events)
+    }
+
+    /// The caller has durably logged these drops (from [`Frontier::take_drops`]): they are
+    /// not reported again after a restart. Drops taken but never acknowledged (a crash
+    /// between the take and the log) are reported again at the next open.
+    pub fn drops_logged(&self, drops: &[DropRecord]) -> Result<()> {
+        if drops.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Batch::new();
+        for d in drops {
+            batch.del(keys::unlogged(url_hash(&d.url)));
+        }
+        batch.cut();
+        self.store.apply(batch)?;
+        Ok(())
     }
 
     /// Stop handing out URLs of a politeness key (in flight ones finish). Not persisted:

@@ -506,3 +506,35 @@ fn drops_are_reported_once() {
     assert_eq!(drops[0].reason, DropReason::RobotsDisallowed);
     assert!(f.take_drops().is_empty());
 }
+
+#[test]
+fn drops_not_acknowledged_are_reported_again_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+        f.set_robots(
+            &[("http://d.com", robots("User-agent: *\nDisallow: /no\n"))],
+            T0,
+        )
+        .unwrap();
+        f.enqueue_batch(
+            &["http://d.com/no/1", "http://d.com/no/2", "http://d.com/yes"],
+            T0,
+        )
+        .unwrap();
+        let _ = page(f.next(T0).unwrap());
+        let drops = f.take_drops();
+        assert_eq!(drops.len(), 2);
+        // the caller logged only the first before the "crash"
+        f.drops_logged(&drops[..1]).unwrap();
+    }
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    let again = f.take_drops();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].url, "http://d.com/no/2");
+    assert_eq!(again[0].reason, DropReason::RobotsDisallowed);
+    f.drops_logged(&again).unwrap();
+    drop(f);
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    assert!(f.take_drops().is_empty());
+}

@@ -152,7 +152,8 @@ impl Shared {
     }
 
     fn drain_drops(&self) {
-        for d in self.frontier.take_drops() {
+        let drops = self.frontier.take_drops();
+        for d in &drops {
             let outcome = match d.reason {
                 DropReason::RobotsDisallowed => "blocked-by-robots",
                 DropReason::CrawlDelayTooLong => "blocked-by-robots",
@@ -164,6 +165,10 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&d.url);
+        }
+        // logged (the crawl log is line-buffered): not to be reported again after a crash
+        if let Err(e) = self.frontier.drops_logged(&drops) {
+            tracing::error!(error = %e, "recording logged drops failed");
         }
     }
 
