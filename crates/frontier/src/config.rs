@@ -58,7 +58,7 @@ pub struct FrontierConfig {
     /// Decoded robots states cached in memory (default 10 000 origins).
     pub robots_cache_origins: usize,
     /// Host-record journal bytes below which no checkpoint is made (default 16 MiB; a
-    /// checkpoint also waits until the journal holds 4 times what it would write).
+    /// checkpoint also waits until the journal holds twice what it would write).
     pub journal_checkpoint_bytes: u64,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
