@@ -59,10 +59,12 @@ fn sigkill_five_times_loses_nothing() {
     let t0 = Instant::now();
 
     let mut starts: Vec<Instant> = Vec::new();
+    let mut mid_spool = 0;
     for round in 0..=KILLS {
         starts.push(Instant::now());
         let daemon = env.start();
         if round == KILLS {
+            eprintln!("last start after {:?}", t0.elapsed());
             // the last run: let it finish
             let all: Vec<String> = acked
                 .lock()
@@ -121,16 +123,26 @@ fn sigkill_five_times_loses_nothing() {
             assert!(status.success(), "{status}\n{}", env.daemon_log());
             break;
         }
-        // a spool file now and then, ingested in batches of 25
-        if round % 2 == 0 {
-            let urls: Vec<String> = (next..next + 150).map(|n| url(&site, n)).collect();
-            next += 150;
-            env.spool(
-                &format!("seeds-{round}.txt"),
-                (urls.join("\n") + "\n").as_bytes(),
-            );
-            spooled.extend(urls);
-        }
+        // a spool file each round, ingested in batches of 25: mostly disallowed URLs (cheap
+        // to finish: dropped, not fetched), so that kills also land mid-file
+        let urls: Vec<String> = (next..next + 600)
+            .map(|n| {
+                if n % 10 == 0 {
+                    url(&site, n)
+                } else {
+                    format!(
+                        "{}/blocked/s{n}",
+                        site.base(&format!("c{}.site.test", n % HOSTS))
+                    )
+                }
+            })
+            .collect();
+        next += 600;
+        env.spool(
+            &format!("seeds-{round}.txt"),
+            (urls.join("\n") + "\n").as_bytes(),
+        );
+        spooled.extend(urls);
         // the API, until the kill
         let stop = Arc::new(AtomicBool::new(false));
         let poster = {
@@ -165,12 +177,19 @@ fn sigkill_five_times_loses_nothing() {
         std::thread::sleep(rng.ms(300, 1500));
         kills.push(Instant::now());
         daemon.kill9();
+        if env
+            .data
+            .join(format!("spool/incoming/seeds-{round}.txt"))
+            .exists()
+        {
+            mid_spool += 1;
+        }
         stop.store(true, Ordering::Relaxed);
         poster.join().unwrap();
     }
     let acked = acked.lock().unwrap().clone();
     eprintln!(
-        "{} kills, {} URLs acknowledged by the API, {} spooled, done after {:?}",
+        "{} kills ({mid_spool} while a spool file was being read), {} URLs acknowledged by the API, {} spooled, done after {:?}",
         kills.len(),
         acked.len(),
         spooled.len(),
