@@ -180,6 +180,12 @@ fn hostile_input_is_survived() {
         }
         eprintln!("{u}: {:?}", lines_for(&log, u));
     }
+    let (_, stats) = daemon.get("/v1/stats");
+    let sv: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert!(
+        sv["duplicate"].as_u64().unwrap_or(0) >= 99_999,
+        "100 000 copies of one URL: {stats}"
+    );
     let hits = site.hits();
     assert_eq!(
         hits.iter().filter(|h| h.path == "/same").count(),
