@@ -16,9 +16,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use crate::robots::AgentLine;
 
@@ -103,15 +104,40 @@ const NO_PARENT: u32 = u32::MAX;
 /// Below this many floating rules, trying each beats building an automaton.
 const MIN_RULES_FOR_AUTOMATON: usize = 16;
 
+/// The floating rules' automaton, built on the first check that needs it, because building
+/// one costs more than parsing a small file: first a contiguous NFA (cheap to build), then,
+/// once the policy has proved busy, a DFA (faster to scan).
+#[derive(Debug, Default)]
+struct LazyAutomaton {
+    nfa: OnceLock<Option<AhoCorasick>>,
+    dfa: OnceLock<Option<AhoCorasick>>,
+    /// Checks that needed the automaton before the DFA existed.
+    uses: AtomicU32,
+}
+
+/// Checks served by the NFA before a DFA is built.
+const DFA_AFTER_CHECKS: u32 = 64;
+
+/// Above this many pieces a DFA is large enough to scan slower than the NFA (cache misses).
+const DFA_MAX_PIECES: usize = 100;
+
+impl Clone for LazyAutomaton {
+    fn clone(&self) -> Self {
+        LazyAutomaton {
+            nfa: self.nfa.clone(),
+            dfa: self.dfa.clone(),
+            uses: AtomicU32::new(self.uses.load(Ordering::Relaxed)),
+        }
+    }
+}
+
 /// Candidate lookup for the rules of one crawler.
 #[derive(Clone, Debug, Default)]
 struct MatchIndex {
     prefixes: Vec<PrefixEntry>,
     prefix_rule_ids: Vec<u32>,
     /// Floating rules (starting with `*` or `/*`) keyed by their longest literal piece.
-    /// Built on the first check that needs it: most origins' files have few floating rules,
-    /// and building an automaton costs more than parsing a small file.
-    floating: OnceLock<Option<AhoCorasick>>,
+    floating: LazyAutomaton,
     /// The literal piece (start, len in the arena) of each automaton pattern.
     floating_pieces: Vec<(u32, u32)>,
     floating_rule_ids: Vec<u32>,
@@ -421,7 +447,7 @@ impl MatchIndex {
         MatchIndex {
             prefixes,
             prefix_rule_ids,
-            floating: OnceLock::new(),
+            floating: LazyAutomaton::default(),
             floating_pieces,
             floating_rule_ids,
             floating_ranges,
@@ -435,20 +461,35 @@ impl MatchIndex {
         if self.floating_pieces.is_empty() {
             return None;
         }
-        self.floating
-            .get_or_init(|| {
-                let pieces = self
-                    .floating_pieces
-                    .iter()
-                    .map(|&(start, len)| &arena[start as usize..(start + len) as usize]);
-                // Built once per compiled policy and then scanned on every check: let the
-                // crate pick (a DFA for small sets, which scans fastest).
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::Standard)
-                    .build(pieces)
-                    .ok()
-            })
-            .as_ref()
+        let lazy = &self.floating;
+        let build = |kind: AhoCorasickKind| {
+            let pieces = self
+                .floating_pieces
+                .iter()
+                .map(|&(start, len)| &arena[start as usize..(start + len) as usize]);
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .kind(Some(kind))
+                .build(pieces)
+                .ok()
+        };
+        let dfa = match lazy.dfa.get() {
+            Some(dfa) => dfa.as_ref(),
+            None if self.floating_pieces.len() <= DFA_MAX_PIECES
+                && lazy.uses.fetch_add(1, Ordering::Relaxed) >= DFA_AFTER_CHECKS =>
+            {
+                lazy.dfa
+                    .get_or_init(|| build(AhoCorasickKind::DFA))
+                    .as_ref()
+            }
+            None => None,
+        };
+        // A DFA can exceed the crate's size limits: the NFA then serves every check.
+        dfa.or_else(|| {
+            lazy.nfa
+                .get_or_init(|| build(AhoCorasickKind::ContiguousNFA))
+                .as_ref()
+        })
     }
 
     /// The longest indexed prefix that is a prefix of `path`; the rest follow via `parent`.
