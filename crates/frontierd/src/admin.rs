@@ -287,11 +287,27 @@ fn host_detail(sh: &Shared, host: &str) -> Result<Option<serde_json::Value>> {
         return Ok(None);
     };
     let mut v = host_json(sh, host, &rec);
-    let origins: Vec<serde_json::Value> = robots_states(sh)?
-        .iter()
-        .filter(|(o, _)| host_matches_key(&origin_host(o), host))
-        .map(|(o, s)| origin_json(o, s))
-        .collect();
+    let cfg = sh.settings.robots_state_config();
+    let now = robots_policy::state::UnixMillis(now_ms());
+    let mut origins = Vec::new();
+    for (origin, bytes) in sh.frontier.robots_records(usize::MAX)? {
+        if !host_matches_key(&origin_host(&origin), host) {
+            continue;
+        }
+        let Ok(state) = robots_policy::state::decode(&bytes) else {
+            continue;
+        };
+        let mut o = origin_json(&origin, &state.status(&cfg, now));
+        // Sitemaps of the copy in force, or of the last good one.
+        let sitemaps: Vec<String> = match state.copy().map(|c| &c.content) {
+            Some(robots_policy::state::CopyContent::Body(body)) => {
+                robots_policy::RobotsTxt::parse(body).sitemaps().to_vec()
+            }
+            _ => Vec::new(),
+        };
+        o["sitemaps"] = serde_json::json!(sitemaps);
+        origins.push(o);
+    }
     v["origins"] = serde_json::json!(origins);
     Ok(Some(v))
 }

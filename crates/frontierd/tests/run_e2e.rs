@@ -30,7 +30,7 @@ fn page(req: &Request<Incoming>) -> Response<Full<Bytes>> {
         "/robots.txt" => Response::builder()
             .header("content-type", "text/plain")
             .body(Full::new(Bytes::from_static(
-                b"User-agent: *\nDisallow: /private\n",
+                b"User-agent: *\nDisallow: /private\nSitemap: https://www.site.test/sitemap.xml\n",
             )))
             .unwrap(),
         "/" => html(
@@ -306,6 +306,10 @@ stats_interval = "1s"
     assert_eq!(status, 200, "{host}");
     let hv: serde_json::Value = serde_json::from_str(&host).unwrap();
     assert_eq!(hv["origins"][0]["robots_state"], "fresh", "{host}");
+    assert_eq!(
+        hv["origins"][0]["sitemaps"][0], "https://www.site.test/sitemap.xml",
+        "{host}"
+    );
     let (status, paused) = http(&admin, "POST", "/v1/hosts/www.site.test/pause", "").await;
     assert_eq!(status, 200);
     assert!(paused.contains("\"paused\": true"), "{paused}");

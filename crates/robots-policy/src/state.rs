@@ -536,6 +536,17 @@ impl OriginRobots {
         self.state.kind()
     }
 
+    /// The copy in force (fresh, stale) or the last good one (5xx-disallow, fallback), for
+    /// showing an operator what the site last said (its sitemaps, its rules).
+    pub fn copy(&self) -> Option<&RobotsCopy> {
+        match &self.state {
+            RobotsState::Unknown => None,
+            RobotsState::Fresh { copy, .. } | RobotsState::Stale { copy, .. } => Some(copy),
+            RobotsState::ServerErrorDisallow { last_good, .. }
+            | RobotsState::Fallback { last_good, .. } => last_good.as_ref(),
+        }
+    }
+
     /// The kind in effect at `now`: a fresh copy past `expires_at` is stale, a 5xx-disallow
     /// past `since + fallback_after` is fallback.
     pub fn kind_at(&self, cfg: &StateConfig, now: UnixMillis) -> RobotsStateKind {
