@@ -106,6 +106,13 @@ pub mod keys {
         k.extend_from_slice(&hash.to_be_bytes());
         k
     }
+    /// Paused politeness key: `P` + key -> empty (an operator's pause survives restarts).
+    pub fn paused(key: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(1 + key.len());
+        k.push(b'P');
+        k.extend_from_slice(key.as_bytes());
+        k
+    }
     /// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
     /// `docs/frontier.md`, "Host-record journal").
     pub fn journal(seq: u64) -> Vec<u8> {
@@ -277,7 +284,7 @@ struct Inner {
     clock_ms: Option<u64>,
     rng: StdRng,
     stats: FrontierStats,
-    /// Politeness keys paused by the operator (not persisted: a restart resumes them).
+    /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
     paused: HashSet<Arc<str>>,
     /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
     drop_events: Vec<DropRecord>,
@@ -441,6 +448,12 @@ impl Frontier {
 
     fn recover(&self) -> Result<()> {
         let mut inner = self.inner.lock();
+        for kv in self.store.scan_prefix(b"P") {
+            let (k, _) = kv?;
+            if let Ok(key) = std::str::from_utf8(&k[1..]) {
+                inner.paused.insert(Arc::from(key));
+            }
+        }
         let mut batch = Batch::new();
         // 1. leases back to the head of their queues (same sequence, below every queued one)
         let mut returned: HashMap<u64, u64> = HashMap::new();
@@ -1437,9 +1450,9 @@ impl Frontier {
         Ok(())
     }
 
-    /// Stop handing out URLs of a politeness key (in flight ones finish). Not persisted:
-    /// a restart resumes every host. Returns false if it was already paused.
-    pub fn pause(&self, key: &str) -> bool {
+    /// Stop handing out URLs of a politeness key (in flight ones finish). Durable before it
+    /// returns: the pause survives a restart. Returns false if it was already paused.
+    pub fn pause(&self, key: &str) -> Result<bool> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let added = inner.paused.insert(Arc::from(key));
@@ -1448,18 +1461,30 @@ impl Frontier {
                 h.scheduled = None;
             }
         }
-        added
+        if added {
+            let mut batch = Batch::new();
+            batch.put(keys::paused(key), Vec::new());
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        Ok(added)
     }
 
-    /// Undo [`Frontier::pause`]. Returns false if it was not paused.
-    pub fn resume(&self, key: &str) -> bool {
+    /// Undo [`Frontier::pause`], durably. Returns false if it was not paused.
+    pub fn resume(&self, key: &str) -> Result<bool> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let removed = inner.paused.remove(key);
+        if removed {
+            let mut batch = Batch::new();
+            batch.del(keys::paused(key));
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
         if let Some(&id) = inner.by_key.get(key) {
             self.schedule(inner, id);
         }
-        removed
+        Ok(removed)
     }
 
     /// Whether a politeness key is paused.

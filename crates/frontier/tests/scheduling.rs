@@ -473,12 +473,20 @@ fn pause_holds_a_host_and_resume_releases_it() {
     f.set_robots(&[("http://p.com", allow_all())], T0).unwrap();
     f.enqueue_batch(&["http://p.com/1", "http://p.com/2"], T0)
         .unwrap();
-    assert!(f.pause("p.com"));
-    assert!(!f.pause("p.com"), "second pause is a no-op");
+    assert!(f.pause("p.com").unwrap());
+    assert!(!f.pause("p.com").unwrap(), "second pause is a no-op");
     assert!(f.is_paused("p.com"));
     assert_eq!(f.next(T0).unwrap(), None, "a paused host hands out nothing");
-    assert!(f.resume("p.com"));
+    // The pause survives a restart.
+    drop(f);
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    assert!(f.is_paused("p.com"), "pause persisted");
+    assert_eq!(f.next(T0).unwrap(), None, "still paused after reopening");
+    assert!(f.resume("p.com").unwrap());
     assert!(!f.is_paused("p.com"));
+    drop(f);
+    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    assert!(!f.is_paused("p.com"), "resume persisted");
     let p = page(f.next(T0).unwrap());
     assert_eq!(p.url, "http://p.com/1");
     let hosts = f.hosts(None, 10).unwrap();

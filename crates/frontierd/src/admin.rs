@@ -125,6 +125,15 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
                 sh.wake.notify_waiters();
                 r
             };
+            let changed = match changed {
+                Ok(changed) => changed,
+                Err(e) => {
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        &format!("{action} {host}: {e:#}"),
+                    )
+                }
+            };
             tracing::info!(host, action, changed, "host {action} by operator");
             json(
                 StatusCode::OK,
