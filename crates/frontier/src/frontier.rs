@@ -53,26 +53,25 @@ pub type Result<T, E = FrontierError> = std::result::Result<T, E>;
 
 /// Store key layout. The first byte names the record kind.
 pub mod keys {
+    /// A key: the record kind's tag byte followed by the parts, back to back.
+    fn tagged(tag: u8, parts: &[&[u8]]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+        k.push(tag);
+        for part in parts {
+            k.extend_from_slice(part);
+        }
+        k
+    }
     /// Seen-set: `S` + 128-bit xxh3 of the canonical URL (big-endian) -> empty.
     pub fn seen(hash: u128) -> Vec<u8> {
-        let mut k = Vec::with_capacity(17);
-        k.push(b'S');
-        k.extend_from_slice(&hash.to_be_bytes());
-        k
+        tagged(b'S', &[&hash.to_be_bytes()])
     }
     /// Host record: `H` + politeness key -> [`crate::HostRecord`].
     pub fn host(key: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(1 + key.len());
-        k.push(b'H');
-        k.extend_from_slice(key.as_bytes());
-        k
+        tagged(b'H', &[key.as_bytes()])
     }
     fn idseq(tag: u8, id: u64, seq: u64) -> Vec<u8> {
-        let mut k = Vec::with_capacity(17);
-        k.push(tag);
-        k.extend_from_slice(&id.to_be_bytes());
-        k.extend_from_slice(&seq.to_be_bytes());
-        k
+        tagged(tag, &[&id.to_be_bytes(), &seq.to_be_bytes()])
     }
     /// Queued URL: `Q` + host id + sequence -> [`crate::QueueEntry`].
     pub fn queued(id: u64, seq: u64) -> Vec<u8> {
@@ -85,41 +84,26 @@ pub mod keys {
     }
     /// Robots record: `R` + origin -> the robots backend's encoded state.
     pub fn robots(origin: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(1 + origin.len());
-        k.push(b'R');
-        k.extend_from_slice(origin.as_bytes());
-        k
+        tagged(b'R', &[origin.as_bytes()])
     }
     /// Dropped / given-up URL: `D` + 128-bit hash -> [`crate::DropRecord`].
     pub fn dropped(hash: u128) -> Vec<u8> {
-        let mut k = Vec::with_capacity(17);
-        k.push(b'D');
-        k.extend_from_slice(&hash.to_be_bytes());
-        k
+        tagged(b'D', &[&hash.to_be_bytes()])
     }
     /// A drop not yet written to the caller's log: `U` + 128-bit hash -> empty. Put in the
     /// same batch as the [`dropped`] record, deleted by [`crate::Frontier::drops_logged`];
     /// those left at open are reported again by `take_drops` (at-least-once).
     pub fn unlogged(hash: u128) -> Vec<u8> {
-        let mut k = Vec::with_capacity(17);
-        k.push(b'U');
-        k.extend_from_slice(&hash.to_be_bytes());
-        k
+        tagged(b'U', &[&hash.to_be_bytes()])
     }
     /// Paused politeness key: `P` + key -> empty (an operator's pause survives restarts).
     pub fn paused(key: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(1 + key.len());
-        k.push(b'P');
-        k.extend_from_slice(key.as_bytes());
-        k
+        tagged(b'P', &[key.as_bytes()])
     }
     /// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
     /// `docs/frontier.md`, "Host-record journal").
     pub fn journal(seq: u64) -> Vec<u8> {
-        let mut k = Vec::with_capacity(9);
-        k.push(b'J');
-        k.extend_from_slice(&seq.to_be_bytes());
-        k
+        tagged(b'J', &[&seq.to_be_bytes()])
     }
     /// Parse a journal key.
     pub fn parse_journal(k: &[u8]) -> Option<u64> {
