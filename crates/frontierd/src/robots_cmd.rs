@@ -179,15 +179,19 @@ fn check_batch(path: &Path) -> Result<ExitCode> {
         let answer = match parse_batch_line(content) {
             Err(reason) => format!("error: {reason}"),
             Ok(case) => {
-                let reuse = matches!(&cached, Some((body, agent, _)) if *body == case.robots && *agent == case.agent);
-                if !reuse {
-                    let policy = AgentPolicy::parse(&case.robots, &case.agent);
-                    cached = Some((case.robots, case.agent, policy));
+                let (_, _, policy) = match cached.take() {
+                    Some(hit) if hit.0 == case.robots && hit.1 == case.agent => cached.insert(hit),
+                    _ => {
+                        let policy = AgentPolicy::parse(&case.robots, &case.agent);
+                        cached.insert((case.robots, case.agent, policy))
+                    }
+                };
+                if policy.check_url(&case.url).allowed {
+                    "allowed"
+                } else {
+                    "disallowed"
                 }
-                let allowed = cached
-                    .as_ref()
-                    .is_none_or(|(_, _, policy)| policy.check_url(&case.url).allowed);
-                if allowed { "allowed" } else { "disallowed" }.to_string()
+                .to_string()
             }
         };
         if writeln!(out, "{answer}").is_err() {
