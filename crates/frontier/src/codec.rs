@@ -210,30 +210,50 @@ impl HostRecord {
 pub struct QueueEntry {
     /// Attempts made so far (0 for a fresh URL).
     pub attempts: u32,
+    /// Link depth: 0 for a seed, one more than the page it was found on otherwise. Kept
+    /// with the URL so that a restart does not reset it (and so widen the crawl scope).
+    pub depth: u32,
     /// Canonical URL.
     pub url: String,
 }
 
+/// Queue entry version 2: version, attempts (u32 LE), depth (u32 LE), URL bytes.
+const QUEUE_V2: u8 = 2;
+
 impl QueueEntry {
-    /// Encode: version, attempts (u32 LE), URL bytes.
+    /// Encode (version 2).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(5 + self.url.len());
-        out.push(V1);
-        out.extend_from_slice(&self.attempts.to_le_bytes());
-        out.extend_from_slice(self.url.as_bytes());
+        let mut out = Vec::with_capacity(9 + self.url.len());
+        self.encode_into(&mut out);
         out
     }
-    /// Decode.
+    /// Append the encoding (version 2) to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.push(QUEUE_V2);
+        out.extend_from_slice(&self.attempts.to_le_bytes());
+        out.extend_from_slice(&self.depth.to_le_bytes());
+        out.extend_from_slice(self.url.as_bytes());
+    }
+    /// Decode version 2, or version 1 (no depth: read as depth 0).
     pub fn decode(bytes: &[u8]) -> Result<QueueEntry, CodecError> {
         let err = |why| CodecError { what: "queue", why };
-        if bytes.len() < 5 || bytes[0] == 0 {
-            return Err(err("short or unknown version"));
-        }
-        let mut a = [0u8; 4];
-        a.copy_from_slice(&bytes[1..5]);
-        let url = std::str::from_utf8(&bytes[5..]).map_err(|_| err("URL not UTF-8"))?;
+        let u32_at = |i: usize| -> Result<u32, CodecError> {
+            let b: [u8; 4] = bytes
+                .get(i..i + 4)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(err("truncated"))?;
+            Ok(u32::from_le_bytes(b))
+        };
+        let (attempts, depth, url_at) = match bytes.first() {
+            Some(&V1) => (u32_at(1)?, 0, 5),
+            Some(&QUEUE_V2) => (u32_at(1)?, u32_at(5)?, 9),
+            Some(_) => return Err(err("unknown version")),
+            None => return Err(err("empty")),
+        };
+        let url = std::str::from_utf8(&bytes[url_at..]).map_err(|_| err("URL not UTF-8"))?;
         Ok(QueueEntry {
-            attempts: u32::from_le_bytes(a),
+            attempts,
+            depth,
             url: url.to_string(),
         })
     }
@@ -364,9 +384,22 @@ mod tests {
     fn entries_roundtrip() {
         let q = QueueEntry {
             attempts: 2,
+            depth: 3,
             url: "http://a/".into(),
         };
         assert_eq!(QueueEntry::decode(&q.encode()).unwrap(), q);
+        // a version-1 entry (written before depth was kept) reads as depth 0
+        let mut v1 = vec![1u8];
+        v1.extend_from_slice(&2u32.to_le_bytes());
+        v1.extend_from_slice(b"http://a/");
+        let old = QueueEntry::decode(&v1).unwrap();
+        assert_eq!(
+            (old.attempts, old.depth, old.url.as_str()),
+            (2, 0, "http://a/")
+        );
+        assert!(QueueEntry::decode(&[]).is_err());
+        assert!(QueueEntry::decode(&[2, 0, 0]).is_err());
+        assert!(QueueEntry::decode(&[9, 0, 0, 0, 0]).is_err());
         let d = DropRecord {
             reason: DropReason::RobotsDisallowed,
             at_ms: 5,

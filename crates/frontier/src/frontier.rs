@@ -148,6 +148,12 @@ pub struct PageLease {
     pub url: String,
     /// Which attempt this is (1 = first).
     pub attempt: u32,
+    /// Link depth the URL was queued with (0 for seeds).
+    pub depth: u32,
+    /// How long politeness held this URL back once it was at the head of its queue with
+    /// a free slot on its host and its robots verdict known: the host's gap, back-off or
+    /// robots hold, in ms (0 if it went out as soon as the host was free).
+    pub politeness_wait_ms: u64,
 }
 
 /// A robots.txt fetch handed out for an origin.
@@ -246,6 +252,9 @@ struct HostMem {
     scheduled: Option<u64>,
     hold_until_ms: u64,
     robots_pending: Option<String>,
+    /// Since when the host has had a free slot and work (ms): the start of the politeness
+    /// wait reported on the next page lease.
+    free_since_ms: u64,
     /// Sequences of the page leases in flight (at most `max_in_flight_per_host`). A leased
     /// URL keeps its `Q` entry; the lease itself is this list, persisted in the host
     /// record, so a lease costs no write beyond the host record.
@@ -566,6 +575,7 @@ impl Frontier {
                     scheduled: None,
                     hold_until_ms: 0,
                     robots_pending: None,
+                    free_since_ms: 0,
                     leased: Vec::new(),
                 },
             );
@@ -645,14 +655,24 @@ impl Frontier {
         urls: &[S],
         now_ms: u64,
     ) -> Result<Vec<EnqueueResult>> {
-        let _ = now_ms; // reserved: enqueue time is not recorded yet
-                        // canonicalize and hash outside the lock
-        let prepared: Vec<std::result::Result<(CanonicalUrl, u128), Rejection>> = urls
+        let urls: Vec<(&str, u32)> = urls.iter().map(|u| (u.as_ref(), 0)).collect();
+        self.enqueue_batch_with_depth(&urls, now_ms)
+    }
+
+    /// [`Frontier::enqueue_batch`] with a link depth per URL (0 for seeds), kept in the
+    /// queue entry and returned on the page lease.
+    pub fn enqueue_batch_with_depth<S: AsRef<str>>(
+        &self,
+        urls: &[(S, u32)],
+        now_ms: u64,
+    ) -> Result<Vec<EnqueueResult>> {
+        // canonicalize and hash outside the lock
+        let prepared: Vec<std::result::Result<(CanonicalUrl, u128, u32), Rejection>> = urls
             .iter()
-            .map(|u| {
+            .map(|(u, depth)| {
                 canonicalize(u.as_ref(), self.cfg.max_url_len).map(|c| {
                     let h = url_hash(c.as_str());
-                    (c, h)
+                    (c, h, *depth)
                 })
             })
             .collect();
@@ -666,7 +686,7 @@ impl Frontier {
             let mut dirty: Vec<u64> = Vec::new();
             let old_next_id = inner.next_host_id;
             for p in prepared {
-                let (canon, hash) = match p {
+                let (canon, hash, depth) = match p {
                     Err(r) => {
                         inner.stats.rejected += 1;
                         results.push(EnqueueResult::Rejected(r));
@@ -685,6 +705,10 @@ impl Frontier {
                 let Some(h) = inner.hosts.get_mut(&id) else {
                     continue;
                 };
+                if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
+                    // new work for an idle host: its politeness wait starts now
+                    h.free_since_ms = now_ms;
+                }
                 let seq = h.tail;
                 h.tail += 1;
                 h.rec.counters.enqueued += 1;
@@ -694,6 +718,7 @@ impl Frontier {
                     keys::queued(id, seq),
                     QueueEntry {
                         attempts: 0,
+                        depth,
                         url: canon.into_string(),
                     }
                     .encode(),
@@ -769,6 +794,7 @@ impl Frontier {
                 scheduled: None,
                 hold_until_ms: 0,
                 robots_pending: None,
+                free_since_ms: 0,
                 leased: Vec::new(),
             },
         );
@@ -1065,6 +1091,8 @@ impl Frontier {
                             // the lease is the host record's lease list (written below with
                             // the record); the `Q` entry stays until completion
                             drop((k, v));
+                            let politeness_wait_ms =
+                                ready.min(now_ms).saturating_sub(h.free_since_ms);
                             h.leased.push(seq);
                             h.head = seq + 1;
                             h.rec.in_flight += 1;
@@ -1077,6 +1105,8 @@ impl Frontier {
                                 id: LeaseId { host_id: id, seq },
                                 url: entry.url,
                                 attempt: entry.attempts + 1,
+                                depth: entry.depth,
+                                politeness_wait_ms,
                             }));
                             self.schedule(inner, id);
                             continue 'hosts;
@@ -1205,6 +1235,8 @@ impl Frontier {
                 };
                 h.leased.swap_remove(pos);
                 h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                // a slot is free: the next URL's politeness wait starts now
+                h.free_since_ms = now_ms;
                 let (retry_after, response_ms, why) = match outcome {
                     PageOutcome::Done { response_ms } => {
                         batch.del(qkey);
@@ -1317,6 +1349,7 @@ impl Frontier {
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            h.free_since_ms = now_ms;
             h.rec.last_response_ms = response_ms;
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
             h.hold_until_ms = 0;

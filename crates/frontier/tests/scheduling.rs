@@ -157,6 +157,7 @@ fn politeness_gap_and_response_time() {
     f.enqueue_batch(&["http://g.com/1", "http://g.com/2", "http://g.com/3"], T0)
         .unwrap();
     let p1 = page(f.next(T0).unwrap());
+    assert_eq!(p1.politeness_wait_ms, 0, "an idle host goes at once");
     // concurrency 1: nothing while p1 is in flight
     assert_eq!(f.next(T0 + 60_000).unwrap(), None);
     // slow response: gap = 5 x 2 s = 10 s
@@ -165,6 +166,8 @@ fn politeness_gap_and_response_time() {
     assert_eq!(f.next(T0 + 11_999).unwrap(), None);
     let p2 = page(f.next(T0 + 12_000).unwrap());
     assert_eq!(p2.url, "http://g.com/2");
+    // it waited the whole gap after p1's slot was freed
+    assert_eq!(p2.politeness_wait_ms, 10_000);
     // very slow response: capped at max delay 30 s
     f.complete(
         p2.id,
@@ -175,8 +178,47 @@ fn politeness_gap_and_response_time() {
     )
     .unwrap();
     assert_eq!(f.next(T0 + 49_999).unwrap(), None);
-    assert_eq!(page(f.next(T0 + 50_000).unwrap()).url, "http://g.com/3");
+    // asked late: time after the host became ready is not politeness
+    let p3 = page(f.next(T0 + 70_000).unwrap());
+    assert_eq!(p3.url, "http://g.com/3");
+    assert_eq!(p3.politeness_wait_ms, 30_000);
     assert_eq!(f.next_ready_at(), None);
+}
+
+#[test]
+fn link_depth_survives_reopen_and_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let f = Frontier::open(cfg(dir.path())).unwrap();
+        f.set_robots(&[("http://d.com", allow_all())], T0).unwrap();
+        let r = f
+            .enqueue_batch_with_depth(&[("http://d.com/seed", 0), ("http://d.com/deep", 3)], T0)
+            .unwrap();
+        assert_eq!(r, vec![EnqueueResult::Queued, EnqueueResult::Queued]);
+    }
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let seed = page(f.next(T0).unwrap());
+    assert_eq!((seed.url.as_str(), seed.depth), ("http://d.com/seed", 0));
+    f.complete(seed.id, PageOutcome::Done { response_ms: 0 }, T0)
+        .unwrap();
+    let deep = page(f.next(T0 + 60_000).unwrap());
+    assert_eq!((deep.url.as_str(), deep.depth), ("http://d.com/deep", 3));
+    // a retried URL keeps its depth
+    f.complete(
+        deep.id,
+        PageOutcome::Failed {
+            reason: "reset".into(),
+        },
+        T0 + 60_000,
+    )
+    .unwrap();
+    drop(f);
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let again = page(f.next(T0 + 10_000_000).unwrap());
+    assert_eq!(
+        (again.url.as_str(), again.depth, again.attempt),
+        ("http://d.com/deep", 3, 2)
+    );
 }
 
 #[test]
