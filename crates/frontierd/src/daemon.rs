@@ -1,7 +1,7 @@
 //! `frontierd run`: fetch workers, intake (spool and API), WARC, crawl log, stats, and the
 //! shutdown sequence. Every decision is the library crates'; this is wiring.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,6 @@ pub struct Shared {
     pub stopping: AtomicBool,
     pub in_flight: AtomicU64,
     pub pages_done: AtomicU64,
-    depths: Mutex<HashMap<String, u32>>,
     link_cfg: LinkConfig,
     pub token: Option<String>,
     pub started: Instant,
@@ -96,8 +95,9 @@ impl Shared {
         }
     }
 
-    /// Offer URLs (durable on return). `depth` applies to every URL; `log_rejects` writes
-    /// rejected ones to the crawl log (submitted URLs, not discovered links).
+    /// Offer URLs (durable on return). `depth` is the link depth of every URL (0 for seeds),
+    /// stored with it in the frontier; `log_rejects` writes rejected ones to the crawl log
+    /// (submitted URLs, not discovered links).
     pub async fn submit(
         self: &Arc<Self>,
         urls: Vec<String>,
@@ -105,31 +105,23 @@ impl Shared {
         log_rejects: bool,
     ) -> Result<SubmitSummary> {
         let sh = self.clone();
-        let urls2 = urls.clone();
-        let results =
-            tokio::task::spawn_blocking(move || sh.frontier.enqueue_batch(&urls2, now_ms()))
-                .await
-                .context("enqueue task")?
-                .context("enqueue")?;
+        let with_depth: Vec<(String, u32)> = urls.iter().map(|u| (u.clone(), depth)).collect();
+        let results = tokio::task::spawn_blocking(move || {
+            sh.frontier.enqueue_batch_with_depth(&with_depth, now_ms())
+        })
+        .await
+        .context("enqueue task")?
+        .context("enqueue")?;
         let mut summary = SubmitSummary {
             accepted: 0,
             duplicate: 0,
             rejected: Vec::new(),
         };
-        let max_len = self.frontier.config().max_url_len;
         for (i, (url, r)) in urls.iter().zip(results).enumerate() {
             match r {
                 EnqueueResult::Queued => {
                     summary.accepted += 1;
                     self.metrics.urls_accepted.inc();
-                    if depth > 0 {
-                        if let Ok(c) = frontier::canonicalize(url, max_len) {
-                            self.depths
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(c.into_string(), depth);
-                        }
-                    }
                 }
                 EnqueueResult::Duplicate => {
                     summary.duplicate += 1;
@@ -161,10 +153,6 @@ impl Shared {
             };
             let reason = format!("{}: {}", d.reason.code(), d.detail);
             self.log_outcome(&d.url, outcome, None, 0, 0, &reason);
-            self.depths
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&d.url);
         }
         // logged (the crawl log is line-buffered): not to be reported again after a crash
         if let Err(e) = self.frontier.drops_logged(&drops) {
@@ -366,7 +354,6 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         stopping: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
         pages_done: AtomicU64::new(0),
-        depths: Mutex::new(HashMap::new()),
         link_cfg,
         token,
         started: Instant::now(),
@@ -647,13 +634,8 @@ async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
-    let depth = sh
-        .depths
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&lease.url)
-        .copied()
-        .unwrap_or(0);
+    // stored with the URL in the frontier, so it survives restarts
+    let depth = lease.depth;
     let url = match Url::parse(&lease.url) {
         Ok(u) => u,
         Err(e) => {
@@ -708,7 +690,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     }
     let status = fetch.outcome.status().map(|s| s.as_u16());
     let mut discovered: Vec<String> = Vec::new();
-    let mut link_depth = depth + 1;
+    let mut link_depth = depth.saturating_add(1);
     let (outcome, final_log) = match &fetch.outcome {
         FetchOutcome::Success { headers, body, .. } => {
             let is_html = headers
@@ -804,10 +786,6 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     complete(sh, &lease, outcome).await;
     if done {
         sh.pages_done.fetch_add(1, Ordering::Relaxed);
-        sh.depths
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&lease.url);
     } else {
         tracing::debug!(url = %lease.url, attempt = lease.attempt, ?status, "fetch to be retried");
     }
