@@ -785,6 +785,13 @@ impl Daemon {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
 
+    /// GET /metrics: the Prometheus text.
+    pub fn metrics(&self) -> String {
+        let (status, text) = self.get("/metrics");
+        assert_eq!(status, 200, "GET /metrics: {text}");
+        text
+    }
+
     pub fn healthy(&self) -> bool {
         try_http(&self.admin, "GET", "/healthz", b"").is_ok_and(|(s, _)| s == 200)
     }
@@ -842,6 +849,15 @@ pub fn logged(log: &[serde_json::Value], url: &str, outcome: &str) -> bool {
 /// The crawl log line(s) for a URL.
 pub fn lines_for<'a>(log: &'a [serde_json::Value], url: &str) -> Vec<&'a serde_json::Value> {
     log.iter().filter(|l| l["url"] == url).collect()
+}
+
+/// The value of one sample (`name` with its labels as exposed, e.g.
+/// `frontierd_page_fetches_total{class="2xx"}`) in Prometheus text; None if absent.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(' ')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
 }
 
 /// Poll `f` every 50 ms until it is true; panic naming `what` after `deadline`.

@@ -478,7 +478,6 @@ pub fn url_lines(text: &str) -> Vec<(usize, String)> {
 }
 
 async fn worker(sh: Arc<Shared>, _id: u32) {
-    let mut waiting_since: Option<Instant> = None;
     loop {
         if sh.stopping.load(Ordering::SeqCst) {
             return;
@@ -493,7 +492,6 @@ async fn worker(sh: Arc<Shared>, _id: u32) {
         };
         sh.drain_drops();
         let Some(item) = item else {
-            waiting_since.get_or_insert_with(Instant::now);
             let wait_ms = match sh.frontier.next_ready_at() {
                 Some(t) => t.saturating_sub(now).clamp(20, 1000),
                 None => 1000,
@@ -505,11 +503,6 @@ async fn worker(sh: Arc<Shared>, _id: u32) {
             }
             continue;
         };
-        if let Some(since) = waiting_since.take() {
-            sh.metrics
-                .politeness_wait
-                .observe(since.elapsed().as_secs_f64());
-        }
         sh.in_flight.fetch_add(1, Ordering::SeqCst);
         sh.metrics
             .in_flight
@@ -634,6 +627,11 @@ async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
+    // what politeness (gap, back-off, robots hold) cost this URL once its host had a free
+    // slot; waiting for a free worker or for robots.txt is not in it
+    sh.metrics
+        .politeness_wait
+        .observe(lease.politeness_wait_ms as f64 / 1000.0);
     // stored with the URL in the frontier, so it survives restarts
     let depth = lease.depth;
     let url = match Url::parse(&lease.url) {

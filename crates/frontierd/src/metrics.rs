@@ -112,7 +112,7 @@ impl Metrics {
         );
         registry.register(
             "politeness_wait_seconds",
-            "Time a free worker waited for a host to become eligible",
+            "Per page: how long politeness (host gap, back-off, robots hold) held it back once it was at the head of its host queue with a free slot",
             m.politeness_wait.clone(),
         );
         registry.register(
