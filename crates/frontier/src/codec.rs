@@ -63,6 +63,22 @@ pub struct HostRecord {
     pub skipped: u64,
     /// Counters.
     pub counters: HostCounters,
+    /// Queue sequence of the next URL to hand out: every sequence below it was handed out
+    /// (returned leases and retries come back through the lease list and retry entries).
+    /// 0 in records written before queues were packed into segments.
+    pub head_seq: u64,
+}
+
+/// Host record version 2: version 1's 18 fields followed by `head_seq`.
+const HOST_V2: u8 = 2;
+
+/// Bytes of the fixed part of a host record of version `ver`.
+fn host_fixed_len(ver: u8) -> usize {
+    if ver >= HOST_V2 {
+        1 + 19 * 8
+    } else {
+        1 + 18 * 8
+    }
 }
 
 fn put_u64s(out: &mut Vec<u8>, vals: &[u64]) {
@@ -82,11 +98,11 @@ fn read_u64s<const N: usize>(bytes: &[u8]) -> [u64; N] {
 }
 
 impl HostRecord {
-    /// Encode (version 1).
+    /// Encode (version 2).
     pub fn encode(&self) -> Vec<u8> {
         let c = &self.counters;
-        let mut out = Vec::with_capacity(1 + 18 * 8);
-        out.push(V1);
+        let mut out = Vec::with_capacity(1 + 19 * 8);
+        out.push(HOST_V2);
         put_u64s(
             &mut out,
             &[
@@ -108,6 +124,7 @@ impl HostRecord {
                 c.crawl_delay_clamped,
                 c.crawl_delay_skipped,
                 c.robots_fetches,
+                self.head_seq,
             ],
         );
         out
@@ -123,7 +140,9 @@ impl HostRecord {
         if rest.len() < 8 {
             return Err(err("no id"));
         }
-        let f: [u64; 18] = read_u64s(rest);
+        // version 1 has 18 fixed fields; what follows them (a lease list) is not a field
+        let fixed = &rest[..rest.len().min(host_fixed_len(ver) - 1)];
+        let f: [u64; 19] = read_u64s(fixed);
         Ok(HostRecord {
             id: f[0],
             next_allowed_ms: f[1],
@@ -145,14 +164,15 @@ impl HostRecord {
                 crawl_delay_skipped: f[16],
                 robots_fetches: f[17],
             },
+            head_seq: if ver >= HOST_V2 { f[18] } else { 0 },
         })
     }
 }
 
 impl HostRecord {
-    /// Encode (version 1) followed by the sequences of the host's page leases in flight:
-    /// field 19 is their count, then one field per sequence. A decoder that does not know
-    /// the list ignores it like any extra field.
+    /// Encode (version 2) followed by the sequences of the host's page leases in flight:
+    /// their count right after the fixed fields, then one u64 per sequence. A decoder of the
+    /// same version that does not know the list ignores it like any extra field.
     pub fn encode_with_leases(&self, leased: &[u64]) -> Vec<u8> {
         let mut out = self.encode();
         out.reserve(8 * (1 + leased.len()));
@@ -172,7 +192,7 @@ impl HostRecord {
 
     /// The journal sequence stored after the lease list (0 if none).
     pub fn decode_stamp(bytes: &[u8]) -> u64 {
-        let fixed = 1 + 18 * 8;
+        let fixed = host_fixed_len(bytes.first().copied().unwrap_or(V1));
         if bytes.len() < fixed + 8 {
             return 0;
         }
@@ -186,7 +206,7 @@ impl HostRecord {
 
     /// The lease sequences stored after the fixed fields (empty for a record without them).
     pub fn decode_leases(bytes: &[u8]) -> Vec<u64> {
-        let fixed = 1 + 18 * 8;
+        let fixed = host_fixed_len(bytes.first().copied().unwrap_or(V1));
         if bytes.len() < fixed + 8 {
             return Vec::new();
         }
@@ -378,6 +398,24 @@ mod tests {
         assert_eq!(HostRecord::decode_stamp(&st), 77);
         assert_eq!(HostRecord::decode_stamp(&with), 0);
         assert_eq!(HostRecord::decode_stamp(&enc), 0);
+        // head_seq is version 2's 19th field
+        let h = HostRecord {
+            head_seq: 42,
+            ..r
+        };
+        assert_eq!(HostRecord::decode(&h.encode_stamped(&[5], 9)).unwrap(), h);
+        // a version-1 record with a lease list: the list is not read as head_seq
+        let mut v1 = vec![1u8];
+        for f in 0..18u64 {
+            v1.extend_from_slice(&(if f == 0 { 7u64 } else { 0 }).to_le_bytes());
+        }
+        v1.extend_from_slice(&1u64.to_le_bytes());
+        v1.extend_from_slice(&33u64.to_le_bytes());
+        v1.extend_from_slice(&8u64.to_le_bytes());
+        let d = HostRecord::decode(&v1).unwrap();
+        assert_eq!((d.id, d.head_seq), (7, 0));
+        assert_eq!(HostRecord::decode_leases(&v1), vec![33]);
+        assert_eq!(HostRecord::decode_stamp(&v1), 8);
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub struct FrontierConfig {
     /// Host-record journal bytes below which no checkpoint is made (default 16 MiB; a
     /// checkpoint also waits until the journal holds twice what it would write).
     pub journal_checkpoint_bytes: u64,
+    /// Intake-log bytes after which it is folded into per-host queue segments (default
+    /// 64 MiB). The URLs queued since the last fold are also held in memory, so this
+    /// bounds that memory; larger means fewer, fuller segment writes.
+    pub intake_buffer_bytes: u64,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
 }
@@ -88,6 +92,7 @@ impl FrontierConfig {
             robots_hold_recheck_ms: 60_000,
             robots_cache_origins: 10_000,
             journal_checkpoint_bytes: 16 * 1024 * 1024,
+            intake_buffer_bytes: 64 * 1024 * 1024,
             seed: None,
         }
     }

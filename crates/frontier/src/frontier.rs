@@ -2,7 +2,7 @@
 //! robots gate, on top of a [`Store`].
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use crate::canon::{canonicalize, origin_of, politeness_key, CanonicalUrl, Rejection};
 use crate::codec::{CodecError, DropReason, DropRecord, HostRecord, QueueEntry};
 use crate::commit::GroupCommit;
+use crate::packed::{self, IntakeWriter, Pending, Segment};
 use crate::config::{CrawlDelayOverCap, FrontierConfig};
 use crate::robots::{
     Gate, OriginState, PolicyRobots, RobotsBackend, RobotsCache, RobotsFetchOutcome,
@@ -62,9 +63,25 @@ pub mod keys {
         }
         k
     }
-    /// Seen-set: `S` + 128-bit xxh3 of the canonical URL (big-endian) -> empty.
+    /// Seen-set as older stores kept it: `S` + 128-bit xxh3 of the canonical URL
+    /// (big-endian) -> empty. Still read (a store that has them keeps answering for
+    /// them); no longer written.
     pub fn seen(hash: u128) -> Vec<u8> {
         tagged(b'S', &[&hash.to_be_bytes()])
+    }
+    /// Seen bucket: `B` + lowest hash it covers (u128 BE) -> sorted hashes (see
+    /// `packed.rs`). The buckets partition the hash space.
+    pub fn seen_bucket(start: u128) -> Vec<u8> {
+        tagged(b'B', &[&start.to_be_bytes()])
+    }
+    /// Intake-log record: `W` + sequence (u64 BE) -> the entries one enqueue queued.
+    pub fn intake(seq: u64) -> Vec<u8> {
+        tagged(b'W', &[&seq.to_be_bytes()])
+    }
+    /// Retry entry: `T` + host id + sequence -> [`crate::QueueEntry`] with its attempts
+    /// raised; it overrides the entry at that sequence until the URL completes.
+    pub fn retry(id: u64, seq: u64) -> Vec<u8> {
+        idseq(b'T', id, seq)
     }
     /// Host record: `H` + politeness key -> [`crate::HostRecord`].
     pub fn host(key: &str) -> Vec<u8> {
@@ -73,7 +90,9 @@ pub mod keys {
     fn idseq(tag: u8, id: u64, seq: u64) -> Vec<u8> {
         tagged(tag, &[&id.to_be_bytes(), &seq.to_be_bytes()])
     }
-    /// Queued URL: `Q` + host id + sequence -> [`crate::QueueEntry`].
+    /// Queue segment: `Q` + host id + sequence of its first entry -> consecutive entries
+    /// (see `packed.rs`; older stores have one [`crate::QueueEntry`] per key here, which
+    /// reads as a one-entry segment).
     pub fn queued(id: u64, seq: u64) -> Vec<u8> {
         idseq(b'Q', id, seq)
     }
@@ -244,27 +263,121 @@ pub struct FrontierStats {
 
 struct HostMem {
     key: Arc<str>,
+    /// The record; `rec.head_seq` is the queue's head (next sequence to hand out).
     rec: HostRecord,
-    /// No queued entry has a sequence below this.
-    head: u64,
-    /// Next sequence to append.
+    /// Next sequence to assign (always `pending.end()`).
     tail: u64,
+    /// Entries not yet folded into segments (durable in the intake log). Every sequence
+    /// below `pending.first` is in a segment or was handed out.
+    pending: Pending,
+    /// The host's stored segments, oldest first: (first sequence, entry count).
+    segs: VecDeque<(u64, u64)>,
+    /// Sequences below the head to hand out before it, lowest first: leases returned at
+    /// open and URLs waiting for a retry.
+    front: Vec<u64>,
+    /// Sequences with a `T` retry entry (attempts raised) in the store.
+    retries: Vec<u64>,
     scheduled: Option<u64>,
     hold_until_ms: u64,
     robots_pending: Option<String>,
     /// Since when the host has had a free slot and work (ms): the start of the politeness
     /// wait reported on the next page lease.
     free_since_ms: u64,
-    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`). A leased
-    /// URL keeps its `Q` entry; the lease itself is this list, persisted in the host
-    /// record, so a lease costs no write beyond the host record.
+    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
+    /// persisted in the host record: a lease costs no write beyond the host record.
     leased: Vec<u64>,
 }
 
 impl HostMem {
-    /// The stored value of the host record (with the lease list).
+    /// A host with an empty queue whose head is `rec.head_seq`.
+    fn empty(key: Arc<str>, rec: HostRecord) -> HostMem {
+        HostMem {
+            key,
+            tail: rec.head_seq,
+            pending: Pending::starting_at(rec.head_seq),
+            rec,
+            segs: VecDeque::new(),
+            front: Vec::new(),
+            retries: Vec::new(),
+            scheduled: None,
+            hold_until_ms: 0,
+            robots_pending: None,
+            free_since_ms: 0,
+            leased: Vec::new(),
+        }
+    }
+
+    /// The stored value of the host record. Its lease list holds the leases in flight and
+    /// the front: both come back to the front at open.
     fn value(&self) -> Vec<u8> {
-        self.rec.encode_with_leases(&self.leased)
+        self.rec.encode_with_leases(&self.owed())
+    }
+
+    /// Sequences below the head that are still owed: leased or in the front.
+    fn owed(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.leased.iter().chain(&self.front).copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Lowest sequence whose entry may still be needed: the head, a returned or retried
+    /// URL, or a lease in flight (a failed lease is retried from its entry).
+    fn live_from(&self) -> u64 {
+        let mut live = self.rec.head_seq;
+        if let Some(&f) = self.front.first() {
+            live = live.min(f);
+        }
+        if let Some(&l) = self.leased.iter().min() {
+            live = live.min(l);
+        }
+        live
+    }
+
+    /// The smallest stored or pending sequence at or after `from`.
+    fn next_seq_from(&self, from: u64) -> Option<u64> {
+        let i = self.segs.partition_point(|&(f, _)| f <= from);
+        if i > 0 {
+            let (f, n) = self.segs[i - 1];
+            if from < f + n {
+                return Some(from);
+            }
+        }
+        if let Some(&(f, _)) = self.segs.get(i) {
+            return Some(f);
+        }
+        if from < self.pending.end() {
+            return Some(from.max(self.pending.first));
+        }
+        None
+    }
+
+    /// Take `seq` off the queue: out of `front`, or past the head.
+    fn consume(&mut self, seq: u64, from_front: bool) {
+        if from_front {
+            self.front.retain(|&s| s != seq);
+        } else {
+            self.rec.head_seq = self.rec.head_seq.max(seq + 1);
+        }
+    }
+
+    /// `seq` is done for good: its retry entry, if any, goes.
+    fn forget_retry(&mut self, id: u64, seq: u64, batch: &mut Batch) {
+        if let Some(p) = self.retries.iter().position(|&s| s == seq) {
+            self.retries.swap_remove(p);
+            batch.del(keys::retry(id, seq));
+        }
+    }
+
+    /// Delete the segments nothing live points into any more.
+    fn drop_dead_segments(&mut self, id: u64, batch: &mut Batch) {
+        let live = self.live_from();
+        while let Some(&(f, n)) = self.segs.front() {
+            if f + n > live {
+                break;
+            }
+            batch.del(keys::queued(id, f));
+            self.segs.pop_front();
+        }
     }
 }
 
@@ -282,6 +395,35 @@ struct Inner {
     /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
     drop_events: Vec<DropRecord>,
     journal: Journal,
+    seen: SeenSet,
+    intake: IntakeLog,
+}
+
+/// The seen-set's in-memory part: the bucket directory and the hashes not yet folded.
+struct SeenSet {
+    /// Lowest hash of each stored bucket, sorted; always starts with 0.
+    starts: Vec<u128>,
+    /// Hashes queued since the last fold (their URLs are in the intake log).
+    recent: HashSet<u128>,
+    /// The store has per-URL `S` keys from an older version.
+    legacy: bool,
+}
+
+impl SeenSet {
+    fn bucket_of(&self, hash: u128) -> u128 {
+        let i = self.starts.partition_point(|&s| s <= hash);
+        self.starts[i.saturating_sub(1)]
+    }
+}
+
+/// The intake log since the last fold.
+struct IntakeLog {
+    /// Sequence of the next `W` record.
+    next_seq: u64,
+    /// Oldest `W` record not yet folded.
+    first_seq: u64,
+    /// Bytes written to `W` records since the last fold.
+    bytes: u64,
 }
 
 /// Host-record journal state. Every batch that changes host records writes them as one
@@ -427,6 +569,16 @@ impl Frontier {
                 dirty: HashSet::new(),
                 min_bytes: cfg.journal_checkpoint_bytes,
             },
+            seen: SeenSet {
+                starts: vec![0],
+                recent: HashSet::new(),
+                legacy: false,
+            },
+            intake: IntakeLog {
+                next_seq: 0,
+                first_seq: 0,
+                bytes: 0,
+            },
         };
         let f = Frontier {
             store,
@@ -448,8 +600,17 @@ impl Frontier {
             }
         }
         let mut batch = Batch::new();
-        // 1. leases back to the head of their queues (same sequence, below every queued one)
-        let mut returned: HashMap<u64, u64> = HashMap::new();
+        // 1. queue segments (and one-entry values of older versions), by host id
+        let mut segs: HashMap<u64, VecDeque<(u64, u64)>> = HashMap::new();
+        for kv in self.store.scan_prefix(b"Q") {
+            let (k, v) = kv?;
+            let Some((id, first)) = keys::parse_idseq(&k) else {
+                continue;
+            };
+            let n = Segment::parse(&v)?.len() as u64;
+            segs.entry(id).or_default().push_back((first, n));
+        }
+        // leases of older versions (`L` keys) become one-entry segments again
         for kv in self.store.scan_prefix(b"L") {
             let (k, v) = kv?;
             let Some((id, seq)) = keys::parse_idseq(&k) else {
@@ -458,9 +619,39 @@ impl Frontier {
             batch.del(k);
             batch.put(keys::queued(id, seq), v);
             batch.cut();
-            *returned.entry(id).or_default() += 1;
+            let q = segs.entry(id).or_default();
+            let at = q.partition_point(|&(f, _)| f < seq);
+            q.insert(at, (seq, 1));
         }
-        // 2. the host-record journal, replayed over `H` (a later record wins); every
+        // 2. retry entries
+        let mut retries: HashMap<u64, Vec<u64>> = HashMap::new();
+        for kv in self.store.scan_prefix(b"T") {
+            let (k, _) = kv?;
+            if let Some((id, seq)) = keys::parse_idseq(&k) {
+                retries.entry(id).or_default().push(seq);
+            }
+        }
+        // 3. the intake log since the last fold: entries not in segments yet
+        let mut intake: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
+        let mut intake_first = None;
+        for kv in self.store.scan_prefix(b"W") {
+            let (k, v) = kv?;
+            let seq = k
+                .get(1..9)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_be_bytes)
+                .unwrap_or(0);
+            intake_first.get_or_insert(seq);
+            inner.intake.next_seq = seq + 1;
+            inner.intake.bytes += v.len() as u64;
+            for (id, qseq, e) in packed::intake_entries(&v)? {
+                let entry = QueueEntry::decode(e)?;
+                inner.seen.recent.insert(url_hash(&entry.url));
+                intake.entry(id).or_default().push((qseq, e.to_vec()));
+            }
+        }
+        inner.intake.first_seq = intake_first.unwrap_or(inner.intake.next_seq);
+        // 4. the host-record journal, replayed over `H` (a later record wins); every
         // replayed record is written to `H` below and the journal deleted
         let mut replay: HashMap<Vec<u8>, (u64, Vec<u8>)> = HashMap::new();
         let mut journal_keys = Vec::new();
@@ -474,15 +665,9 @@ impl Frontier {
         }
         let mut next_journal = journal_keys
             .last()
-            .and_then(|k| k.get(1..9))
-            .map(|b| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(b);
-                u64::from_be_bytes(a) + 1
-            })
+            .and_then(|k| keys::parse_journal(k))
+            .map(|s| s + 1)
             .unwrap_or(0);
-        // 3. host records: those with queued work come into memory
-        let mut loaded = Vec::new();
         let mut records: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
         for kv in self.store.scan_prefix(b"H") {
             let (k, v) = kv?;
@@ -501,84 +686,109 @@ impl Frontier {
             k.extend_from_slice(&key);
             records.push((k, val, true));
         }
+        // 5. each host with anything queued comes into memory; leases in flight when the
+        // last run ended return to the front of their queues
+        let mut recovered = 0u64;
+        let mut loaded = Vec::new();
         for (k, v, from_journal) in records {
-            let mut rec = HostRecord::decode(&v)?;
+            let rec = HostRecord::decode(&v)?;
+            let id = rec.id;
             let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
-            let mut back = returned.get(&rec.id).copied().unwrap_or(0);
-            // leases recorded in the host record: their `Q` entries are still there (lease
-            // and completion update the record in the same atomic batch as the queue)
             let leased = HostRecord::decode_leases(&v);
-            let mut in_record = 0;
-            for &seq in &leased {
-                if self.store.contains(&keys::queued(rec.id, seq))? {
-                    in_record += 1;
+            let host_segs = segs.remove(&id).unwrap_or_default();
+            let host_retries = retries.remove(&id).unwrap_or_default();
+            let host_intake = intake.remove(&id).unwrap_or_default();
+            let stored_queued = rec.counters.queued;
+            let mut h = HostMem::empty(key, rec);
+            h.segs = host_segs;
+            h.retries = host_retries;
+            // leases and retries below the head come back first (records of older
+            // versions have head 0: their leased entries are still queued at the head)
+            let mut front: Vec<u64> = leased
+                .iter()
+                .chain(h.retries.iter())
+                .copied()
+                .filter(|&s| s < h.rec.head_seq)
+                .collect();
+            front.sort_unstable();
+            front.dedup();
+            recovered += leased.len() as u64;
+            h.front = front;
+            let seg_end = h.segs.back().map_or(0, |&(f, n)| f + n);
+            let keep_from = seg_end.max(h.live_from());
+            let mut pending: Option<Pending> = None;
+            for (seq, e) in host_intake {
+                if seq < keep_from {
+                    continue;
                 }
-            }
-            back += in_record;
-            *returned.entry(rec.id).or_default() += in_record;
-            // the queue: head, tail and length (leased entries included: they return)
-            let mut head = None;
-            let mut tail = None;
-            let mut count = 0u64;
-            for kv in self.store.scan_prefix(&keys::queued(rec.id, 0)[..9]) {
-                let (k, _) = kv?;
-                if let Some((_, seq)) = keys::parse_idseq(&k) {
-                    head.get_or_insert(seq);
-                    tail = Some(seq + 1);
-                    count += 1;
+                let p = pending.get_or_insert_with(|| Pending::starting_at(seq));
+                if seq != p.end() {
+                    tracing::error!(host = %h.key, seq, expected = p.end(), "intake log out of order; entry skipped");
+                    continue;
                 }
+                p.push(&e);
             }
-            let legacy = returned.get(&rec.id).copied().unwrap_or(0) - in_record;
-            let queued = count + legacy;
-            if back > 0 {
-                // returned leases are not visible in the store yet (same batch)
-                for kv in self.store.scan_prefix(&keys::leased(rec.id, 0)[..9]) {
-                    let (k, _) = kv?;
-                    if let Some((_, seq)) = keys::parse_idseq(&k) {
-                        head = Some(head.map_or(seq, |h| h.min(seq)));
-                        tail = Some(tail.map_or(seq + 1, |t| t.max(seq + 1)));
-                    }
-                }
-            }
+            let tail = [
+                h.rec.head_seq,
+                seg_end,
+                h.front.last().map_or(0, |&s| s + 1),
+                pending.as_ref().map_or(0, |p| p.end()),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+            h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
+            h.tail = h.pending.end();
+            // queued: the front, plus everything stored or pending from the head on
+            let head = h.rec.head_seq;
+            let in_segs: u64 = h
+                .segs
+                .iter()
+                .map(|&(f, n)| (f + n).saturating_sub(f.max(head)))
+                .sum();
+            let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
+            let queued = h.front.len() as u64 + in_segs + in_pending;
             // enqueues since the record was last written are not in its counters yet
-            let stored = rec.counters.queued + in_record + legacy;
+            let stored = stored_queued + leased.len() as u64;
             if queued > stored {
-                rec.counters.enqueued += queued - stored;
+                h.rec.counters.enqueued += queued - stored;
             }
             let dirty = from_journal
-                || rec.in_flight != 0
+                || h.rec.in_flight != 0
                 || !leased.is_empty()
-                || legacy > 0
-                || rec.counters.queued != queued;
-            rec.in_flight = 0;
-            rec.counters.queued = queued;
+                || h.rec.counters.queued != queued;
+            h.rec.in_flight = 0;
+            h.rec.counters.queued = queued;
+            // segments that only hold URLs handed out and completed before the crash
+            h.drop_dead_segments(id, &mut batch);
+            batch.cut();
             if dirty {
-                batch.put(k.clone(), rec.encode());
+                batch.put(k.clone(), h.value());
                 batch.cut();
             }
-            if let (Some(head), Some(tail)) = (head, tail) {
-                loaded.push((key, rec, head, tail));
+            if queued > 0 {
+                loaded.push(h);
+            } else {
+                for (f, _) in h.segs.drain(..) {
+                    batch.del(keys::queued(id, f));
+                }
+                for s in h.retries.drain(..) {
+                    batch.del(keys::retry(id, s));
+                }
+                batch.cut();
             }
         }
-        let recovered: u64 = returned.values().sum();
+        for (id, _) in segs.into_iter().chain(retries.into_iter().map(|(i, _)| (i, VecDeque::new()))) {
+            tracing::error!(host_id = id, "queue entries of a host without a record are ignored");
+        }
+        for (id, entries) in intake {
+            tracing::error!(host_id = id, entries = entries.len(), "intake-log entries of a host without a record are ignored");
+        }
         let n_hosts = loaded.len();
-        for (key, rec, head, tail) in loaded {
-            let id = rec.id;
-            inner.by_key.insert(key.clone(), id);
-            inner.hosts.insert(
-                id,
-                HostMem {
-                    key,
-                    rec,
-                    head,
-                    tail,
-                    scheduled: None,
-                    hold_until_ms: 0,
-                    robots_pending: None,
-                    free_since_ms: 0,
-                    leased: Vec::new(),
-                },
-            );
+        for h in loaded {
+            let id = h.rec.id;
+            inner.by_key.insert(h.key.clone(), id);
+            inner.hosts.insert(id, h);
             self.schedule(&mut inner, id);
         }
         inner.stats.recovered_leases = recovered;
@@ -589,7 +799,17 @@ impl Frontier {
         }
         inner.journal.next_seq = next_journal;
         inner.journal.first_seq = next_journal;
-        // 4. drops the caller had not logged when the last run ended: report them again
+        // 6. the seen-set: bucket directory, and per-URL keys of older versions
+        for kv in self.store.scan_prefix(b"B") {
+            let (k, _) = kv?;
+            if let Some(b) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+                inner.seen.starts.push(u128::from_be_bytes(b));
+            }
+        }
+        inner.seen.starts.sort_unstable();
+        inner.seen.starts.dedup();
+        inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();
+        // 7. drops the caller had not logged when the last run ended: report them again
         for kv in self.store.scan_prefix(b"U") {
             let (k, _) = kv?;
             let Some(hash) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) else {
@@ -610,6 +830,7 @@ impl Frontier {
         tracing::info!(
             hosts_with_work = n_hosts,
             recovered_leases = recovered,
+            intake_bytes = inner.intake.bytes,
             "frontier opened"
         );
         Ok(())
@@ -677,14 +898,16 @@ impl Frontier {
             })
             .collect();
         let mut results = Vec::with_capacity(urls.len());
-        let mut batch = Batch::new();
         let ticket;
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
+            let stored = self.seen_in_store(inner, prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)))?;
             let mut in_batch: HashSet<u128> = HashSet::with_capacity(urls.len());
             let mut dirty: Vec<u64> = Vec::new();
             let old_next_id = inner.next_host_id;
+            let mut log = IntakeWriter::default();
+            let mut buf = Vec::new();
             for p in prepared {
                 let (canon, hash, depth) = match p {
                     Err(r) => {
@@ -694,7 +917,10 @@ impl Frontier {
                     }
                     Ok(x) => x,
                 };
-                if in_batch.contains(&hash) || self.store.contains(&keys::seen(hash))? {
+                if in_batch.contains(&hash)
+                    || inner.seen.recent.contains(&hash)
+                    || stored.contains(&hash)
+                {
                     inner.stats.duplicates += 1;
                     results.push(EnqueueResult::Duplicate);
                     continue;
@@ -713,24 +939,26 @@ impl Frontier {
                 h.tail += 1;
                 h.rec.counters.enqueued += 1;
                 h.rec.counters.queued += 1;
-                batch.put(keys::seen(hash), Vec::new());
-                batch.put(
-                    keys::queued(id, seq),
-                    QueueEntry {
-                        attempts: 0,
-                        depth,
-                        url: canon.into_string(),
-                    }
-                    .encode(),
-                );
-                batch.cut();
+                buf.clear();
+                QueueEntry {
+                    attempts: 0,
+                    depth,
+                    url: canon.into_string(),
+                }
+                .encode_into(&mut buf);
+                h.pending.push(&buf);
+                log.push(id, seq, &buf);
                 dirty.push(id);
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
+            inner.seen.recent.extend(in_batch);
+            if log.is_empty() {
+                return Ok(results);
+            }
             // host records (journal) and the id counter go first: a crash inside the
-            // apply must not leave queue entries of a host id that no record names
-            let mut first = Batch::new();
+            // apply must not leave log entries of a host id that no record names
+            let mut batch = Batch::new();
             dirty.sort_unstable();
             dirty.dedup();
             // Only new hosts are journaled here (the id must be durable with the first
@@ -742,27 +970,142 @@ impl Frontier {
                 .copied()
                 .filter(|&id| id >= old_next_id)
                 .collect();
-            Self::journal_hosts(inner, &created, &mut first);
+            Self::journal_hosts(inner, &created, &mut batch);
             for id in dirty {
                 self.schedule(inner, id);
             }
             if inner.next_host_id != old_next_id {
-                first.put(
+                batch.put(
                     keys::NEXT_HOST_ID.to_vec(),
                     inner.next_host_id.to_le_bytes().to_vec(),
                 );
             }
-            first.append(batch);
-            let mut batch = first;
+            batch.cut();
+            // the whole batch's URLs: one record
+            let record = log.finish();
+            inner.intake.bytes += record.len() as u64;
+            batch.put(keys::intake(inner.intake.next_seq), record);
+            inner.intake.next_seq += 1;
+            batch.cut();
             Self::maybe_checkpoint(inner, &mut batch);
-            if batch.is_empty() {
-                return Ok(results);
+            if inner.intake.bytes >= self.cfg.intake_buffer_bytes {
+                self.fold(inner, &mut batch)?;
             }
             self.store.apply(batch)?;
             ticket = self.commit.written();
         }
         self.commit.sync(self.store.as_ref(), ticket)?;
         Ok(results)
+    }
+
+    /// Which of `hashes` the stored seen-set holds (buckets, and per-URL keys of older
+    /// versions). Each bucket is read once, in hash order.
+    fn seen_in_store(
+        &self,
+        inner: &Inner,
+        hashes: impl Iterator<Item = u128>,
+    ) -> Result<HashSet<u128>> {
+        let mut todo: Vec<u128> = hashes.filter(|h| !inner.seen.recent.contains(h)).collect();
+        todo.sort_unstable();
+        let mut found = HashSet::new();
+        let mut current: Option<(u128, Option<Vec<u8>>)> = None;
+        for h in todo {
+            let start = inner.seen.bucket_of(h);
+            if current.as_ref().map(|c| c.0) != Some(start) {
+                current = Some((start, self.store.get(&keys::seen_bucket(start))?));
+            }
+            let hit = match current.as_ref().and_then(|c| c.1.as_deref()) {
+                Some(v) => packed::bucket_contains(v, h)?,
+                None => false,
+            };
+            if hit || (inner.seen.legacy && self.store.contains(&keys::seen(h))?) {
+                found.insert(h);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Fold the intake log: every host's pending entries that may still be needed become
+    /// queue segments, the hashes queued since the last fold are merged into the seen
+    /// buckets, and the log records go, in that order. A crash part way leaves a prefix;
+    /// what is missing is replayed from the log at open, and replay skips what segments
+    /// already hold.
+    fn fold(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
+        batch.cut();
+        let mut ids: Vec<u64> = inner
+            .hosts
+            .iter()
+            .filter(|(_, h)| !h.pending.is_empty())
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        let mut segments = 0usize;
+        for id in ids {
+            let Some(h) = inner.hosts.get_mut(&id) else {
+                continue;
+            };
+            let from = h.live_from().max(h.pending.first);
+            let entries: Vec<&[u8]> = h.pending.from(from).collect();
+            let mut first = h.pending.end() - entries.len() as u64;
+            for chunk in entries.chunks(packed::SEGMENT_MAX_ENTRIES) {
+                batch.put(
+                    keys::queued(id, first),
+                    packed::encode_segment(chunk.iter().copied()),
+                );
+                h.segs.push_back((first, chunk.len() as u64));
+                first += chunk.len() as u64;
+                segments += 1;
+            }
+            batch.cut();
+            let end = h.pending.end();
+            h.pending.reset(end);
+        }
+        // seen buckets
+        let mut new: Vec<u128> = inner.seen.recent.drain().collect();
+        new.sort_unstable();
+        let mut added = Vec::new();
+        let mut i = 0;
+        while i < new.len() {
+            let start = inner.seen.bucket_of(new[i]);
+            let next = inner
+                .seen
+                .starts
+                .get(inner.seen.starts.partition_point(|&s| s <= start))
+                .copied();
+            let j = match next {
+                Some(n) => i + new[i..].partition_point(|&h| h < n),
+                None => new.len(),
+            };
+            let old = match self.store.get(&keys::seen_bucket(start))? {
+                Some(v) => packed::decode_bucket(&v)?,
+                None => Vec::new(),
+            };
+            let merged = packed::merge_sorted(&old, &new[i..j]);
+            for (s, part) in packed::split_bucket(start, merged) {
+                batch.put(keys::seen_bucket(s), packed::encode_bucket(&part));
+                batch.cut();
+                if s != start {
+                    added.push(s);
+                }
+            }
+            i = j;
+        }
+        inner.seen.starts.extend(added);
+        inner.seen.starts.sort_unstable();
+        // the log
+        for seq in inner.intake.first_seq..inner.intake.next_seq {
+            batch.del(keys::intake(seq));
+            batch.cut();
+        }
+        tracing::debug!(
+            segments,
+            hashes = new.len(),
+            log_bytes = inner.intake.bytes,
+            "intake log folded"
+        );
+        inner.intake.first_seq = inner.intake.next_seq;
+        inner.intake.bytes = 0;
+        Ok(())
     }
 
     /// The in-memory id of a politeness key, loading or creating its record.
@@ -784,20 +1127,7 @@ impl Frontier {
         let key: Arc<str> = Arc::from(pkey);
         let id = rec.id;
         inner.by_key.insert(key.clone(), id);
-        inner.hosts.insert(
-            id,
-            HostMem {
-                key,
-                rec,
-                head: 0,
-                tail: 0,
-                scheduled: None,
-                hold_until_ms: 0,
-                robots_pending: None,
-                free_since_ms: 0,
-                leased: Vec::new(),
-            },
-        );
+        inner.hosts.insert(id, HostMem::empty(key, rec));
         Ok(id)
     }
 
@@ -831,13 +1161,18 @@ impl Frontier {
     /// replaying older journal entries at open does not undo it.
     fn maybe_evict(inner: &mut Inner, id: u64, batch: &mut Batch) {
         let idle = inner.hosts.get(&id).is_some_and(|h| {
-            h.rec.counters.queued == 0 && h.rec.in_flight == 0 && h.robots_pending.is_none()
+            h.rec.counters.queued == 0
+                && h.rec.in_flight == 0
+                && h.robots_pending.is_none()
+                && h.front.is_empty()
+                && h.segs.is_empty()
+                && h.retries.is_empty()
         });
         if idle {
             if let Some(h) = inner.hosts.remove(&id) {
                 inner.by_key.remove(&h.key);
                 if inner.journal.dirty.remove(&id) {
-                    let v = h.rec.encode_stamped(&h.leased, inner.journal.next_seq);
+                    let v = h.rec.encode_stamped(&h.owed(), inner.journal.next_seq);
                     batch.put(keys::host(&h.key), v);
                     batch.cut();
                 }
@@ -952,21 +1287,17 @@ impl Frontier {
                         continue 'hosts;
                     };
                     let head_entry = self.head_entry(id, h)?;
-                    let Some((k, v)) = head_entry else {
+                    let Some((seq, entry, from_front)) = head_entry else {
                         // nothing queued after all: fix the count
                         h.rec.counters.queued = 0;
                         dirty.push(id);
                         continue 'hosts;
                     };
-                    let Some((_, seq)) = keys::parse_idseq(&k) else {
-                        continue 'hosts;
-                    };
-                    let entry = QueueEntry::decode(&v)?;
                     let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
                         // not canonical: cannot happen for what we stored; drop it
                         tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
-                        batch.del(k);
-                        h.head = seq + 1;
+                        h.consume(seq, from_front);
+                        h.forget_retry(id, seq, &mut batch);
                         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                         dirty.push(id);
                         continue;
@@ -997,9 +1328,8 @@ impl Frontier {
                         Gate::Disallow(rule) => {
                             let rec = Self::drop_entry(
                                 &mut batch,
-                                h,
-                                k,
-                                seq,
+                                (id, h),
+                                (seq, from_front),
                                 entry.url,
                                 DropReason::RobotsDisallowed,
                                 rule,
@@ -1048,9 +1378,8 @@ impl Frontier {
                                     h.rec.counters.crawl_delay_skipped += 1;
                                     let rec = Self::drop_entry(
                                         &mut batch,
-                                        h,
-                                        k,
-                                        seq,
+                                        (id, h),
+                                        (seq, from_front),
                                         entry.url,
                                         DropReason::CrawlDelayTooLong,
                                         format!("crawl-delay {cd} ms above cap {cap} ms"),
@@ -1089,12 +1418,11 @@ impl Frontier {
                                 continue 'hosts;
                             };
                             // the lease is the host record's lease list (written below with
-                            // the record); the `Q` entry stays until completion
-                            drop((k, v));
+                            // the record); the entry stays until completion
                             let politeness_wait_ms =
                                 ready.min(now_ms).saturating_sub(h.free_since_ms);
                             h.leased.push(seq);
-                            h.head = seq + 1;
+                            h.consume(seq, from_front);
                             h.rec.in_flight += 1;
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                             h.rec.counters.dispatched += 1;
@@ -1116,6 +1444,11 @@ impl Frontier {
             }
             dirty.sort_unstable();
             dirty.dedup();
+            for id in &dirty {
+                if let Some(h) = inner.hosts.get_mut(id) {
+                    h.drop_dead_segments(*id, &mut batch);
+                }
+            }
             Self::journal_hosts(inner, &dirty, &mut batch);
             for id in dirty {
                 Self::maybe_evict(inner, id, &mut batch);
@@ -1131,28 +1464,51 @@ impl Frontier {
         Ok(items)
     }
 
-    /// The first queued entry of a host at or after its head that is not leased. Sequences
-    /// are mostly dense, so a point read at the head usually finds it without a range scan.
-    fn head_entry(&self, id: u64, h: &HostMem) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let mut from = h.head;
-        if !h.leased.contains(&from) {
-            let k = keys::queued(id, from);
-            if let Some(v) = self.store.get(&k)? {
-                return Ok(Some((k, v)));
+    /// The encoded entry with sequence `seq` of host `id`: its retry entry, its pending
+    /// entry, or its place in a segment.
+    fn entry_bytes(&self, id: u64, h: &HostMem, seq: u64) -> Result<Option<Vec<u8>>> {
+        if h.retries.contains(&seq) {
+            return Ok(self.store.get(&keys::retry(id, seq))?);
+        }
+        if let Some(b) = h.pending.get(seq) {
+            return Ok(Some(b.to_vec()));
+        }
+        let i = h.segs.partition_point(|&(f, _)| f <= seq);
+        let Some(&(first, n)) = i.checked_sub(1).and_then(|i| h.segs.get(i)) else {
+            return Ok(None);
+        };
+        if seq >= first + n {
+            return Ok(None);
+        }
+        let Some(v) = self.store.get(&keys::queued(id, first))? else {
+            return Ok(None);
+        };
+        let seg = Segment::parse(&v)?;
+        Ok(Some(seg.raw((seq - first) as usize)?.to_vec()))
+    }
+
+    /// The next entry to hand out: the front (returned leases, retries) first, then the
+    /// head of the queue. Returns (sequence, entry, whether it came from the front).
+    fn head_entry(&self, id: u64, h: &mut HostMem) -> Result<Option<(u64, QueueEntry, bool)>> {
+        while let Some(&seq) = h.front.first() {
+            match self.entry_bytes(id, h, seq)? {
+                Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, true))),
+                None => {
+                    tracing::error!(host = %h.key, seq, "returned URL has no entry; skipped");
+                    h.front.remove(0);
+                }
             }
         }
-        loop {
-            let found = self
-                .store
-                .first_in_range(&keys::queued(id, from), &keys::queued(id, u64::MAX))?;
-            let Some((k, v)) = found else {
-                return Ok(None);
-            };
-            match keys::parse_idseq(&k) {
-                Some((_, seq)) if h.leased.contains(&seq) => from = seq + 1,
-                _ => return Ok(Some((k, v))),
+        while let Some(seq) = h.next_seq_from(h.rec.head_seq) {
+            match self.entry_bytes(id, h, seq)? {
+                Some(b) => {
+                    h.rec.head_seq = seq;
+                    return Ok(Some((seq, QueueEntry::decode(&b)?, false)));
+                }
+                None => h.rec.head_seq = seq + 1,
             }
         }
+        Ok(None)
     }
 
     fn quota_ok(&self, inner: &mut Inner) -> bool {
@@ -1168,19 +1524,18 @@ impl Frontier {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn drop_entry(
         batch: &mut Batch,
-        h: &mut HostMem,
-        qkey: Vec<u8>,
-        seq: u64,
+        (id, h): (u64, &mut HostMem),
+        (seq, from_front): (u64, bool),
         url: String,
         reason: DropReason,
         detail: String,
         now_ms: u64,
     ) -> DropRecord {
         tracing::debug!(%url, reason = reason.code(), %detail, "URL dropped");
-        batch.del(qkey);
+        h.consume(seq, from_front);
+        h.forget_retry(id, seq, batch);
         let hash = url_hash(&url);
         let rec = DropRecord {
             reason,
@@ -1191,7 +1546,6 @@ impl Frontier {
         batch.put(keys::dropped(hash), rec.encode());
         batch.put(keys::unlogged(hash), Vec::new());
         batch.cut();
-        h.head = seq + 1;
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         match reason {
             DropReason::GaveUp => h.rec.counters.given_up += 1,
@@ -1216,7 +1570,7 @@ impl Frontier {
             let inner = &mut *guard;
             let mut dirty = Vec::with_capacity(done.len());
             for (lease, outcome) in done {
-                let qkey = keys::queued(lease.host_id, lease.seq);
+                let (id, seq) = (lease.host_id, lease.seq);
                 let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
                     return Err(FrontierError::UnknownLease(*lease));
                 };
@@ -1228,7 +1582,7 @@ impl Frontier {
                 let entry = if done_ok {
                     None
                 } else {
-                    match self.store.get(&qkey)? {
+                    match self.entry_bytes(id, h, seq)? {
                         Some(v) => Some(QueueEntry::decode(&v)?),
                         None => return Err(FrontierError::UnknownLease(*lease)),
                     }
@@ -1239,7 +1593,7 @@ impl Frontier {
                 h.free_since_ms = now_ms;
                 let (retry_after, response_ms, why) = match outcome {
                     PageOutcome::Done { response_ms } => {
-                        batch.del(qkey);
+                        h.forget_retry(id, seq, &mut batch);
                         batch.cut();
                         h.rec.last_response_ms = *response_ms;
                         h.rec.backoff_level = 0;
@@ -1282,7 +1636,7 @@ impl Frontier {
                 };
                 entry.attempts += 1;
                 if entry.attempts >= self.cfg.max_attempts {
-                    batch.del(qkey);
+                    h.forget_retry(id, seq, &mut batch);
                     let url = entry.url;
                     tracing::info!(%url, attempts = entry.attempts, %why, "URL given up");
                     // drop_entry bookkeeping without touching the queue key
@@ -1300,10 +1654,14 @@ impl Frontier {
                     inner.stats.given_up += 1;
                     inner.push_drop(rec);
                 } else {
-                    // back to the head of its queue with its old sequence
-                    batch.put(qkey, entry.encode());
+                    // back to the front of its queue, attempts raised
+                    batch.put(keys::retry(id, seq), entry.encode());
                     batch.cut();
-                    h.head = h.head.min(lease.seq);
+                    if !h.retries.contains(&seq) {
+                        h.retries.push(seq);
+                    }
+                    let at = h.front.partition_point(|&s| s < seq);
+                    h.front.insert(at, seq);
                     h.rec.counters.queued += 1;
                     h.rec.counters.retried += 1;
                     inner.stats.retried += 1;
@@ -1312,6 +1670,11 @@ impl Frontier {
             }
             dirty.sort_unstable();
             dirty.dedup();
+            for id in &dirty {
+                if let Some(h) = inner.hosts.get_mut(id) {
+                    h.drop_dead_segments(*id, &mut batch);
+                }
+            }
             Self::journal_hosts(inner, &dirty, &mut batch);
             for id in dirty {
                 self.schedule(inner, id);
@@ -1411,7 +1774,16 @@ impl Frontier {
     pub fn is_seen(&self, url: &str) -> Result<bool> {
         match canonicalize(url, self.cfg.max_url_len) {
             Err(_) => Ok(false),
-            Ok(c) => Ok(self.store.contains(&keys::seen(url_hash(c.as_str())))?),
+            Ok(c) => {
+                let hash = url_hash(c.as_str());
+                let inner = self.inner.lock();
+                if inner.seen.recent.contains(&hash) {
+                    return Ok(true);
+                }
+                Ok(self
+                    .seen_in_store(&inner, std::iter::once(hash))?
+                    .contains(&hash))
+            }
         }
     }
 
@@ -1554,25 +1926,32 @@ impl Frontier {
 
     /// Every queued (not in flight) URL of a politeness key, in queue order.
     pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
-        let Some(rec) = self.host_record(key)? else {
+        let inner = self.inner.lock();
+        let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
             return Ok(Vec::new());
         };
-        let leased: Vec<u64> = {
-            let inner = self.inner.lock();
-            inner
-                .hosts
-                .get(&rec.id)
-                .map(|h| h.leased.clone())
-                .unwrap_or_default()
-        };
+        let id = h.rec.id;
         let mut out = Vec::new();
-        let prefix = &keys::queued(rec.id, 0)[..9];
-        for kv in self.store.scan_prefix(prefix) {
-            let (k, v) = kv?;
-            if keys::parse_idseq(&k).is_some_and(|(_, seq)| leased.contains(&seq)) {
+        for &seq in &h.front {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
+        }
+        let head = h.rec.head_seq;
+        for &(first, n) in &h.segs {
+            if first + n <= head {
                 continue;
             }
-            out.push(QueueEntry::decode(&v)?.url);
+            let Some(v) = self.store.get(&keys::queued(id, first))? else {
+                continue;
+            };
+            let seg = Segment::parse(&v)?;
+            for i in head.saturating_sub(first)..n {
+                out.push(seg.entry(i as usize)?.url);
+            }
+        }
+        for b in h.pending.from(head) {
+            out.push(QueueEntry::decode(b)?.url);
         }
         Ok(out)
     }
@@ -1671,4 +2050,126 @@ mod tests {
             assert_eq!(f.hosts(Some("j5.test"), 3).unwrap().len(), 3);
         }
     }
+
+    fn done(items: Vec<WorkItem>) -> Vec<(LeaseId, PageOutcome, String)> {
+        items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 1 }, p.url)),
+                WorkItem::Robots(_) => None,
+            })
+            .collect()
+    }
+
+    /// With the intake log folded after every batch, queues live in segments and the
+    /// seen-set in buckets (split as they grow); FIFO order, retries, leases returned at
+    /// open and duplicates all behave as before, and consumed segments are deleted.
+    #[test]
+    fn folded_segments_and_seen_buckets_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mk = || {
+            let mut c = FrontierConfig::new(dir.path()).without_gaps();
+            c.seed = Some(3);
+            c.intake_buffer_bytes = 1;
+            c.max_in_flight_per_host = 4;
+            Frontier::open(c).unwrap()
+        };
+        let hosts = 3;
+        let urls: Vec<String> = (0..6000)
+            .map(|k| format!("http://f{}.test/p/{k}", k % hosts))
+            .collect();
+        let mut completed: Vec<String> = Vec::new();
+        let mut owed: Vec<String> = Vec::new();
+        {
+            let f = mk();
+            let outs: Vec<(String, RobotsFetchOutcome)> = (0..hosts)
+                .map(|h| {
+                    (
+                        format!("http://f{h}.test"),
+                        RobotsFetchOutcome::ClientError { status: 404 },
+                    )
+                })
+                .collect();
+            let outs: Vec<(&str, RobotsFetchOutcome)> =
+                outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
+            f.set_robots(&outs, T0).unwrap();
+            for chunk in urls.chunks(500) {
+                let r = f.enqueue_batch(chunk, T0).unwrap();
+                assert!(r.iter().all(|x| *x == EnqueueResult::Queued));
+            }
+            assert_eq!(f.store.scan_prefix(b"W").count(), 0, "log folded");
+            assert!(f.store.scan_prefix(b"B").count() > 1, "buckets split");
+            assert_eq!(f.store.scan_prefix(b"S").count(), 0);
+            // 12 batches x 3 hosts, one segment each
+            assert_eq!(f.store.scan_prefix(b"Q").count(), 36);
+            let r = f.enqueue_batch(&urls[..50], T0).unwrap();
+            assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate));
+            // a round: complete some, fail some, leave some in flight
+            let items = done(f.next_batch(T0, 100).unwrap());
+            assert_eq!(items.len(), 12);
+            let mut batch = Vec::new();
+            for (n, (id, ok, url)) in items.into_iter().enumerate() {
+                match n % 3 {
+                    0 => {
+                        completed.push(url);
+                        batch.push((id, ok));
+                    }
+                    1 => {
+                        owed.push(url);
+                        batch.push((
+                            id,
+                            PageOutcome::Failed {
+                                reason: "reset".into(),
+                            },
+                        ));
+                    }
+                    _ => owed.push(url),
+                }
+            }
+            f.complete_batch(&batch, T0).unwrap();
+        }
+        let f = mk();
+        let r = f.enqueue_batch(&urls[5950..], T0).unwrap();
+        assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate));
+        for u in &owed {
+            let host = u.split('/').nth(2).unwrap();
+            assert!(f.queued_urls(host).unwrap().contains(u), "{u} owed");
+        }
+        // everything not completed comes out exactly once; returned and retried URLs
+        // first, then each host in FIFO order
+        let mut got: Vec<String> = Vec::new();
+        let mut now = T0 + 10_000_000;
+        loop {
+            let items = done(f.next_batch(now, 1000).unwrap());
+            if items.is_empty() {
+                break;
+            }
+            let batch: Vec<(LeaseId, PageOutcome)> =
+                items.iter().map(|(id, o, _)| (*id, o.clone())).collect();
+            got.extend(items.into_iter().map(|(_, _, u)| u));
+            f.complete_batch(&batch, now).unwrap();
+            now += 1;
+        }
+        let mut all: Vec<String> = got.iter().chain(&completed).cloned().collect();
+        all.sort();
+        let mut want = urls.clone();
+        want.sort();
+        assert_eq!(all, want);
+        for u in &owed {
+            let pos = got.iter().position(|g| g == u).unwrap();
+            assert!(pos < 12, "{u} came back at {pos}");
+        }
+        for h in 0..hosts {
+            let idx: Vec<usize> = got
+                .iter()
+                .filter(|u| u.starts_with(&format!("http://f{h}.test/")) && !owed.contains(u))
+                .map(|u| u.rsplit('/').next().unwrap().parse().unwrap())
+                .collect();
+            assert!(idx.windows(2).all(|w| w[0] < w[1]), "host {h} out of order");
+        }
+        assert_eq!(f.hosts_in_memory(), 0);
+        assert_eq!(f.store.scan_prefix(b"Q").count(), 0, "consumed segments deleted");
+        assert_eq!(f.store.scan_prefix(b"T").count(), 0, "retry entries deleted");
+    }
+
 }

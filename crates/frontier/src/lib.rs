@@ -18,6 +18,7 @@ pub mod codec;
 pub mod commit;
 pub mod config;
 mod frontier;
+pub mod packed;
 pub mod robots;
 pub mod store;
 

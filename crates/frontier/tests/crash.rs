@@ -25,6 +25,9 @@ fn cfg(dir: &str) -> FrontierConfig {
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
     c.journal_checkpoint_bytes = if round % 2 == 1 { 0 } else { u64::MAX };
+    // the intake log folds into segments after every batch, every few batches, or never
+    // (the default buffer is never filled here): kills land in and between folds
+    c.intake_buffer_bytes = [1, 16 * 1024, u64::MAX][(round % 3) as usize];
     c
 }
 
@@ -67,17 +70,26 @@ fn crash_child_entry() {
         }
         now += 1;
         let items = f.next_batch(now, 30).unwrap();
-        // complete two thirds, leave the rest in flight
+        // complete most, fail some (they are retried later), leave a third in flight
         let mut done = Vec::new();
+        let mut failed = Vec::new();
         for (n, w) in items.into_iter().enumerate() {
             if let WorkItem::Page(p) = w {
-                if n % 3 != 0 {
+                if n % 7 == 1 {
+                    failed.push((
+                        p.id,
+                        PageOutcome::Failed {
+                            reason: "reset".into(),
+                        },
+                    ));
+                } else if n % 3 != 0 {
                     done.push((p.id, PageOutcome::Done { response_ms: 1 }, p.url));
                 }
             }
         }
-        let batch: Vec<(LeaseId, PageOutcome)> =
+        let mut batch: Vec<(LeaseId, PageOutcome)> =
             done.iter().map(|(id, o, _)| (*id, o.clone())).collect();
+        batch.extend(failed);
         if !batch.is_empty() {
             // a kill after the durable completion but before the DONE lines leaves these
             // URLs completed without the parent knowing: announce them first
