@@ -399,10 +399,7 @@ mod tests {
         assert_eq!(HostRecord::decode_stamp(&with), 0);
         assert_eq!(HostRecord::decode_stamp(&enc), 0);
         // head_seq is version 2's 19th field
-        let h = HostRecord {
-            head_seq: 42,
-            ..r
-        };
+        let h = HostRecord { head_seq: 42, ..r };
         assert_eq!(HostRecord::decode(&h.encode_stamped(&[5], 9)).unwrap(), h);
         // a version-1 record with a lease list: the list is not read as head_seq
         let mut v1 = vec![1u8];

@@ -58,7 +58,8 @@ pub struct FrontierConfig {
     /// Decoded robots states cached in memory (default 10 000 origins).
     pub robots_cache_origins: usize,
     /// Host-record journal bytes below which no checkpoint is made (default 16 MiB; a
-    /// checkpoint also waits until the journal holds twice what it would write).
+    /// checkpoint also waits until the journal holds 2 KiB per host record it would write;
+    /// 0 checkpoints after every batch, for tests).
     pub journal_checkpoint_bytes: u64,
     /// Intake-log bytes after which it is folded into per-host queue segments (default
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this

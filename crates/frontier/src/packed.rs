@@ -381,9 +381,18 @@ mod tests {
         // one entry per key, as older stores kept queues
         let one = entry("http://a/x", 0);
         let s = Segment::parse(&one).unwrap();
-        assert_eq!((s.len(), s.entry(0).unwrap().url.as_str()), (1, "http://a/x"));
+        assert_eq!(
+            (s.len(), s.entry(0).unwrap().url.as_str()),
+            (1, "http://a/x")
+        );
         // damaged values are errors, not panics
-        for bad in [&v[..3], &v[..v.len() - 1], &[0x10, 255, 255, 255, 255][..], &[9][..], &[][..]] {
+        for bad in [
+            &v[..3],
+            &v[..v.len() - 1],
+            &[0x10, 255, 255, 255, 255][..],
+            &[9][..],
+            &[][..],
+        ] {
             assert!(Segment::parse(bad).is_err(), "{bad:?}");
         }
     }
