@@ -787,7 +787,7 @@ impl Frontier {
         }
         for (id, _) in segs
             .into_iter()
-            .chain(retries.into_iter().map(|(i, _)| (i, VecDeque::new())))
+            .chain(retries.into_keys().map(|i| (i, VecDeque::new())))
         {
             tracing::error!(
                 host_id = id,

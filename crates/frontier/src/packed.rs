@@ -244,8 +244,11 @@ impl IntakeWriter {
     }
 }
 
-/// The entries of an intake-log record: (host id, sequence, encoded entry).
-pub fn intake_entries(bytes: &[u8]) -> Result<Vec<(u64, u64, &[u8])>, CodecError> {
+/// One entry of an intake-log record: host id, queue sequence, encoded entry.
+pub type IntakeEntry<'a> = (u64, u64, &'a [u8]);
+
+/// The entries of an intake-log record.
+pub fn intake_entries(bytes: &[u8]) -> Result<Vec<IntakeEntry<'_>>, CodecError> {
     const W: &str = "intake log";
     if bytes.first() != Some(&INTAKE_V1) {
         return Err(err(W, "unknown version"));
