@@ -3,7 +3,8 @@
 //! allow-all; then raw sled insert/remove of N keys as the reference.
 //!
 //! `cargo bench -p frontier --bench frontier` (env: FRONTIER_BENCH_URLS, FRONTIER_BENCH_HOSTS,
-//! FRONTIER_BENCH_CACHE_MB, FRONTIER_BENCH_DIR). Prints a table; CPU seconds per phase are
+//! FRONTIER_BENCH_CACHE_MB, FRONTIER_BENCH_DIR; FRONTIER_BENCH_RAW=0 skips the raw sled
+//! reference). Prints a table; CPU seconds per phase are
 //! less sensitive to other load on the machine than the wall-clock rates.
 
 use std::time::Instant;
@@ -142,6 +143,15 @@ fn main() {
     let hosts_left = f.hosts_in_memory();
     drop(f);
 
+    if std::env::var("FRONTIER_BENCH_RAW").is_ok_and(|v| v == "0") {
+        println!(
+            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), dispatch {:.0} URLs/s (CPU {dispatch_cpu:.2} s), peak RSS {rss_dispatch:.0} MB, {:.0} B/URL on disk",
+            n as f64 / ingest_s,
+            n as f64 / dispatch_s,
+            disk_ingest as f64 / n as f64
+        );
+        return;
+    }
     // raw sled reference: same number of keys, same key and value sizes as queue entries
     let raw = SledStore::open(&dir.path().join("raw"), &cfg.sled).expect("raw open");
     let db = raw.db();

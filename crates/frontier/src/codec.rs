@@ -69,21 +69,19 @@ pub struct HostRecord {
     pub head_seq: u64,
 }
 
-/// Host record version 2: version 1's 18 fields followed by `head_seq`.
+/// Host record version 2: version 1's 18 fields followed by `head_seq` (fixed u64 LE).
 const HOST_V2: u8 = 2;
+/// Host record version 3: the same 19 fields as LEB128 varints, then the optional lease
+/// list (count, sequences) and journal stamp, also varints. Most fields are small, so a
+/// record is ~40 bytes instead of ~160: the journal writes one per host change.
+const HOST_V3: u8 = 3;
 
-/// Bytes of the fixed part of a host record of version `ver`.
+/// Bytes of the fixed part of a host record of version 1 or 2.
 fn host_fixed_len(ver: u8) -> usize {
     if ver >= HOST_V2 {
         1 + 19 * 8
     } else {
         1 + 18 * 8
-    }
-}
-
-fn put_u64s(out: &mut Vec<u8>, vals: &[u64]) {
-    for v in vals {
-        out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -97,53 +95,55 @@ fn read_u64s<const N: usize>(bytes: &[u8]) -> [u64; N] {
     out
 }
 
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
 impl HostRecord {
-    /// Encode (version 2).
-    pub fn encode(&self) -> Vec<u8> {
+    fn fields(&self) -> [u64; 19] {
         let c = &self.counters;
-        let mut out = Vec::with_capacity(1 + 19 * 8);
-        out.push(HOST_V2);
-        put_u64s(
-            &mut out,
-            &[
-                self.id,
-                self.next_allowed_ms,
-                self.in_flight,
-                self.backoff_level,
-                self.backoff_until_ms,
-                self.crawl_delay_ms,
-                self.last_response_ms,
-                self.skipped,
-                c.enqueued,
-                c.queued,
-                c.dispatched,
-                c.completed,
-                c.dropped,
-                c.given_up,
-                c.retried,
-                c.crawl_delay_clamped,
-                c.crawl_delay_skipped,
-                c.robots_fetches,
-                self.head_seq,
-            ],
-        );
-        out
+        [
+            self.id,
+            self.next_allowed_ms,
+            self.in_flight,
+            self.backoff_level,
+            self.backoff_until_ms,
+            self.crawl_delay_ms,
+            self.last_response_ms,
+            self.skipped,
+            c.enqueued,
+            c.queued,
+            c.dispatched,
+            c.completed,
+            c.dropped,
+            c.given_up,
+            c.retried,
+            c.crawl_delay_clamped,
+            c.crawl_delay_skipped,
+            c.robots_fetches,
+            self.head_seq,
+        ]
     }
 
-    /// Decode any version this build knows.
-    pub fn decode(bytes: &[u8]) -> Result<HostRecord, CodecError> {
-        let err = |why| CodecError { what: "host", why };
-        let (&ver, rest) = bytes.split_first().ok_or(err("empty"))?;
-        if ver == 0 {
-            return Err(err("unknown version"));
-        }
-        if rest.len() < 8 {
-            return Err(err("no id"));
-        }
-        // version 1 has 18 fixed fields; what follows them (a lease list) is not a field
-        let fixed = &rest[..rest.len().min(host_fixed_len(ver) - 1)];
-        let f: [u64; 19] = read_u64s(fixed);
-        Ok(HostRecord {
+    fn from_fields(f: &[u64; 19]) -> HostRecord {
+        HostRecord {
             id: f[0],
             next_allowed_ms: f[1],
             in_flight: f[2],
@@ -164,20 +164,87 @@ impl HostRecord {
                 crawl_delay_skipped: f[16],
                 robots_fetches: f[17],
             },
-            head_seq: if ver >= HOST_V2 { f[18] } else { 0 },
-        })
+            head_seq: f[18],
+        }
     }
-}
 
-impl HostRecord {
-    /// Encode (version 2) followed by the sequences of the host's page leases in flight:
-    /// their count right after the fixed fields, then one u64 per sequence. A decoder of the
-    /// same version that does not know the list ignores it like any extra field.
+    /// Encode (version 3).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48);
+        out.push(HOST_V3);
+        for v in self.fields() {
+            put_varint(&mut out, v);
+        }
+        out
+    }
+
+    /// Record, lease list and journal stamp of any version this build knows.
+    fn parse(bytes: &[u8]) -> Result<(HostRecord, Vec<u64>, u64), CodecError> {
+        let err = |why| CodecError { what: "host", why };
+        let (&ver, rest) = bytes.split_first().ok_or(err("empty"))?;
+        match ver {
+            HOST_V3 => {
+                let mut at = 1;
+                let mut f = [0u64; 19];
+                for v in f.iter_mut() {
+                    *v = get_varint(bytes, &mut at).ok_or(err("truncated"))?;
+                }
+                let mut leases = Vec::new();
+                let mut stamp = 0;
+                if let Some(n) = get_varint(bytes, &mut at) {
+                    for _ in 0..n.min(bytes.len() as u64) {
+                        leases.push(get_varint(bytes, &mut at).ok_or(err("truncated leases"))?);
+                    }
+                    stamp = get_varint(bytes, &mut at).unwrap_or(0);
+                }
+                Ok((HostRecord::from_fields(&f), leases, stamp))
+            }
+            1 | HOST_V2 => {
+                if rest.len() < 8 {
+                    return Err(err("no id"));
+                }
+                // version 1 has 18 fixed fields; what follows them (a lease list) is not
+                // a field
+                let fixed_len = host_fixed_len(ver);
+                let fixed = &rest[..rest.len().min(fixed_len - 1)];
+                let mut f: [u64; 19] = read_u64s(fixed);
+                if ver == 1 {
+                    f[18] = 0;
+                }
+                let mut leases = Vec::new();
+                let mut stamp = 0;
+                if bytes.len() >= fixed_len + 8 {
+                    let [n]: [u64; 1] = read_u64s(&bytes[fixed_len..fixed_len + 8]);
+                    let tail = &bytes[fixed_len + 8..];
+                    let avail = tail.len() / 8;
+                    let n = (n as usize).min(avail);
+                    leases = tail[..8 * n]
+                        .chunks_exact(8)
+                        .map(|c| read_u64s::<1>(c)[0])
+                        .collect();
+                    if let Some(b) = tail.get(8 * n..8 * n + 8) {
+                        stamp = read_u64s::<1>(b)[0];
+                    }
+                }
+                Ok((HostRecord::from_fields(&f), leases, stamp))
+            }
+            _ => Err(err("unknown version")),
+        }
+    }
+
+    /// Decode any version this build knows.
+    pub fn decode(bytes: &[u8]) -> Result<HostRecord, CodecError> {
+        Ok(Self::parse(bytes)?.0)
+    }
+
+    /// Encode (version 3) followed by the sequences of the host's page leases in flight
+    /// (and URLs returned to the front of its queue): their count, then each sequence.
     pub fn encode_with_leases(&self, leased: &[u64]) -> Vec<u8> {
         let mut out = self.encode();
-        out.reserve(8 * (1 + leased.len()));
-        out.extend_from_slice(&(leased.len() as u64).to_le_bytes());
-        put_u64s(&mut out, leased);
+        put_varint(&mut out, leased.len() as u64);
+        for &s in leased {
+            put_varint(&mut out, s);
+        }
         out
     }
 
@@ -186,42 +253,18 @@ impl HostRecord {
     /// than this record.
     pub fn encode_stamped(&self, leased: &[u64], journal_seq: u64) -> Vec<u8> {
         let mut out = self.encode_with_leases(leased);
-        out.extend_from_slice(&journal_seq.to_le_bytes());
+        put_varint(&mut out, journal_seq);
         out
     }
 
     /// The journal sequence stored after the lease list (0 if none).
     pub fn decode_stamp(bytes: &[u8]) -> u64 {
-        let fixed = host_fixed_len(bytes.first().copied().unwrap_or(V1));
-        if bytes.len() < fixed + 8 {
-            return 0;
-        }
-        let [n]: [u64; 1] = read_u64s(&bytes[fixed..fixed + 8]);
-        let at = (fixed + 8).saturating_add((n as usize).saturating_mul(8));
-        match bytes.get(at..at + 8) {
-            Some(b) => read_u64s::<1>(b)[0],
-            None => 0,
-        }
+        Self::parse(bytes).map(|p| p.2).unwrap_or(0)
     }
 
     /// The lease sequences stored after the fixed fields (empty for a record without them).
     pub fn decode_leases(bytes: &[u8]) -> Vec<u64> {
-        let fixed = host_fixed_len(bytes.first().copied().unwrap_or(V1));
-        if bytes.len() < fixed + 8 {
-            return Vec::new();
-        }
-        let rest = &bytes[fixed..];
-        let [n]: [u64; 1] = read_u64s(&rest[..8]);
-        let avail = (rest.len() - 8) / 8;
-        let n = (n as usize).min(avail);
-        rest[8..8 + 8 * n]
-            .chunks_exact(8)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(c);
-                u64::from_le_bytes(b)
-            })
-            .collect()
+        Self::parse(bytes).map(|p| p.1).unwrap_or_default()
     }
 }
 
@@ -376,15 +419,25 @@ mod tests {
         r.counters.given_up = 3;
         let enc = r.encode();
         assert_eq!(HostRecord::decode(&enc).unwrap(), r);
-        // an older, shorter record: missing fields read as zero
-        let old = &enc[..1 + 8 * 4];
-        let d = HostRecord::decode(old).unwrap();
-        assert_eq!(d.id, 7);
+        assert!(enc.len() < 40, "varint record is small: {}", enc.len());
+        // a cut record is an error, not a panic or a half-read record
+        for cut in 1..enc.len() {
+            assert!(HostRecord::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(HostRecord::decode(&[9, 1, 2]).is_err());
+        // a version-2 record (fixed u64 fields), shorter than its fields: zeros
+        let mut v2 = vec![2u8];
+        for f in [7u64, 99, 0, 2] {
+            v2.extend_from_slice(&f.to_le_bytes());
+        }
+        let d = HostRecord::decode(&v2).unwrap();
+        assert_eq!((d.id, d.next_allowed_ms, d.backoff_level), (7, 99, 2));
         assert_eq!(d.counters.given_up, 0);
-        // a newer, longer record: extra fields ignored
-        let mut newer = enc.clone();
-        newer.extend_from_slice(&5u64.to_le_bytes());
+        // a newer, longer record: extra bytes after the lease list and stamp ignored
+        let mut newer = r.encode_stamped(&[1], 2);
+        newer.extend_from_slice(&[5, 5, 5]);
         assert_eq!(HostRecord::decode(&newer).unwrap(), r);
+        assert_eq!(HostRecord::decode_leases(&newer), vec![1]);
         assert!(HostRecord::decode(&[]).is_err());
         // the lease list rides after the fixed fields
         let with = r.encode_with_leases(&[3, 9]);
@@ -398,7 +451,7 @@ mod tests {
         assert_eq!(HostRecord::decode_stamp(&st), 77);
         assert_eq!(HostRecord::decode_stamp(&with), 0);
         assert_eq!(HostRecord::decode_stamp(&enc), 0);
-        // head_seq is version 2's 19th field
+        // head_seq is the 19th field
         let h = HostRecord { head_seq: 42, ..r };
         assert_eq!(HostRecord::decode(&h.encode_stamped(&[5], 9)).unwrap(), h);
         // a version-1 record with a lease list: the list is not read as head_seq
