@@ -453,6 +453,8 @@ const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
 /// and a checkpoint writes one key per host. The journal is checkpointed once it holds
 /// this much per host it would write, so checkpoints stay a small part of the writes.
 const CHECKPOINT_BYTES_PER_HOST: u64 = 2048;
+/// Journal bytes past which a checkpoint is made whatever it costs.
+const JOURNAL_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 fn journal_encode_entry(buf: &mut Vec<u8>, key: &str, value: &[u8]) {
     let kl = u16::try_from(key.len()).unwrap_or(u16::MAX) as usize;
@@ -1246,8 +1248,10 @@ impl Frontier {
         let Inner { hosts, journal, .. } = inner;
         let cost = (journal.dirty.len() + journal.evicted.len()) as u64 * CHECKPOINT_BYTES_PER_HOST;
         // 0 means: after every batch (tests use it to exercise checkpoints)
-        let wait =
-            journal.min_bytes > 0 && (journal.bytes < journal.min_bytes || journal.bytes < cost);
+        // ... and a journal past JOURNAL_MAX_BYTES is checkpointed whatever it costs, which
+        // bounds the replay at open and the space the journal takes
+        let wait = journal.min_bytes > 0
+            && (journal.bytes < journal.min_bytes || journal.bytes < cost.min(JOURNAL_MAX_BYTES));
         if wait || journal.bytes == 0 {
             return;
         }
