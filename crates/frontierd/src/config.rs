@@ -83,6 +83,9 @@ pub struct StoreSection {
     pub path: String,
     /// sled page cache, bytes.
     pub cache_bytes: u64,
+    /// Intake-log bytes (URLs queued since the last fold, also held in memory) before
+    /// they are folded into per-host queue segments.
+    pub intake_buffer_bytes: u64,
 }
 
 impl Default for StoreSection {
@@ -91,6 +94,7 @@ impl Default for StoreSection {
             data_dir: String::new(),
             path: String::new(),
             cache_bytes: 64 * 1024 * 1024,
+            intake_buffer_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -611,6 +615,12 @@ impl Config {
         let token_file =
             (!c.admin.token_file.is_empty()).then(|| PathBuf::from(&c.admin.token_file));
         range_u64("store.cache_bytes", c.store.cache_bytes, 1 << 20, 1 << 40)?;
+        range_u64(
+            "store.intake_buffer_bytes",
+            c.store.intake_buffer_bytes,
+            1 << 16,
+            1 << 34,
+        )?;
         let json_logs = c.log.format == "json";
         Ok(Settings {
             data_dir,
@@ -684,6 +694,7 @@ impl Settings {
         let p = &self.raw.politeness;
         let mut f = frontier::FrontierConfig::new(&self.store_path);
         f.sled.cache_bytes = self.raw.store.cache_bytes;
+        f.intake_buffer_bytes = self.raw.store.intake_buffer_bytes;
         f.key_mode = if p.key == "domain" {
             frontier::PolitenessKeyMode::Domain
         } else {
