@@ -2228,4 +2228,73 @@ mod tests {
             "retry entries deleted"
         );
     }
+
+    /// A store written by an earlier version (per-URL `S` and `Q` keys, a version-1 host
+    /// record with a lease list, an `L` lease key) opens as it is: nothing queued is lost,
+    /// leased URLs come back, and every URL it had seen is still a duplicate.
+    #[test]
+    fn store_of_an_earlier_version_opens_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let urls: Vec<String> = (0..5).map(|i| format!("http://old.test/{i}")).collect();
+        {
+            let store = SledStore::open(dir.path(), &crate::store::SledConfig::default()).unwrap();
+            let mut b = Batch::new();
+            // version 1: 18 fixed u64 fields (id 1, enqueued 5, queued 2), lease list [1]
+            let mut rec = vec![1u8];
+            for v in [1u64, 0, 1, 0, 0, 0, 0, 0, 5, 2] {
+                rec.extend_from_slice(&v.to_le_bytes());
+            }
+            rec.extend_from_slice(&[0u8; 8 * 8]);
+            rec.extend_from_slice(&1u64.to_le_bytes());
+            rec.extend_from_slice(&1u64.to_le_bytes());
+            b.put(keys::host("old.test"), rec);
+            b.put(keys::NEXT_HOST_ID.to_vec(), 2u64.to_le_bytes().to_vec());
+            let v1 = |u: &str| {
+                let mut e = vec![1u8];
+                e.extend_from_slice(&0u32.to_le_bytes());
+                e.extend_from_slice(u.as_bytes());
+                e
+            };
+            // /0 was completed (its entry deleted), /1 leased, /2 and /3 queued, /4 leased
+            // the older way (an `L` key)
+            for seq in 1..4u64 {
+                b.put(keys::queued(1, seq), v1(&urls[seq as usize]));
+            }
+            b.put(keys::leased(1, 4), v1(&urls[4]));
+            for u in &urls {
+                b.put(keys::seen(url_hash(u)), Vec::new());
+            }
+            store.apply(b).unwrap();
+            store.flush().unwrap();
+        }
+        let f = open(dir.path(), false);
+        f.set_robots(
+            &[(
+                "http://old.test",
+                RobotsFetchOutcome::ClientError { status: 404 },
+            )],
+            T0,
+        )
+        .unwrap();
+        let r = f.enqueue_batch(&urls, T0).unwrap();
+        assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate), "{r:?}");
+        let r = f.enqueue_batch(&["http://old.test/new"], T0).unwrap();
+        assert_eq!(r, vec![EnqueueResult::Queued]);
+        let mut got = Vec::new();
+        for t in 0..10 {
+            let items = done(f.next_batch(T0 + t, 10).unwrap());
+            let batch: Vec<(LeaseId, PageOutcome)> =
+                items.iter().map(|(id, o, _)| (*id, o.clone())).collect();
+            got.extend(items.into_iter().map(|(_, _, u)| u));
+            f.complete_batch(&batch, T0 + t).unwrap();
+        }
+        let mut want: Vec<String> = urls[1..].to_vec();
+        want.push("http://old.test/new".into());
+        assert_eq!(got, want);
+        drop(f);
+        let f = open(dir.path(), false);
+        assert_eq!(f.hosts_in_memory(), 0);
+        assert!(f.is_seen("http://old.test/0").unwrap());
+        assert!(f.is_seen("http://old.test/new").unwrap());
+    }
 }
