@@ -1,9 +1,11 @@
 //! Versioned encodings of the frontier's records.
 //!
-//! Every value starts with a version byte. Records made of numbers are a list of
-//! little-endian u64 fields: a decoder reads the fields it knows, takes zero for fields an
-//! older writer did not have, and ignores fields a newer writer added, so adding a field at
-//! the end never makes an old store unreadable.
+//! Every value starts with a version byte, and a decoder reads every version this build
+//! knows. Host records: versions 1 and 2 are little-endian u64 fields (a decoder takes
+//! zero for fields an older writer did not have); version 3 holds the same fields as
+//! LEB128 varints, then the optional lease list and journal stamp, and ignores bytes a
+//! newer writer added after them. Queue entries: version 1 (no depth) and 2. Damaged
+//! bytes are a [`CodecError`], never a panic.
 
 /// Decode failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -51,8 +51,8 @@ fn u64_at(b: &[u8], i: usize, what: &'static str) -> Result<u64, CodecError> {
 
 // ------------------------------------------------------------------- segments
 
-/// Encode a segment from encoded queue entries: version, count (u32 LE), count + 1 end
-/// offsets... as u32 LE (relative to the data), then the entries back to back.
+/// Encode a segment from encoded queue entries: version, count (u32 LE), one end offset
+/// per entry (u32 LE, relative to the start of the data), then the entries back to back.
 pub fn encode_segment<'a>(entries: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
     let n = entries.len();
     let data: usize = entries.clone().map(|e| e.len()).sum();
