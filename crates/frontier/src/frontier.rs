@@ -453,6 +453,8 @@ const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
 /// and a checkpoint writes one key per host. The journal is checkpointed once it holds
 /// this much per host it would write, so checkpoints stay a small part of the writes.
 const CHECKPOINT_BYTES_PER_HOST: u64 = 2048;
+/// A fold is handed to the store in pieces of about this many bytes.
+const FOLD_PIECE_BYTES: usize = 8 * 1024 * 1024;
 /// Journal bytes past which a checkpoint is made whatever it costs.
 const JOURNAL_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -1090,20 +1092,41 @@ impl Frontier {
     ) -> Result<HashSet<u128>> {
         let mut todo: Vec<u128> = hashes.filter(|h| !inner.seen.recent.contains(h)).collect();
         todo.sort_unstable();
+        todo.dedup();
         let mut found = HashSet::new();
-        let mut current: Option<(u128, Option<Vec<u8>>)> = None;
-        for h in todo {
-            let start = inner.seen.bucket_of(h);
-            if current.as_ref().map(|c| c.0) != Some(start) {
-                current = Some((start, self.store.get(&keys::seen_bucket(start))?));
+        // one read per bucket: the sorted hashes of one bucket are consecutive
+        let mut i = 0;
+        while i < todo.len() {
+            let start = inner.seen.bucket_of(todo[i]);
+            let n = todo[i..]
+                .iter()
+                .take_while(|&&h| inner.seen.bucket_of(h) == start)
+                .count();
+            let group = &todo[i..i + n];
+            let mut bad = None;
+            self.store.read_with(&keys::seen_bucket(start), &mut |v| {
+                let Some(v) = v else { return };
+                for &h in group {
+                    match packed::bucket_contains(v, h) {
+                        Ok(true) => {
+                            found.insert(h);
+                        }
+                        Ok(false) => {}
+                        Err(e) => bad = Some(e),
+                    }
+                }
+            })?;
+            if let Some(e) = bad {
+                return Err(e.into());
             }
-            let hit = match current.as_ref().and_then(|c| c.1.as_deref()) {
-                Some(v) => packed::bucket_contains(v, h)?,
-                None => false,
-            };
-            if hit || (inner.seen.legacy && self.store.contains(&keys::seen(h))?) {
-                found.insert(h);
+            if inner.seen.legacy {
+                for &h in group {
+                    if !found.contains(&h) && self.store.contains(&keys::seen(h))? {
+                        found.insert(h);
+                    }
+                }
             }
+            i += n;
         }
         Ok(found)
     }
@@ -1113,8 +1136,22 @@ impl Frontier {
     /// buckets, and the log records go, in that order. A crash part way leaves a prefix;
     /// what is missing is replayed from the log at open, and replay skips what segments
     /// already hold.
+    ///
+    /// The fold goes to the store in pieces of about [`FOLD_PIECE_BYTES`] as it is built
+    /// (after the caller's `batch`, which it applies first and leaves empty), so its memory
+    /// does not grow with the seen-set it rewrites; the caller's flush makes it durable.
     fn fold(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
-        batch.cut();
+        let mut out = std::mem::take(batch);
+        out.cut();
+        let mut held = 0usize;
+        let spill = |out: &mut Batch, held: &mut usize, more: usize| -> Result<()> {
+            *held += more;
+            if *held >= FOLD_PIECE_BYTES {
+                self.store.apply(std::mem::take(out))?;
+                *held = 0;
+            }
+            Ok(())
+        };
         let mut ids: Vec<u64> = inner
             .hosts
             .iter()
@@ -1130,18 +1167,19 @@ impl Frontier {
             let from = h.live_from().max(h.pending.first);
             let entries: Vec<&[u8]> = h.pending.from(from).collect();
             let mut first = h.pending.end() - entries.len() as u64;
+            let mut bytes = 0;
             for chunk in entries.chunks(packed::SEGMENT_MAX_ENTRIES) {
-                batch.put(
-                    keys::queued(id, first),
-                    packed::encode_segment(chunk.iter().copied()),
-                );
+                let seg = packed::encode_segment(chunk.iter().copied());
+                bytes += seg.len();
+                out.put(keys::queued(id, first), seg);
                 h.segs.push_back((first, chunk.len() as u64));
                 first += chunk.len() as u64;
                 segments += 1;
             }
-            batch.cut();
+            out.cut();
             let end = h.pending.end();
             h.pending.reset(end);
+            spill(&mut out, &mut held, bytes)?;
         }
         // seen buckets
         let mut new: Vec<u128> = inner.seen.recent.drain().collect();
@@ -1165,11 +1203,14 @@ impl Frontier {
             };
             let merged = packed::merge_sorted(&old, &new[i..j]);
             for (s, part) in packed::split_bucket(start, merged) {
-                batch.put(keys::seen_bucket(s), packed::encode_bucket(&part));
-                batch.cut();
+                let v = packed::encode_bucket(&part);
+                let bytes = v.len();
+                out.put(keys::seen_bucket(s), v);
+                out.cut();
                 if s != start {
                     added.push(s);
                 }
+                spill(&mut out, &mut held, bytes)?;
             }
             i = j;
         }
@@ -1177,9 +1218,10 @@ impl Frontier {
         inner.seen.starts.sort_unstable();
         // the log
         for seq in inner.intake.first_seq..inner.intake.next_seq {
-            batch.del(keys::intake(seq));
-            batch.cut();
+            out.del(keys::intake(seq));
+            out.cut();
         }
+        self.store.apply(out)?;
         tracing::debug!(
             segments,
             hashes = new.len(),

@@ -98,6 +98,10 @@ pub type Kv = (Vec<u8>, Vec<u8>);
 pub trait Store: Send + Sync {
     /// Point read.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Point read without copying the value: `f` sees it (or `None`) while the engine
+    /// holds it. For large values read only in part (a seen bucket searched for a few
+    /// hashes).
+    fn read_with(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> Result<(), StoreError>;
     /// Whether a key exists.
     fn contains(&self, key: &[u8]) -> Result<bool, StoreError>;
     /// Smallest key in `[from, to)`.
@@ -185,6 +189,12 @@ impl Store for SledStore {
             .get(key)
             .map(|o| o.map(|v| v.to_vec()))
             .map_err(|e| StoreError::sled("get", e))
+    }
+
+    fn read_with(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> Result<(), StoreError> {
+        let v = self.db.get(key).map_err(|e| StoreError::sled("get", e))?;
+        f(v.as_deref());
+        Ok(())
     }
 
     fn contains(&self, key: &[u8]) -> Result<bool, StoreError> {
@@ -281,6 +291,12 @@ mod tests {
         s.apply(b).unwrap();
         s.flush().unwrap();
         assert_eq!(s.get(b"a2").unwrap(), Some(b"y".to_vec()));
+        let mut seen = Vec::new();
+        s.read_with(b"a2", &mut |v| seen.push(v.map(|v| v.to_vec())))
+            .unwrap();
+        s.read_with(b"zz", &mut |v| seen.push(v.map(|v| v.to_vec())))
+            .unwrap();
+        assert_eq!(seen, vec![Some(b"y".to_vec()), None]);
         assert!(s.contains(b"b1").unwrap());
         assert_eq!(
             s.first_in_range(b"a", b"b").unwrap().unwrap().0,
