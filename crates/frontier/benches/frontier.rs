@@ -3,7 +3,7 @@
 //! allow-all; then raw sled insert/remove of N keys as the reference.
 //!
 //! `cargo bench -p frontier --bench frontier` (env: FRONTIER_BENCH_URLS, FRONTIER_BENCH_HOSTS,
-//! FRONTIER_BENCH_CACHE_MB, FRONTIER_BENCH_DIR; FRONTIER_BENCH_RAW=0 skips the raw sled
+//! FRONTIER_BENCH_CACHE_MB, FRONTIER_BENCH_INTAKE_MB, FRONTIER_BENCH_DIR; FRONTIER_BENCH_RAW=0 skips the raw sled
 //! reference). Prints a table; CPU seconds per phase are
 //! less sensitive to other load on the machine than the wall-clock rates.
 
@@ -80,6 +80,8 @@ fn main() {
     // undercounts): 64 MiB keeps the whole process under 500 MB at 1M URLs
     let cache_mb = env_usize("FRONTIER_BENCH_CACHE_MB", 64);
     cfg.sled.cache_bytes = cache_mb as u64 * 1024 * 1024;
+    let intake_mb = env_usize("FRONTIER_BENCH_INTAKE_MB", 64);
+    cfg.intake_buffer_bytes = intake_mb as u64 * 1024 * 1024;
     // the working set of origins: every host is dispatched once per round
     cfg.robots_cache_origins = hosts.max(2) * 2;
     let f = Frontier::open(cfg.clone()).expect("open");
@@ -189,7 +191,7 @@ fn main() {
 
     let rate = |s: f64| n as f64 / s;
     println!(
-        "frontier benchmark: {n} URLs over {hosts} hosts, batches of {batch}, sled cache {cache_mb} MiB"
+        "frontier benchmark: {n} URLs over {hosts} hosts, batches of {batch}, sled cache {cache_mb} MiB, intake buffer {intake_mb} MiB"
     );
     println!("| measure | value |");
     println!("| --- | --- |");
