@@ -399,12 +399,35 @@ struct Inner {
     intake: IntakeLog,
 }
 
+/// A set of URL hashes. They are xxh3-128 outputs, already uniform, so the set hashes them
+/// by taking their low 64 bits instead of running SipHash over 16 bytes.
+type HashSet128 = HashSet<u128, std::hash::BuildHasherDefault<UrlHashHasher>>;
+
+/// Hasher for [`HashSet128`]: the low 64 bits of the u128 written.
+#[derive(Default)]
+struct UrlHashHasher(u64);
+
+impl std::hash::Hasher for UrlHashHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // not reached for u128 keys; a fallback that still mixes every byte
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
 /// The seen-set's in-memory part: the bucket directory and the hashes not yet folded.
 struct SeenSet {
     /// Lowest hash of each stored bucket, sorted; always starts with 0.
     starts: Vec<u128>,
     /// Hashes queued since the last fold (their URLs are in the intake log).
-    recent: HashSet<u128>,
+    recent: HashSet128,
     /// The store has per-URL `S` keys from an older version.
     legacy: bool,
 }
@@ -638,7 +661,7 @@ impl Frontier {
             },
             seen: SeenSet {
                 starts: vec![0],
-                recent: HashSet::new(),
+                recent: HashSet128::default(),
                 legacy: false,
             },
             intake: IntakeLog {
@@ -988,7 +1011,7 @@ impl Frontier {
                 inner,
                 prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)),
             )?;
-            let mut in_batch: HashSet<u128> = HashSet::with_capacity(urls.len());
+            let mut in_batch = HashSet128::with_capacity_and_hasher(urls.len(), Default::default());
             let mut dirty: Vec<u64> = Vec::new();
             let old_next_id = inner.next_host_id;
             let mut log = IntakeWriter::default();
@@ -1089,11 +1112,11 @@ impl Frontier {
         &self,
         inner: &Inner,
         hashes: impl Iterator<Item = u128>,
-    ) -> Result<HashSet<u128>> {
+    ) -> Result<HashSet128> {
         let mut todo: Vec<u128> = hashes.filter(|h| !inner.seen.recent.contains(h)).collect();
         todo.sort_unstable();
         todo.dedup();
-        let mut found = HashSet::new();
+        let mut found = HashSet128::default();
         // one read per bucket: the sorted hashes of one bucket are consecutive
         let mut i = 0;
         while i < todo.len() {
