@@ -746,12 +746,14 @@ impl Frontier {
         // replayed record is written to `H` below and the journal deleted
         let mut replay: HashMap<Vec<u8>, (u64, Vec<u8>)> = HashMap::new();
         let mut journal_keys = Vec::new();
+        let mut journal_bytes = 0u64;
         for kv in self.store.scan_prefix(b"J") {
             let (k, v) = kv?;
             let seq = keys::parse_journal(&k).unwrap_or(0);
             for (key, val) in journal_decode(&v)? {
                 replay.insert(key, (seq, val));
             }
+            journal_bytes += v.len() as u64;
             journal_keys.push(k);
         }
         let mut next_journal = journal_keys
@@ -844,10 +846,11 @@ impl Frontier {
             if queued > stored {
                 h.rec.counters.enqueued += queued - stored;
             }
-            let dirty = from_journal
-                || h.rec.in_flight != 0
-                || !leased.is_empty()
-                || h.rec.counters.queued != queued;
+            // the journal is kept as it is (no checkpoint at open: that would be one write
+            // per host); what differs from the stored record is journaled by the host's
+            // next change, or redone by the next open
+            let changed =
+                h.rec.in_flight != 0 || !leased.is_empty() || h.rec.counters.queued != queued;
             h.rec.in_flight = 0;
             h.rec.counters.queued = queued;
             // segments that only hold URLs handed out and completed before the crash
@@ -857,13 +860,18 @@ impl Frontier {
                 batch.del(k);
             }
             batch.cut();
-            if dirty {
-                batch.put(k.clone(), h.value());
-                batch.cut();
-            }
             if queued > 0 {
+                if changed || from_journal {
+                    inner.journal.dirty.insert(id);
+                }
                 loaded.push(h);
             } else {
+                if changed {
+                    // stamped: older journal entries of this host must not undo it
+                    batch.put(k.clone(), h.rec.encode_stamped(&[], next_journal));
+                } else if from_journal {
+                    inner.journal.evicted.insert(h.key.clone(), v);
+                }
                 for (f, _) in h.segs.drain(..) {
                     batch.del(keys::queued(id, f));
                 }
@@ -897,13 +905,13 @@ impl Frontier {
             self.schedule(&mut inner, id);
         }
         inner.stats.recovered_leases = recovered;
-        // the journal's records are all in `H` now (earlier in this batch)
-        for k in journal_keys {
-            batch.del(k);
-            batch.cut();
-        }
+        // the journal stays; the next checkpoint writes its records to `H`
         inner.journal.next_seq = next_journal;
-        inner.journal.first_seq = next_journal;
+        inner.journal.first_seq = journal_keys
+            .first()
+            .and_then(|k| keys::parse_journal(k))
+            .unwrap_or(next_journal);
+        inner.journal.bytes = journal_bytes;
         // 6. the seen-set: bucket directory, and per-URL keys of older versions
         for kv in self.store.scan_prefix(b"B") {
             let (k, _) = kv?;
@@ -2214,20 +2222,29 @@ mod tests {
                 // checkpointed after every batch, or never (16 MiB not reached)
                 assert_eq!(f.store.scan_prefix(b"J").count() == 0, checkpoint_always);
             }
-            let f = open(dir.path(), false);
-            assert_eq!(f.stats().recovered_leases, 15);
-            assert_eq!(f.store.scan_prefix(b"J").count(), 0);
-            for (h, before) in expected {
-                let after = f.host_record(&h).unwrap().unwrap();
-                assert_eq!(after.id, before.id, "{h}");
-                assert_eq!(after.in_flight, 0, "{h}");
-                assert_eq!(after.counters.enqueued, 10, "{h}");
-                assert_eq!(after.counters.completed, 9, "{h}");
-                assert_eq!(after.counters.queued, 1, "{h}");
-                assert_eq!(after.last_response_ms, 7, "{h}");
-                assert_eq!(f.queued_urls(&h).unwrap(), vec![format!("http://{h}/last")]);
+            // twice: the journal is kept at open (no checkpoint there), and a second
+            // open over it must read the same
+            for reopen in 0..2 {
+                let f = open(dir.path(), false);
+                assert_eq!(f.stats().recovered_leases, 15);
+                assert_eq!(
+                    f.store.scan_prefix(b"J").count() == 0,
+                    checkpoint_always,
+                    "reopen {reopen}"
+                );
+                for (h, before) in &expected {
+                    let after = f.host_record(h).unwrap().unwrap();
+                    assert_eq!(after.id, before.id, "{h}");
+                    assert_eq!(after.in_flight, 0, "{h}");
+                    assert_eq!(after.counters.enqueued, 10, "{h}");
+                    assert_eq!(after.counters.completed, 9, "{h}");
+                    assert_eq!(after.counters.queued, 1, "{h}");
+                    assert_eq!(after.last_response_ms, 7, "{h}");
+                    assert_eq!(f.queued_urls(h).unwrap(), vec![format!("http://{h}/last")]);
+                }
+                assert_eq!(f.hosts(None, 1000).unwrap().len(), hosts.len());
             }
-            assert_eq!(f.hosts(None, 1000).unwrap().len(), hosts.len());
+            let f = open(dir.path(), false);
             assert_eq!(f.hosts(Some("j5.test"), 3).unwrap().len(), 3);
         }
     }
