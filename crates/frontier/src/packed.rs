@@ -89,11 +89,12 @@ impl<'a> Segment<'a> {
                 if data_at > bytes.len() {
                     return Err(err("segment", "truncated offsets"));
                 }
-                if count > 0 {
-                    let last = u32_at(bytes, 5 + 4 * (count - 1), "segment")? as usize;
-                    if data_at + last != bytes.len() {
-                        return Err(err("segment", "length mismatch"));
-                    }
+                let data_len = match count {
+                    0 => 0,
+                    _ => u32_at(bytes, 5 + 4 * (count - 1), "segment")? as usize,
+                };
+                if data_at + data_len != bytes.len() {
+                    return Err(err("segment", "length mismatch"));
                 }
                 Ok(Segment {
                     bytes,
@@ -393,6 +394,8 @@ mod tests {
             &v[..3],
             &v[..v.len() - 1],
             &[0x10, 255, 255, 255, 255][..],
+            // an empty segment with bytes after it
+            &[0x10, 0, 0, 0, 0, 7][..],
             &[9][..],
             &[][..],
         ] {
