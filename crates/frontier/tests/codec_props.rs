@@ -277,6 +277,19 @@ proptest! {
         }
     }
 
+    /// Bytes after a segment's last entry (or after the header of an empty segment) make
+    /// it an error, not a segment that ignores them.
+    #[test]
+    fn segment_with_bytes_after_it_is_an_error(
+        entries in prop::collection::vec(queue_entry(), 0..6),
+        extra in prop::collection::vec(any::<u8>(), 1..20),
+    ) {
+        let encoded: Vec<Vec<u8>> = entries.iter().map(QueueEntry::encode).collect();
+        let mut v = encode_segment(encoded.iter().map(Vec::as_slice));
+        v.extend_from_slice(&extra);
+        prop_assert!(Segment::parse(&v).is_err());
+    }
+
     /// A single queue entry, as older stores kept one per key, reads as a one-entry segment.
     #[test]
     fn legacy_entry_is_a_one_entry_segment(e in queue_entry()) {

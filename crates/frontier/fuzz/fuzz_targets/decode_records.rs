@@ -39,9 +39,8 @@ fn segment(data: &[u8]) {
     }
     assert!(seg.raw(seg.len()).is_err());
     // every entry readable and not a legacy single entry: the segment is the canonical
-    // encoding of its entries. (Not checked for a count of 0: `Segment::parse` does not
-    // check the length then, so `10 00 00 00 00` followed by any bytes reads as empty.)
-    if !seg.is_empty() && raws.len() == seg.len() && data.first() == Some(&0x10) {
+    // encoding of its entries (an empty one too: nothing may follow its header)
+    if raws.len() == seg.len() && data.first() == Some(&0x10) {
         assert_eq!(
             encode_segment(raws.iter().copied()),
             data,
