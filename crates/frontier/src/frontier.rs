@@ -265,10 +265,9 @@ struct HostMem {
     key: Arc<str>,
     /// The record; `rec.head_seq` is the queue's head (next sequence to hand out).
     rec: HostRecord,
-    /// Next sequence to assign (always `pending.end()`).
-    tail: u64,
     /// Entries not yet folded into segments (durable in the intake log). Every sequence
-    /// below `pending.first` is in a segment or was handed out.
+    /// below `pending.first` is in a segment or was handed out; the next sequence to
+    /// assign is `pending.end()`.
     pending: Pending,
     /// The host's stored segments, oldest first: (first sequence, entry count).
     segs: VecDeque<(u64, u64)>,
@@ -293,7 +292,6 @@ impl HostMem {
     fn empty(key: Arc<str>, rec: HostRecord) -> HostMem {
         HostMem {
             key,
-            tail: rec.head_seq,
             pending: Pending::starting_at(rec.head_seq),
             rec,
             segs: VecDeque::new(),
@@ -831,7 +829,6 @@ impl Frontier {
             .max()
             .unwrap_or(0);
             h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
-            h.tail = h.pending.end();
             // queued: the front, plus everything stored or pending from the head on
             let head = h.rec.head_seq;
             let in_segs: u64 = h
@@ -1015,7 +1012,7 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            let stored = self.seen_in_store(
+            let seen = self.seen_hashes(
                 inner,
                 prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)),
             )?;
@@ -1033,10 +1030,7 @@ impl Frontier {
                     }
                     Ok(x) => x,
                 };
-                if in_batch.contains(&hash)
-                    || inner.seen.recent.contains(&hash)
-                    || stored.contains(&hash)
-                {
+                if in_batch.contains(&hash) || seen.contains(&hash) {
                     inner.stats.duplicates += 1;
                     results.push(EnqueueResult::Duplicate);
                     continue;
@@ -1051,8 +1045,7 @@ impl Frontier {
                     // new work for an idle host: its politeness wait starts now
                     h.free_since_ms = now_ms;
                 }
-                let seq = h.tail;
-                h.tail += 1;
+                let seq = h.pending.end();
                 h.rec.counters.enqueued += 1;
                 h.rec.counters.queued += 1;
                 buf.clear();
@@ -1114,17 +1107,21 @@ impl Frontier {
         Ok(results)
     }
 
-    /// Which of `hashes` the stored seen-set holds (buckets, and per-URL keys of older
-    /// versions). Each bucket is read once, in hash order.
-    fn seen_in_store(
-        &self,
-        inner: &Inner,
-        hashes: impl Iterator<Item = u128>,
-    ) -> Result<HashSet128> {
-        let mut todo: Vec<u128> = hashes.filter(|h| !inner.seen.recent.contains(h)).collect();
+    /// Which of `hashes` the seen-set holds: queued since the last fold (`recent`), or in
+    /// the stored buckets (and per-URL keys of older versions), each bucket read once, in
+    /// hash order.
+    fn seen_hashes(&self, inner: &Inner, hashes: impl Iterator<Item = u128>) -> Result<HashSet128> {
+        let mut found = HashSet128::default();
+        let mut todo: Vec<u128> = Vec::new();
+        for h in hashes {
+            if inner.seen.recent.contains(&h) {
+                found.insert(h);
+            } else {
+                todo.push(h);
+            }
+        }
         todo.sort_unstable();
         todo.dedup();
-        let mut found = HashSet128::default();
         // one read per bucket: the sorted hashes of one bucket are consecutive
         let mut i = 0;
         while i < todo.len() {
@@ -1959,11 +1956,8 @@ impl Frontier {
             Ok(c) => {
                 let hash = url_hash(c.as_str());
                 let inner = self.inner.lock();
-                if inner.seen.recent.contains(&hash) {
-                    return Ok(true);
-                }
                 Ok(self
-                    .seen_in_store(&inner, std::iter::once(hash))?
+                    .seen_hashes(&inner, std::iter::once(hash))?
                     .contains(&hash))
             }
         }

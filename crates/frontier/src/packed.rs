@@ -181,10 +181,6 @@ impl Pending {
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.bytes.len() + 4 * self.ends.len()
-    }
     /// Append an encoded entry (it gets sequence [`Pending::end`]).
     pub fn push(&mut self, encoded: &[u8]) {
         self.bytes.extend_from_slice(encoded);
