@@ -180,8 +180,8 @@ impl HostRecord {
         out
     }
 
-    /// Record, lease list and journal stamp of any version this build knows.
-    fn parse(bytes: &[u8]) -> Result<(HostRecord, Vec<u64>, u64), CodecError> {
+    /// Record, lease list and journal stamp of any version this build knows, in one pass.
+    pub fn decode_parts(bytes: &[u8]) -> Result<(HostRecord, Vec<u64>, u64), CodecError> {
         let err = |why| CodecError { what: "host", why };
         let (&ver, rest) = bytes.split_first().ok_or(err("empty"))?;
         match ver {
@@ -236,7 +236,7 @@ impl HostRecord {
 
     /// Decode any version this build knows.
     pub fn decode(bytes: &[u8]) -> Result<HostRecord, CodecError> {
-        Ok(Self::parse(bytes)?.0)
+        Ok(Self::decode_parts(bytes)?.0)
     }
 
     /// Encode (version 3) followed by the sequences of the host's page leases in flight
@@ -261,12 +261,12 @@ impl HostRecord {
 
     /// The journal sequence stored after the lease list (0 if none).
     pub fn decode_stamp(bytes: &[u8]) -> u64 {
-        Self::parse(bytes).map(|p| p.2).unwrap_or(0)
+        Self::decode_parts(bytes).map(|p| p.2).unwrap_or(0)
     }
 
     /// The lease sequences stored after the fixed fields (empty for a record without them).
     pub fn decode_leases(bytes: &[u8]) -> Vec<u64> {
-        Self::parse(bytes).map(|p| p.1).unwrap_or_default()
+        Self::decode_parts(bytes).map(|p| p.1).unwrap_or_default()
     }
 }
 

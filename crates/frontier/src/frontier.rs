@@ -691,13 +691,22 @@ impl Frontier {
         let mut batch = Batch::new();
         // 1. queue segments (and one-entry values of older versions), by host id
         let mut segs: HashMap<u64, VecDeque<(u64, u64)>> = HashMap::new();
-        for kv in self.store.scan_prefix(b"Q") {
-            let (k, v) = kv?;
-            let Some((id, first)) = keys::parse_idseq(&k) else {
-                continue;
+        // (only each value's header is needed: visited in place, not copied)
+        let mut bad = None;
+        self.store.visit_prefix(b"Q", &mut |k, v| {
+            let Some((id, first)) = keys::parse_idseq(k) else {
+                return;
             };
-            let n = Segment::parse(&v)?.len() as u64;
-            segs.entry(id).or_default().push_back((first, n));
+            match Segment::parse(v) {
+                Ok(seg) => segs
+                    .entry(id)
+                    .or_default()
+                    .push_back((first, seg.len() as u64)),
+                Err(e) => bad = Some(e),
+            }
+        })?;
+        if let Some(e) = bad {
+            return Err(e.into());
         }
         // leases of older versions (`L` keys) become one-entry segments again
         for kv in self.store.scan_prefix(b"L") {
@@ -782,10 +791,9 @@ impl Frontier {
         let mut recovered = 0u64;
         let mut loaded = Vec::new();
         for (k, v, from_journal) in records {
-            let rec = HostRecord::decode(&v)?;
+            let (rec, leased, _) = HostRecord::decode_parts(&v)?;
             let id = rec.id;
             let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
-            let leased = HostRecord::decode_leases(&v);
             let host_segs = segs.remove(&id).unwrap_or_default();
             let host_retries = retries.remove(&id).unwrap_or_default();
             let host_intake = intake.remove(&id).unwrap_or_default();
@@ -910,12 +918,12 @@ impl Frontier {
             .unwrap_or(next_journal);
         inner.journal.bytes = journal_bytes;
         // 6. the seen-set: bucket directory, and per-URL keys of older versions
-        for kv in self.store.scan_prefix(b"B") {
-            let (k, _) = kv?;
+        let starts = &mut inner.seen.starts;
+        self.store.visit_prefix(b"B", &mut |k, _| {
             if let Some(b) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
-                inner.seen.starts.push(u128::from_be_bytes(b));
+                starts.push(u128::from_be_bytes(b));
             }
-        }
+        })?;
         inner.seen.starts.sort_unstable();
         inner.seen.starts.dedup();
         inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();

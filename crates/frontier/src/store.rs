@@ -113,6 +113,13 @@ pub trait Store: Send + Sync {
         &'a self,
         prefix: &[u8],
     ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a>;
+    /// Visit the pairs whose key starts with `prefix`, in key order, without copying them
+    /// (a scan at open that needs only keys or a value's header).
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), StoreError>;
     /// Apply a batch atomically (all or nothing, also across a crash), or atomically between
     /// its [`Batch::cut`] points.
     fn apply(&self, batch: Batch) -> Result<(), StoreError>;
@@ -229,6 +236,18 @@ impl Store for SledStore {
         }))
     }
 
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), StoreError> {
+        for kv in self.db.scan_prefix(prefix) {
+            let (k, v) = kv.map_err(|e| StoreError::sled("scan", e))?;
+            f(&k, &v);
+        }
+        Ok(())
+    }
+
     fn apply(&self, batch: Batch) -> Result<(), StoreError> {
         // sled keeps every node it replaces during one `apply_batch` alive until the call
         // returns (one epoch guard), so a 30 000-op batch holds tens of thousands of node
@@ -307,6 +326,16 @@ mod tests {
             b"a2".to_vec()
         );
         assert_eq!(s.scan_prefix(b"a").count(), 2);
+        let mut visited = Vec::new();
+        s.visit_prefix(b"a", &mut |k, v| visited.push((k.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(
+            visited,
+            vec![
+                (b"a1".to_vec(), b"x".to_vec()),
+                (b"a2".to_vec(), b"y".to_vec())
+            ]
+        );
         let mut b = Batch::new();
         b.del(b"a1".to_vec());
         s.apply(b).unwrap();
