@@ -1350,6 +1350,29 @@ impl Frontier {
         }
     }
 
+    /// After a dispatch or completion changed the hosts `dirty`: their segments nothing
+    /// points into go to `dead` (deleted once `batch` is durable), their records to the
+    /// journal; hosts left without work leave memory; the journal is checkpointed if due.
+    fn settle_hosts(
+        inner: &mut Inner,
+        mut dirty: Vec<u64>,
+        batch: &mut Batch,
+        dead: &mut Vec<Vec<u8>>,
+    ) {
+        dirty.sort_unstable();
+        dirty.dedup();
+        for id in &dirty {
+            if let Some(h) = inner.hosts.get_mut(id) {
+                h.drop_dead_segments(*id, dead);
+            }
+        }
+        Self::journal_hosts(inner, &dirty, batch);
+        for id in dirty {
+            Self::maybe_evict(inner, id);
+        }
+        Self::maybe_checkpoint(inner, batch);
+    }
+
     /// Journal the current records of the in-memory hosts `ids` (one `J` record per
     /// ~64 KiB, each its own unit).
     fn journal_hosts(inner: &mut Inner, ids: &[u64], batch: &mut Batch) {
@@ -1624,18 +1647,7 @@ impl Frontier {
                     }
                 }
             }
-            dirty.sort_unstable();
-            dirty.dedup();
-            for id in &dirty {
-                if let Some(h) = inner.hosts.get_mut(id) {
-                    h.drop_dead_segments(*id, &mut dead);
-                }
-            }
-            Self::journal_hosts(inner, &dirty, &mut batch);
-            for id in dirty {
-                Self::maybe_evict(inner, id);
-            }
-            Self::maybe_checkpoint(inner, &mut batch);
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {
                 return Ok(items);
             }
@@ -1853,19 +1865,10 @@ impl Frontier {
                 }
                 dirty.push(lease.host_id);
             }
-            dirty.sort_unstable();
-            dirty.dedup();
-            for id in &dirty {
-                if let Some(h) = inner.hosts.get_mut(id) {
-                    h.drop_dead_segments(*id, &mut dead);
-                }
-            }
-            Self::journal_hosts(inner, &dirty, &mut batch);
-            for id in dirty {
+            for &id in &dirty {
                 self.schedule(inner, id);
-                Self::maybe_evict(inner, id);
             }
-            Self::maybe_checkpoint(inner, &mut batch);
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             self.store.apply(batch)?;
             ticket = self.commit.written();
         }
