@@ -170,7 +170,8 @@ fn main() {
         );
         return;
     }
-    // raw sled reference: same number of keys, same key and value sizes as queue entries
+    // raw sled reference: same number of keys, keys laid out as queue keys, values the size
+    // of a queue entry
     let raw = SledStore::open(&dir.path().join("raw"), &cfg.sled).expect("raw open");
     let db = raw.db();
     let value = vec![7u8; 45];
@@ -179,10 +180,7 @@ fn main() {
     for c in 0..n.div_ceil(batch) {
         let mut b = sled::Batch::default();
         for k in (c * batch)..((c + 1) * batch).min(n) {
-            let mut key = vec![b'Q'];
-            key.extend_from_slice(&((k % hosts) as u64).to_be_bytes());
-            key.extend_from_slice(&(k as u64).to_be_bytes());
-            b.insert(key, value.clone());
+            b.insert(keys::queued((k % hosts) as u64, k as u64), value.clone());
         }
         db.apply_batch(b).expect("raw insert");
         db.flush().expect("flush");
@@ -194,10 +192,7 @@ fn main() {
     for c in 0..n.div_ceil(batch) {
         let mut b = sled::Batch::default();
         for k in (c * batch)..((c + 1) * batch).min(n) {
-            let mut key = vec![b'Q'];
-            key.extend_from_slice(&((k % hosts) as u64).to_be_bytes());
-            key.extend_from_slice(&(k as u64).to_be_bytes());
-            b.remove(key);
+            b.remove(keys::queued((k % hosts) as u64, k as u64));
         }
         db.apply_batch(b).expect("raw remove");
         db.flush().expect("flush");
