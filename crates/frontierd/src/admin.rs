@@ -5,20 +5,21 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::daemon::{now_ms, url_lines, Shared};
+use crate::daemon::{now_ms, Shared};
+use crate::intake::{self, Batch};
 
-const MAX_BODY: usize = 64 << 20;
+/// Largest request body (`POST /v1/urls`); `frontierd submit` sends large lists in parts.
+pub const MAX_BODY: usize = 64 << 20;
 
 pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
     loop {
@@ -148,50 +149,80 @@ async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Byt
     if sh.stopping.load(std::sync::atomic::Ordering::SeqCst) {
         return error(StatusCode::SERVICE_UNAVAILABLE, "stopping");
     }
+    let too_large = |size: String| {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "request body of {size} is over the {} MiB limit of POST /v1/urls: send the list \
+                 in parts (frontierd submit does)",
+                MAX_BODY >> 20
+            ),
+        )
+    };
+    // answered before reading: the client learns at once, not after sending 64 MiB
+    let announced = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = announced.filter(|n| *n > MAX_BODY as u64) {
+        return too_large(format!("{n} bytes"));
+    }
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, &format!("body: {e}")),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return too_large("more than that".into())
+        }
+        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("reading the body: {e}")),
     };
-    let text = String::from_utf8_lossy(&body);
-    let lines: Vec<(usize, String)> = if text.trim_start().starts_with('[') {
-        match serde_json::from_str::<Vec<String>>(&text) {
-            Ok(v) => v.into_iter().enumerate().map(|(i, u)| (i + 1, u)).collect(),
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("expected a JSON array of strings: {e}"),
-                )
-            }
+    let batch = if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        match json_urls(&body) {
+            Ok(b) => b,
+            Err(msg) => return error(StatusCode::BAD_REQUEST, &msg),
         }
     } else {
-        url_lines(&text)
+        intake::parse_list(&body)
     };
-    let urls: Vec<String> = lines.iter().map(|(_, u)| u.clone()).collect();
-    match sh.submit(urls, 0, true).await {
-        Ok(s) => {
-            let rejections: Vec<serde_json::Value> = s
+    match intake::submit_batch(&sh, batch).await {
+        Ok(t) => {
+            let rejections: Vec<serde_json::Value> = t
                 .rejected
                 .iter()
-                .map(|(i, url, reason)| {
-                    serde_json::json!({
-                        "line": lines.get(*i).map(|(n, _)| *n).unwrap_or(0),
-                        "url": url,
-                        "reason": reason,
-                    })
-                })
+                .map(|r| serde_json::json!({ "line": r.line, "url": r.input, "reason": r.reason }))
                 .collect();
             json(
                 StatusCode::OK,
                 &serde_json::json!({
-                    "accepted": s.accepted,
-                    "duplicate": s.duplicate,
-                    "rejected": s.rejected.len(),
+                    "accepted": t.accepted,
+                    "duplicate": t.duplicate,
+                    "rejected": t.rejected.len(),
                     "rejections": rejections,
                 }),
             )
         }
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
     }
+}
+
+/// A JSON array of URL strings; the error names the position of what is wrong.
+fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = body[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let column = at
+            - body[..at]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        format!(
+            "body is not UTF-8: byte 0x{:02X} at offset {at} (line {line}, column {column})",
+            body.get(at).copied().unwrap_or(0)
+        )
+    })?;
+    serde_json::from_str::<Vec<String>>(text)
+        .map(Batch::from_urls)
+        .map_err(|e| format!("expected a JSON array of strings: {e}"))
 }
 
 fn origin_host(origin: &str) -> String {
@@ -329,9 +360,10 @@ pub struct Target {
     pub token: Option<String>,
 }
 
-/// One HTTP/1.1 request to the admin API; returns (status, body).
+/// One HTTP/1.1 request to the admin API (a new connection each time); returns (status,
+/// body). Any answer is returned, a 413 included, even one sent before the body was read.
 pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Result<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(&t.addr)
+    let stream = tokio::net::TcpStream::connect(&t.addr)
         .await
         .with_context(|| {
             format!(
@@ -339,27 +371,32 @@ pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Resul
                 t.addr
             )
         })?;
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n",
-        t.addr,
-        body.len()
-    );
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .with_context(|| format!("HTTP handshake with {}", t.addr))?;
+    let conn = tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, &t.addr)
+        .header(hyper::header::CONTENT_TYPE, "text/plain");
     if let Some(tok) = &t.token {
-        head.push_str(&format!("Authorization: Bearer {tok}\r\n"));
+        req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {tok}"));
     }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).await?;
-    s.write_all(body).await?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).await?;
-    let text = String::from_utf8_lossy(&resp);
-    let Some((h, b)) = text.split_once("\r\n\r\n") else {
-        bail!("malformed response from {}", t.addr);
-    };
-    let status = h
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no status in response")?;
-    Ok((status, b.to_string()))
+    let req = req
+        .body(Full::new(Bytes::copy_from_slice(body)))
+        .with_context(|| format!("building {method} {path}"))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .with_context(|| format!("{method} {path} to {}", t.addr))?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .with_context(|| format!("reading the answer to {method} {path}"))?
+        .to_bytes();
+    conn.abort();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }

@@ -1,10 +1,10 @@
-//! `frontierd run`: fetch workers, intake (spool and API), WARC, crawl log, stats, and the
-//! shutdown sequence. Every decision is the library crates'; this is wiring.
+//! `frontierd run`: fetch workers, WARC, crawl log, stats, and the shutdown sequence (URL
+//! lists come in through intake.rs). Every decision is the library crates'; this is wiring.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -131,7 +131,9 @@ impl Shared {
                     let reason = rej.code().to_string();
                     self.metrics.rejected(&reason);
                     if log_rejects {
-                        self.log_outcome(url, "rejected", None, 0, 0, &reason);
+                        // the URL may be a 1 MB line: echoed cut, with its length
+                        let input = crate::intake::echo(url);
+                        self.log_outcome(&input, "rejected", None, 0, 0, &reason);
                     }
                     summary.rejected.push((i, url.clone(), reason));
                 }
@@ -372,17 +374,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let admin_task = tokio::spawn(crate::admin::serve(listener, shared.clone()));
 
     if let Some(seeds) = seeds {
-        let text = fs::read_to_string(&seeds)
-            .with_context(|| format!("reading seeds {}", seeds.display()))?;
-        let urls = url_lines(&text);
-        let n = urls.len();
-        let s = shared
-            .submit(urls.into_iter().map(|(_, u)| u).collect(), 0, true)
-            .await?;
-        tracing::info!(
-            file = %seeds.display(), lines = n, accepted = s.accepted,
-            duplicate = s.duplicate, rejected = s.rejected.len(), "seeds submitted"
-        );
+        crate::intake::submit_seed_file(&shared, &seeds).await?;
     }
 
     let workers = shared.settings.raw.fetch.workers;
@@ -390,7 +382,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     for i in 0..workers {
         handles.push(tokio::spawn(worker(shared.clone(), i)));
     }
-    let spool_task = tokio::spawn(spool_loop(shared.clone()));
+    let spool_task = tokio::spawn(crate::intake::spool_loop(shared.clone()));
     let stats_task = tokio::spawn(stats_loop(shared.clone()));
 
     let _ = sd_notify::notify(
@@ -464,17 +456,6 @@ async fn wait_for_signal() {
         _ = term.recv() => tracing::info!("SIGTERM received"),
         _ = int.recv() => tracing::info!("SIGINT received"),
     }
-}
-
-/// Non-comment, non-blank lines of a URL list, with 1-based line numbers.
-pub fn url_lines(text: &str) -> Vec<(usize, String)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let t = l.trim();
-            (!t.is_empty() && !t.starts_with('#')).then(|| (i + 1, t.to_string()))
-        })
-        .collect()
 }
 
 async fn worker(sh: Arc<Shared>, _id: u32) {
@@ -848,86 +829,4 @@ async fn stats_loop(sh: Arc<Shared>) {
             }
         }
     }
-}
-
-/// Poll `spool/incoming`: ingest each file durably, then move it to `spool/done`.
-async fn spool_loop(sh: Arc<Shared>) {
-    let every = sh.settings.raw.intake.poll_interval.0;
-    loop {
-        if let Err(e) = spool_once(&sh).await {
-            tracing::error!(error = format!("{e:#}"), "spool intake failed");
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            _ = sh.shutdown.notified() => return,
-        }
-    }
-}
-
-async fn spool_once(sh: &Arc<Shared>) -> Result<()> {
-    let spool = sh.settings.spool_dir.clone();
-    let incoming = spool.join("incoming");
-    let mut names: Vec<String> = Vec::new();
-    for e in fs::read_dir(&incoming).with_context(|| format!("listing {}", incoming.display()))? {
-        let e = e?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !e.file_type().map(|t| t.is_file()).unwrap_or(false) {
-            continue;
-        }
-        names.push(name);
-    }
-    names.sort();
-    for name in names {
-        if sh.stopping.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        ingest_file(sh, &spool, &name).await?;
-    }
-    Ok(())
-}
-
-async fn ingest_file(sh: &Arc<Shared>, spool: &Path, name: &str) -> Result<()> {
-    let path = spool.join("incoming").join(name);
-    let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let lines = url_lines(&text);
-    let chunk = sh.settings.raw.intake.batch_size as usize;
-    let (mut acc, mut dup) = (0u64, 0u64);
-    let mut rejected: Vec<String> = Vec::new();
-    for part in lines.chunks(chunk.max(1)) {
-        let urls: Vec<String> = part.iter().map(|(_, u)| u.clone()).collect();
-        let s = sh.submit(urls, 0, true).await?;
-        acc += s.accepted;
-        dup += s.duplicate;
-        for (i, url, reason) in s.rejected {
-            let line_no = part.get(i).map(|(n, _)| *n).unwrap_or(0);
-            rejected.push(format!("{line_no}\t{reason}\t{url}"));
-        }
-    }
-    if !rejected.is_empty() {
-        let tmp = spool.join("tmp").join(format!(".rejected-{name}"));
-        let mut body = String::from("# line\treason\turl\n");
-        for r in &rejected {
-            body.push_str(r);
-            body.push('\n');
-        }
-        fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
-        fs::rename(&tmp, spool.join("rejected").join(name))
-            .context("moving the rejected-lines file")?;
-    }
-    let done = spool.join("done").join(name);
-    fs::rename(&path, &done).with_context(|| format!("moving {} to done", path.display()))?;
-    sh.metrics.spool_file(if rejected.is_empty() {
-        "ok"
-    } else {
-        "with-rejects"
-    });
-    tracing::info!(
-        file = name,
-        accepted = acc,
-        duplicate = dup,
-        rejected = rejected.len(),
-        "spool file ingested"
-    );
-    Ok(())
 }

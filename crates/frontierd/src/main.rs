@@ -4,10 +4,12 @@
 mod admin;
 mod config;
 mod daemon;
+mod intake;
 mod links;
 mod metrics;
 mod robots_cmd;
 mod robots_fetch;
+mod submit_cmd;
 mod warc;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +45,15 @@ enum Command {
     #[command(subcommand)]
     Config(ConfigCommand),
     /// Hand a URL list (FILE, or - for stdin) to a running daemon through its API.
+    ///
+    /// The list is read and sent in parts (10 000 lines or 4 MiB each), so a file of any size
+    /// goes through. Rejected lines are printed with their line numbers; progress is shown on
+    /// stderr when it is a terminal.
+    #[command(
+        after_help = "Exit status:\n  0  every line accepted, or already known                             (duplicate)\n  1  some lines rejected (listed on stdout)\n  2                              error: nothing, or only the lines named in the message, submitted"
+    )]
     Submit {
+        /// A URL list: one URL per line, blank lines and # comments skipped.
         file: String,
         #[command(flatten)]
         api: ApiArgs,
@@ -108,7 +118,7 @@ fn main() -> ExitCode {
             print!("{}", config::DEFAULT_TOML);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Submit { file, api } => client(api, |t| submit(t, file)),
+        Command::Submit { file, api } => client(api, |t| submit_cmd::submit(t, file)),
         Command::Stats { watch, api } => client(api, move |t| stats(t, watch)),
         Command::Hosts {
             host,
@@ -206,36 +216,6 @@ async fn get_json(t: &admin::Target, path: &str) -> Result<serde_json::Value> {
         bail!("GET {path}: HTTP {status}: {}", body.trim());
     }
     serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON"))
-}
-
-async fn submit(t: admin::Target, file: String) -> Result<ExitCode> {
-    let body = if file == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).context("reading stdin")?;
-        s
-    } else {
-        std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
-    };
-    let (status, resp) = admin::request(&t, "POST", "/v1/urls", body.as_bytes()).await?;
-    if status != 200 {
-        bail!("POST /v1/urls: HTTP {status}: {}", resp.trim());
-    }
-    let v: serde_json::Value = serde_json::from_str(&resp).context("answer not JSON")?;
-    println!(
-        "accepted {}  duplicate {}  rejected {}",
-        v["accepted"], v["duplicate"], v["rejected"]
-    );
-    if let Some(rs) = v["rejections"].as_array() {
-        for r in rs {
-            println!(
-                "  line {}: {} ({})",
-                r["line"],
-                r["url"].as_str().unwrap_or(""),
-                r["reason"].as_str().unwrap_or("")
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 async fn stats(t: admin::Target, watch: bool) -> Result<ExitCode> {
