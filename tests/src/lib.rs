@@ -671,6 +671,19 @@ impl Env {
 
     /// Start `frontierd run` on this environment and wait for its admin API.
     pub fn start(&self) -> Daemon {
+        self.start_with(&[])
+    }
+
+    /// `frontierd SUBCOMMAND --config <this config>`, for the CLI clients (`submit`,
+    /// `stats`, `hosts`); add arguments, then run it.
+    pub fn cli(&self, subcommand: &str) -> Command {
+        let mut c = Command::new(frontierd_bin());
+        c.arg(subcommand).arg("--config").arg(&self.config);
+        c
+    }
+
+    /// [`Env::start`] with more arguments for `frontierd run` (e.g. `--seeds FILE`).
+    pub fn start_with(&self, args: &[&std::ffi::OsStr]) -> Daemon {
         static SERIAL: AtomicUsize = AtomicUsize::new(0);
         let addr_file = self.data.join("admin.addr");
         let _ = std::fs::remove_file(&addr_file);
@@ -681,6 +694,7 @@ impl Env {
             .arg("run")
             .arg("--config")
             .arg(&self.config)
+            .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
