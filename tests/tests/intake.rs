@@ -225,6 +225,8 @@ fn submit_streams_a_file_over_the_body_limit_in_parts() {
 
     let stdout_path = env.dir.path().join("submit.out");
     let stderr_path = env.dir.path().join("submit.err");
+    // reaped by wait_rusage (wait4), which also gives its peak RSS
+    #[allow(clippy::zombie_processes)]
     let child = env
         .cli("submit")
         .arg(&path)
@@ -455,7 +457,7 @@ fn a_1mb_line_is_echoed_cut_with_its_length() {
         echoed_ok(v["rejections"][0]["url"].as_str().unwrap_or("")),
         "{v}"
     );
-    let v = daemon.submit(&[long.clone()]);
+    let v = daemon.submit(std::slice::from_ref(&long));
     assert!(
         echoed_ok(v["rejections"][0]["url"].as_str().unwrap_or("")),
         "{v}"

@@ -72,7 +72,7 @@ impl Metrics {
         );
         registry.register(
             "urls_rejected",
-            "URLs refused as invalid, by reason",
+            "Submitted lines refused, by reason (canonicalizer code, not-utf8, too-long)",
             m.urls_rejected.clone(),
         );
         registry.register(
@@ -143,7 +143,7 @@ impl Metrics {
         );
         registry.register(
             "spool_files",
-            "Spool files ingested, by result",
+            "Spool entries handled, by result: ok, with-rejects, or rejected-* (moved to spool/rejected/: directory, fifo, socket, device, other, dangling-link, link-to-non-file, unreadable)",
             m.spool_files.clone(),
         );
         Metrics { registry, ..m }
