@@ -484,8 +484,11 @@ fn reject_entry(
     writeln!(f, "{}: {reason}", name.to_string_lossy())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&from, rejected.join(&dest))
-        .with_context(|| format!("moving {} to {}", from.display(), rejected.display()))?;
+    if let Err(e) = fs::rename(&from, rejected.join(&dest)) {
+        fs::remove_file(&tmp).ok();
+        return Err(e)
+            .with_context(|| format!("moving {} to {}", from.display(), rejected.display()));
+    }
     fs::rename(&tmp, rejected.join(&reason_name))
         .with_context(|| format!("moving {} into {}", tmp.display(), rejected.display()))?;
     sh.metrics.spool_file(label);

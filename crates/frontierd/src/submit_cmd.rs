@@ -184,3 +184,43 @@ pub async fn submit(t: admin::Target, file: String) -> Result<ExitCode> {
         ExitCode::SUCCESS
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper::{Response, StatusCode};
+    use hyper_util::rt::TokioIo;
+
+    use crate::admin::{request, Target, MAX_BODY};
+
+    /// The old raw-TCP client died with "Broken pipe" here: the answer to a body over the
+    /// limit comes before the body is sent, and the client must return it.
+    #[tokio::test]
+    async fn the_client_returns_an_early_413_to_a_body_over_the_limit() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            // like the admin API: answered on Content-Length, the body never read
+            let svc = service_fn(|_req| async {
+                let mut r =
+                    Response::new(Full::new(Bytes::from_static(b"{\"error\":\"too large\"}")));
+                *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+                Ok::<_, Infallible>(r)
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+        let t = Target { addr, token: None };
+        let body = vec![b'a'; MAX_BODY + (8 << 20)];
+        let (status, answer) = request(&t, "POST", "/v1/urls", &body).await.unwrap();
+        assert_eq!(status, 413, "{answer}");
+        assert!(answer.contains("too large"), "{answer}");
+    }
+}
