@@ -24,7 +24,7 @@ pub const ECHO_CHARS: usize = 200;
 /// held in memory: the frontier refuses URLs over 8 KiB anyway (docs/urls.md).
 pub const MAX_LINE_BYTES: usize = 64 << 10;
 
-/// Rejected spool entries logged by name, at most (the metric counts them all).
+/// Rejected `--seeds` lines logged one by one (WARN), at most; the crawl log has them all.
 const SEED_REJECTS_LOGGED: usize = 20;
 
 /// `input` as it is echoed back: whole when at most [`ECHO_CHARS`] characters, else its first
@@ -315,26 +315,26 @@ pub async fn submit_seed_file(sh: &Arc<Shared>, path: &Path) -> Result<()> {
     let file = fs::File::open(path).with_context(|| format!("opening seeds {}", path.display()))?;
     let mut reader = LineReader::new(BufReader::new(file));
     let chunk = sh.settings.raw.intake.batch_size as usize;
-    let mut tally = Tally::default();
+    let (mut accepted, mut duplicate, mut rejected) = (0u64, 0u64, 0usize);
     while let Some(batch) = read_batch(&mut reader, chunk)
         .with_context(|| format!("reading seeds {}", path.display()))?
     {
         let t = submit_batch(sh, batch).await?;
         for r in &t.rejected {
-            if tally.rejected.len() < SEED_REJECTS_LOGGED {
+            if rejected < SEED_REJECTS_LOGGED {
                 tracing::warn!(
                     file = %path.display(), line = r.line, reason = %r.reason, input = %r.input,
                     "seed line rejected"
                 );
             }
-            tally.rejected.push(r.clone());
+            rejected += 1;
         }
-        tally.accepted += t.accepted;
-        tally.duplicate += t.duplicate;
+        accepted += t.accepted;
+        duplicate += t.duplicate;
     }
     tracing::info!(
-        file = %path.display(), lines = reader.lines_read(), accepted = tally.accepted,
-        duplicate = tally.duplicate, rejected = tally.rejected.len(), "seeds submitted"
+        file = %path.display(), lines = reader.lines_read(), accepted, duplicate, rejected,
+        "seeds submitted (rejected lines are in the crawl log)"
     );
     Ok(())
 }
