@@ -4,8 +4,9 @@
     python3 seed_corpus.py
 
 One file per record: host records of versions 1, 2 and 3 (with and without a lease list
-and journal stamp), queue entries of versions 1 and 2, segments (and a legacy one-entry
-value), intake-log records, seen buckets and drop records, written as the formats in
+and journal stamp), queue entries of versions 1, 2 and 3, segments (and a legacy one-entry
+value), intake-log records, seen buckets and drop records (versions 1 and 2), written as the
+formats in
 crates/frontier/src/{codec,packed}.rs describe them.
 """
 import hashlib
@@ -44,9 +45,15 @@ def host_fixed(ver, fields, leases=None, stamp=None):
     return b
 
 
-def queue(url, attempts=0, depth=0, ver=2):
+def lstr(s):
+    return varint(len(s)) + s
+
+
+def queue(url, attempts=0, depth=0, ver=2, via=b"", hops=b""):
     if ver == 1:
         return bytes([1]) + struct.pack("<I", attempts) + url
+    if ver == 3:
+        return bytes([3]) + struct.pack("<II", attempts, depth) + lstr(hops) + lstr(via) + url
     return bytes([2]) + struct.pack("<II", attempts, depth) + url
 
 
@@ -70,8 +77,12 @@ def bucket(hashes):
     return bytes([0x20]) + b"".join(h.to_bytes(16, "big") for h in hashes)
 
 
-def drop(reason, at_ms, detail, url):
-    return bytes([1, reason]) + struct.pack("<QI", at_ms, len(detail)) + detail + url
+def drop(reason, at_ms, detail, url, found=None):
+    if found is None:
+        return bytes([1, reason]) + struct.pack("<QI", at_ms, len(detail)) + detail + url
+    depth, hops, via = found
+    return (bytes([2, reason]) + struct.pack("<QI", at_ms, len(detail)) + detail
+            + struct.pack("<I", depth) + lstr(hops) + lstr(via) + url)
 
 
 urls = [b"http://a/", b"https://example.com/x?y=1", "http://\u00e9.fr/\u2603".encode(), b""]
@@ -91,11 +102,15 @@ seeds = {
     "queue_v2": queue(urls[1], 2, 3),
     "queue_v1": queue(urls[0], 1, ver=1),
     "queue_utf8": queue(urls[2], 0, 7),
+    "queue_v3": queue(urls[1], 1, 2, ver=3, via=urls[0], hops=b"LR"),
+    "queue_v3_seed": queue(urls[0], ver=3),
+    "queue_v3_long_hops": queue(urls[2], 0, 60, ver=3, via=urls[2], hops=b"10+" + b"L" * 50),
     "segment_legacy": queue(urls[0], 0, 1),
     "segment_empty": segment([]),
     "segment_one": segment([queue(urls[0])]),
     "segment_mixed": segment([queue(u, i, i) for i, u in enumerate(urls)] + [queue(urls[0], ver=1)]),
     "segment_many": segment([queue(b"http://h/%d" % i, 0, i % 5) for i in range(40)]),
+    "segment_v3": segment([queue(u, i, i, ver=3, via=urls[0], hops=b"L" * i) for i, u in enumerate(urls)]),
     "intake_empty": intake([]),
     "intake_two": intake([(3, 7, queue(urls[0])), (4, 0, b"")]),
     "intake_many": intake([(i % 3, i, queue(b"http://h/%d" % i)) for i in range(20)]),
@@ -106,6 +121,8 @@ seeds = {
     "drop_robots": drop(1, 5, b"Disallow: /x", b"http://a/x"),
     "drop_gaveup": drop(3, 2**64 - 1, b"", urls[2]),
     "drop_delay": drop(2, 0, "d\u00e9lai".encode(), b""),
+    "drop_v2": drop(1, 5, b"Disallow: /x", b"http://a/x", (2, b"LR", b"http://a/")),
+    "drop_v2_seed": drop(3, 9, b"5 attempts", urls[1], (0, b"", b"")),
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:

@@ -4,8 +4,9 @@
 //! knows. Host records: versions 1 and 2 are little-endian u64 fields (a decoder takes
 //! zero for fields an older writer did not have); version 3 holds the same fields as
 //! LEB128 varints, then the optional lease list and journal stamp, and ignores bytes a
-//! newer writer added after them. Queue entries: version 1 (no depth) and 2. Damaged
-//! bytes are a [`CodecError`], never a panic.
+//! newer writer added after them. Queue entries: version 1 (no depth), 2 (depth) and 3
+//! (depth, hop path, via); drop records: version 1 and 2 (with depth, hop path, via).
+//! Damaged bytes are a [`CodecError`], never a panic.
 
 /// Decode failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -278,28 +279,70 @@ pub struct QueueEntry {
     /// Link depth: 0 for a seed, one more than the page it was found on otherwise. Kept
     /// with the URL so that a restart does not reset it (and so widen the crawl scope).
     pub depth: u32,
+    /// The URL of the page it was found on (a link) or that redirected to it; None for a
+    /// submitted URL, and for entries written before version 3.
+    pub via: Option<String>,
+    /// Hop path from its seed, Heritrix style (`L` link, `R` redirect, empty for a seed);
+    /// the caller bounds its length. Empty in entries written before version 3.
+    pub hops: String,
     /// Canonical URL.
     pub url: String,
 }
 
 /// Queue entry version 2: version, attempts (u32 LE), depth (u32 LE), URL bytes.
 const QUEUE_V2: u8 = 2;
+/// Queue entry version 3: version, attempts (u32 LE), depth (u32 LE), hop path length
+/// (varint) and bytes, via length (varint, 0 = none) and bytes, URL bytes.
+const QUEUE_V3: u8 = 3;
+
+/// A length-prefixed UTF-8 string at `at` (varint length), advancing `at`.
+fn get_str<'a>(bytes: &'a [u8], at: &mut usize, what: &'static str) -> Result<&'a str, CodecError> {
+    let err = |why| CodecError { what, why };
+    let len = get_varint(bytes, at).ok_or(err("truncated length"))?;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| at.checked_add(l))
+        .filter(|&e| e <= bytes.len())
+        .ok_or(err("truncated string"))?;
+    let s = std::str::from_utf8(&bytes[*at..end]).map_err(|_| err("string not UTF-8"))?;
+    *at = end;
+    Ok(s)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
 
 impl QueueEntry {
-    /// Encode (version 2).
+    /// A fresh entry (no attempts yet).
+    pub fn new(url: String, depth: u32, via: Option<String>, hops: String) -> QueueEntry {
+        QueueEntry {
+            attempts: 0,
+            depth,
+            via,
+            hops,
+            url,
+        }
+    }
+    /// Encode (version 3).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9 + self.url.len());
+        let via = self.via.as_deref().map_or(0, str::len);
+        let mut out = Vec::with_capacity(13 + self.hops.len() + via + self.url.len());
         self.encode_into(&mut out);
         out
     }
-    /// Append the encoding (version 2) to `out`.
+    /// Append the encoding (version 3) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(QUEUE_V2);
+        out.push(QUEUE_V3);
         out.extend_from_slice(&self.attempts.to_le_bytes());
         out.extend_from_slice(&self.depth.to_le_bytes());
+        put_str(out, &self.hops);
+        put_str(out, self.via.as_deref().unwrap_or(""));
         out.extend_from_slice(self.url.as_bytes());
     }
-    /// Decode version 2, or version 1 (no depth: read as depth 0).
+    /// Decode version 3, version 2 (no via, no hop path) or version 1 (no depth either:
+    /// read as depth 0).
     pub fn decode(bytes: &[u8]) -> Result<QueueEntry, CodecError> {
         let err = |why| CodecError { what: "queue", why };
         let u32_at = |i: usize| -> Result<u32, CodecError> {
@@ -309,9 +352,20 @@ impl QueueEntry {
                 .ok_or(err("truncated"))?;
             Ok(u32::from_le_bytes(b))
         };
+        let mut via = None;
+        let mut hops = String::new();
         let (attempts, depth, url_at) = match bytes.first() {
             Some(&V1) => (u32_at(1)?, 0, 5),
             Some(&QUEUE_V2) => (u32_at(1)?, u32_at(5)?, 9),
+            Some(&QUEUE_V3) => {
+                let (attempts, depth) = (u32_at(1)?, u32_at(5)?);
+                let mut at = 9;
+                hops = get_str(bytes, &mut at, "queue")?.to_string();
+                via = Some(get_str(bytes, &mut at, "queue")?)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string);
+                (attempts, depth, at)
+            }
             Some(_) => return Err(err("unknown version")),
             None => return Err(err("empty")),
         };
@@ -319,6 +373,8 @@ impl QueueEntry {
         Ok(QueueEntry {
             attempts,
             depth,
+            via,
+            hops,
             url: url.to_string(),
         })
     }
@@ -363,28 +419,60 @@ pub struct DropRecord {
     pub at_ms: u64,
     /// Details (e.g. the deciding robots line, the last failure).
     pub detail: String,
+    /// The queue entry's link depth (0 in version-1 records).
+    pub depth: u32,
+    /// The queue entry's `via` (None in version-1 records).
+    pub via: Option<String>,
+    /// The queue entry's hop path (empty in version-1 records).
+    pub hops: String,
     /// Canonical URL.
     pub url: String,
 }
 
+/// Drop record version 2: version 1's fields, with depth (u32 LE), hop path and via
+/// (varint length each) between the detail and the URL.
+const DROP_V2: u8 = 2;
+
 impl DropRecord {
-    /// Encode.
+    /// The record of dropping `entry`: its URL and where it came from.
+    pub fn of(entry: QueueEntry, reason: DropReason, detail: String, at_ms: u64) -> DropRecord {
+        DropRecord {
+            reason,
+            at_ms,
+            detail,
+            depth: entry.depth,
+            via: entry.via,
+            hops: entry.hops,
+            url: entry.url,
+        }
+    }
+    /// Encode (version 2).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.detail.len() + self.url.len());
-        out.push(V1);
+        let via = self.via.as_deref().unwrap_or("");
+        let mut out = Vec::with_capacity(
+            24 + self.detail.len() + self.hops.len() + via.len() + self.url.len(),
+        );
+        out.push(DROP_V2);
         out.push(self.reason as u8);
         out.extend_from_slice(&self.at_ms.to_le_bytes());
         let dl = u32::try_from(self.detail.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&dl.to_le_bytes());
         out.extend_from_slice(&self.detail.as_bytes()[..dl as usize]);
+        out.extend_from_slice(&self.depth.to_le_bytes());
+        put_str(&mut out, &self.hops);
+        put_str(&mut out, via);
         out.extend_from_slice(self.url.as_bytes());
         out
     }
-    /// Decode.
+    /// Decode version 2 or version 1 (no depth, via or hop path).
     pub fn decode(bytes: &[u8]) -> Result<DropRecord, CodecError> {
         let err = |why| CodecError { what: "drop", why };
-        if bytes.len() < 14 || bytes[0] == 0 {
-            return Err(err("short or unknown version"));
+        if bytes.len() < 14 {
+            return Err(err("short"));
+        }
+        let ver = bytes[0];
+        if ver != V1 && ver != DROP_V2 {
+            return Err(err("unknown version"));
         }
         let reason = DropReason::from_u8(bytes[1]).ok_or(err("unknown reason"))?;
         let [at_ms]: [u64; 1] = read_u64s(&bytes[2..10]);
@@ -396,11 +484,28 @@ impl DropRecord {
             return Err(err("detail truncated"));
         }
         let detail = String::from_utf8_lossy(&rest[..dl]).into_owned();
-        let url = String::from_utf8_lossy(&rest[dl..]).into_owned();
+        let mut at = 14 + dl;
+        let (mut depth, mut via, mut hops) = (0, None, String::new());
+        if ver == DROP_V2 {
+            let d: [u8; 4] = bytes
+                .get(at..at + 4)
+                .and_then(|s| s.try_into().ok())
+                .ok_or(err("depth truncated"))?;
+            depth = u32::from_le_bytes(d);
+            at += 4;
+            hops = get_str(bytes, &mut at, "drop")?.to_string();
+            via = Some(get_str(bytes, &mut at, "drop")?)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string);
+        }
+        let url = String::from_utf8_lossy(&bytes[at..]).into_owned();
         Ok(DropRecord {
             reason,
             at_ms,
             detail,
+            depth,
+            via,
+            hops,
             url,
         })
     }
@@ -475,27 +580,98 @@ mod tests {
         let q = QueueEntry {
             attempts: 2,
             depth: 3,
+            via: Some("http://a/from".into()),
+            hops: "LLR".into(),
             url: "http://a/".into(),
         };
-        assert_eq!(QueueEntry::decode(&q.encode()).unwrap(), q);
+        let enc = q.encode();
+        assert_eq!(enc[0], 3);
+        assert_eq!(QueueEntry::decode(&enc).unwrap(), q);
+        // via and hop path cost their length plus one length byte each
+        assert_eq!(enc.len(), 9 + 1 + 3 + 1 + 13 + 9);
+        // a cut entry is an error up to the URL (whose end is the value's end)
+        for cut in 0..enc.len() - 9 {
+            assert!(QueueEntry::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        // a seed: no via, empty hop path
+        let seed = QueueEntry::new("http://a/s".into(), 0, None, String::new());
+        assert_eq!(QueueEntry::decode(&seed.encode()).unwrap(), seed);
+        assert_eq!(seed.encode().len(), 11 + 10);
+        // a version-2 entry (depth, no via): reads with no via and an empty hop path
+        let mut v2 = vec![2u8];
+        v2.extend_from_slice(&1u32.to_le_bytes());
+        v2.extend_from_slice(&4u32.to_le_bytes());
+        v2.extend_from_slice(b"http://a/");
+        assert_eq!(
+            QueueEntry::decode(&v2).unwrap(),
+            QueueEntry {
+                attempts: 1,
+                depth: 4,
+                via: None,
+                hops: String::new(),
+                url: "http://a/".into()
+            }
+        );
         // a version-1 entry (written before depth was kept) reads as depth 0
         let mut v1 = vec![1u8];
         v1.extend_from_slice(&2u32.to_le_bytes());
         v1.extend_from_slice(b"http://a/");
         let old = QueueEntry::decode(&v1).unwrap();
         assert_eq!(
-            (old.attempts, old.depth, old.url.as_str()),
-            (2, 0, "http://a/")
+            (
+                old.attempts,
+                old.depth,
+                old.via,
+                old.hops.as_str(),
+                old.url.as_str()
+            ),
+            (2, 0, None, "", "http://a/")
         );
         assert!(QueueEntry::decode(&[]).is_err());
         assert!(QueueEntry::decode(&[2, 0, 0]).is_err());
         assert!(QueueEntry::decode(&[9, 0, 0, 0, 0]).is_err());
-        let d = DropRecord {
-            reason: DropReason::RobotsDisallowed,
-            at_ms: 5,
-            detail: "Disallow: /x".into(),
+        // a hop path length past the end, a via that is not UTF-8: errors
+        assert!(QueueEntry::decode(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 9, b'L']).is_err());
+        assert!(QueueEntry::decode(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff]).is_err());
+    }
+
+    #[test]
+    fn drop_records_roundtrip_and_compat() {
+        let entry = QueueEntry {
+            attempts: 5,
+            depth: 2,
+            via: Some("http://a/p".into()),
+            hops: "LR".into(),
             url: "http://a/x".into(),
         };
-        assert_eq!(DropRecord::decode(&d.encode()).unwrap(), d);
+        let d = DropRecord::of(
+            entry,
+            DropReason::RobotsDisallowed,
+            "Disallow: /x".into(),
+            5,
+        );
+        assert_eq!(
+            (d.depth, d.via.as_deref(), d.hops.as_str(), d.url.as_str()),
+            (2, Some("http://a/p"), "LR", "http://a/x")
+        );
+        let enc = d.encode();
+        assert_eq!(DropRecord::decode(&enc).unwrap(), d);
+        for cut in 0..14 + 12 + 4 + 1 + 2 + 1 + 10 {
+            assert!(DropRecord::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        // a version-1 record (no depth, via, hop path)
+        let mut v1 = vec![1u8, 3];
+        v1.extend_from_slice(&7u64.to_le_bytes());
+        v1.extend_from_slice(&3u32.to_le_bytes());
+        v1.extend_from_slice(b"whyhttp://a/y");
+        let old = DropRecord::decode(&v1).unwrap();
+        assert_eq!(
+            (old.reason, old.at_ms, old.detail.as_str(), old.url.as_str()),
+            (DropReason::GaveUp, 7, "why", "http://a/y")
+        );
+        assert_eq!((old.depth, old.via, old.hops.as_str()), (0, None, ""));
+        let mut unknown = enc.clone();
+        unknown[0] = 7;
+        assert!(DropRecord::decode(&unknown).is_err());
     }
 }

@@ -169,6 +169,10 @@ pub struct PageLease {
     pub attempt: u32,
     /// Link depth the URL was queued with (0 for seeds).
     pub depth: u32,
+    /// The page it was found on or redirected from, as queued (None for submitted URLs).
+    pub via: Option<String>,
+    /// Its hop path from the seed, as queued (see [`EnqueueItem::hops`]).
+    pub hops: String,
     /// How long politeness held this URL back once it was at the head of its queue with
     /// a free slot on its host and its robots verdict known: the host's gap, back-off or
     /// robots hold, in ms (0 if it went out as soon as the host was free).
@@ -193,6 +197,34 @@ pub enum WorkItem {
     Page(PageLease),
     /// Fetch this origin's robots.txt first.
     Robots(RobotsLease),
+}
+
+/// One URL offered to [`Frontier::enqueue_items`], with where it came from: all of it is
+/// stored with the queued URL (so it survives restarts) and returned on its [`PageLease`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueueItem {
+    /// The URL as found (canonicalized by the frontier).
+    pub url: String,
+    /// Link depth: 0 for a submitted URL.
+    pub depth: u32,
+    /// The page it was found on or redirected from; None for a submitted URL. Stored as
+    /// given: it is the costliest part of a queue entry.
+    pub via: Option<String>,
+    /// Hop path from the seed (Heritrix's discovery path, e.g. `LLR`), empty for a submitted
+    /// URL. Stored as given: the caller bounds its length.
+    pub hops: String,
+}
+
+impl EnqueueItem {
+    /// A submitted URL: depth 0, no via, empty hop path.
+    pub fn seed(url: impl Into<String>) -> EnqueueItem {
+        EnqueueItem {
+            url: url.into(),
+            depth: 0,
+            via: None,
+            hops: String::new(),
+        }
+    }
 }
 
 /// Result of offering one URL.
@@ -994,28 +1026,25 @@ impl Frontier {
         urls: &[S],
         now_ms: u64,
     ) -> Result<Vec<EnqueueResult>> {
-        let urls: Vec<(&str, u32)> = urls.iter().map(|u| (u.as_ref(), 0)).collect();
-        self.enqueue_batch_with_depth(&urls, now_ms)
+        let items: Vec<EnqueueItem> = urls.iter().map(|u| EnqueueItem::seed(u.as_ref())).collect();
+        self.enqueue_items(&items, now_ms)
     }
 
-    /// [`Frontier::enqueue_batch`] with a link depth per URL (0 for seeds), kept in the
-    /// queue entry and returned on the page lease.
-    pub fn enqueue_batch_with_depth<S: AsRef<str>>(
-        &self,
-        urls: &[(S, u32)],
-        now_ms: u64,
-    ) -> Result<Vec<EnqueueResult>> {
+    /// [`Frontier::enqueue_batch`] with where each URL came from (link depth, via, hop
+    /// path), kept in the queue entry and returned on the page lease.
+    pub fn enqueue_items(&self, items: &[EnqueueItem], now_ms: u64) -> Result<Vec<EnqueueResult>> {
         // canonicalize and hash outside the lock
-        let prepared: Vec<std::result::Result<(CanonicalUrl, u128, u32), Rejection>> = urls
-            .iter()
-            .map(|(u, depth)| {
-                canonicalize(u.as_ref(), self.cfg.max_url_len).map(|c| {
-                    let h = url_hash(c.as_str());
-                    (c, h, *depth)
+        let prepared: Vec<std::result::Result<(CanonicalUrl, u128, &EnqueueItem), Rejection>> =
+            items
+                .iter()
+                .map(|item| {
+                    canonicalize(&item.url, self.cfg.max_url_len).map(|c| {
+                        let h = url_hash(c.as_str());
+                        (c, h, item)
+                    })
                 })
-            })
-            .collect();
-        let mut results = Vec::with_capacity(urls.len());
+                .collect();
+        let mut results = Vec::with_capacity(items.len());
         let ticket;
         {
             let mut guard = self.inner.lock();
@@ -1024,13 +1053,14 @@ impl Frontier {
                 inner,
                 prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)),
             )?;
-            let mut in_batch = HashSet128::with_capacity_and_hasher(urls.len(), Default::default());
+            let mut in_batch =
+                HashSet128::with_capacity_and_hasher(items.len(), Default::default());
             let mut dirty: Vec<u64> = Vec::new();
             let old_next_id = inner.next_host_id;
             let mut log = IntakeWriter::default();
             let mut buf = Vec::new();
             for p in prepared {
-                let (canon, hash, depth) = match p {
+                let (canon, hash, item) = match p {
                     Err(r) => {
                         inner.stats.rejected += 1;
                         results.push(EnqueueResult::Rejected(r));
@@ -1057,11 +1087,12 @@ impl Frontier {
                 h.rec.counters.enqueued += 1;
                 h.rec.counters.queued += 1;
                 buf.clear();
-                QueueEntry {
-                    attempts: 0,
-                    depth,
-                    url: canon.into_string(),
-                }
+                QueueEntry::new(
+                    canon.into_string(),
+                    item.depth,
+                    item.via.clone(),
+                    item.hops.clone(),
+                )
                 .encode_into(&mut buf);
                 h.pending.push(&buf);
                 log.push(id, seq, &buf);
@@ -1535,7 +1566,7 @@ impl Frontier {
                                 &mut batch,
                                 (id, h),
                                 (seq, from_front),
-                                entry.url,
+                                entry,
                                 DropReason::RobotsDisallowed,
                                 rule,
                                 now_ms,
@@ -1585,7 +1616,7 @@ impl Frontier {
                                         &mut batch,
                                         (id, h),
                                         (seq, from_front),
-                                        entry.url,
+                                        entry,
                                         DropReason::CrawlDelayTooLong,
                                         format!("crawl-delay {cd} ms above cap {cap} ms"),
                                         now_ms,
@@ -1639,6 +1670,8 @@ impl Frontier {
                                 url: entry.url,
                                 attempt: entry.attempts + 1,
                                 depth: entry.depth,
+                                via: entry.via,
+                                hops: entry.hops,
                                 politeness_wait_ms,
                             }));
                             self.schedule(inner, id);
@@ -1724,21 +1757,16 @@ impl Frontier {
         batch: &mut Batch,
         (id, h): (u64, &mut HostMem),
         (seq, from_front): (u64, bool),
-        url: String,
+        entry: QueueEntry,
         reason: DropReason,
         detail: String,
         now_ms: u64,
     ) -> DropRecord {
-        tracing::debug!(%url, reason = reason.code(), %detail, "URL dropped");
+        tracing::debug!(url = %entry.url, reason = reason.code(), %detail, "URL dropped");
         h.consume(seq, from_front);
         h.forget_retry(id, seq, batch);
-        let hash = url_hash(&url);
-        let rec = DropRecord {
-            reason,
-            at_ms: now_ms,
-            detail,
-            url,
-        };
+        let hash = url_hash(&entry.url);
+        let rec = DropRecord::of(entry, reason, detail, now_ms);
         batch.put(keys::dropped(hash), rec.encode());
         batch.put(keys::unlogged(hash), Vec::new());
         batch.cut();
@@ -1834,16 +1862,11 @@ impl Frontier {
                 entry.attempts += 1;
                 if entry.attempts >= self.cfg.max_attempts {
                     h.forget_retry(id, seq, &mut batch);
-                    let url = entry.url;
-                    tracing::info!(%url, attempts = entry.attempts, %why, "URL given up");
+                    tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
                     // drop_entry bookkeeping without touching the queue key
-                    let hash = url_hash(&url);
-                    let rec = DropRecord {
-                        reason: DropReason::GaveUp,
-                        at_ms: now_ms,
-                        detail: format!("{} attempts, last: {why}", entry.attempts),
-                        url,
-                    };
+                    let hash = url_hash(&entry.url);
+                    let detail = format!("{} attempts, last: {why}", entry.attempts);
+                    let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
                     batch.put(keys::dropped(hash), rec.encode());
                     batch.put(keys::unlogged(hash), Vec::new());
                     batch.cut();

@@ -26,8 +26,8 @@ pub use canon::{canonicalize, CanonicalUrl, PolitenessKeyMode, Rejection};
 pub use codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use config::{CrawlDelayOverCap, FrontierConfig};
 pub use frontier::{
-    keys, url_hash, EnqueueResult, Frontier, FrontierError, FrontierStats, LeaseId, PageLease,
-    PageOutcome, Result, RobotsLease, WorkItem,
+    keys, url_hash, EnqueueItem, EnqueueResult, Frontier, FrontierError, FrontierStats, LeaseId,
+    PageLease, PageOutcome, Result, RobotsLease, WorkItem,
 };
 pub use robots::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
 pub use store::{SledConfig, SledStore, Store, StoreError};

@@ -18,7 +18,8 @@
 use crate::codec::{CodecError, QueueEntry};
 
 /// Segment format version byte (distinct from a single queue entry's 1 or 2, which older
-/// stores kept one per key: such a value reads as a one-entry segment).
+/// stores kept one per key: such a value reads as a one-entry segment; entries of version 3
+/// and later were never stored one per key).
 const SEGMENT_V1: u8 = 0x10;
 /// Entries per segment written by a fold (a host with more pending gets several).
 pub const SEGMENT_MAX_ENTRIES: usize = 256;
@@ -359,12 +360,7 @@ mod tests {
     use super::*;
 
     fn entry(url: &str, depth: u32) -> Vec<u8> {
-        QueueEntry {
-            attempts: 0,
-            depth,
-            url: url.into(),
-        }
-        .encode()
+        QueueEntry::new(url.into(), depth, None, String::new()).encode()
     }
 
     #[test]
@@ -378,8 +374,9 @@ mod tests {
             assert_eq!((e.url, e.depth), (format!("http://a/{i}"), i as u32));
         }
         assert!(s.raw(5).is_err());
-        // one entry per key, as older stores kept queues
-        let one = entry("http://a/x", 0);
+        // one entry per key, as older stores kept queues (version 2: they predate via)
+        let mut one = vec![2u8, 0, 0, 0, 0, 0, 0, 0, 0];
+        one.extend_from_slice(b"http://a/x");
         let s = Segment::parse(&one).unwrap();
         assert_eq!(
             (s.len(), s.entry(0).unwrap().url.as_str()),

@@ -57,14 +57,22 @@ fn queue_entry() -> impl Strategy<Value = QueueEntry> {
     (
         any::<u32>(),
         any::<u32>(),
+        prop::option::of(prop_oneof![
+            any::<String>(),
+            "https?://[a-z.]{1,12}/[a-z0-9/?=&%-]{0,40}"
+        ]),
+        prop_oneof![any::<String>(), "([0-9]{1,3}\\+)?[LR]{0,50}"],
         prop_oneof![
             any::<String>(),
             "https?://[a-z.]{1,12}/[a-z0-9/?=&%-]{0,40}"
         ],
     )
-        .prop_map(|(attempts, depth, url)| QueueEntry {
+        .prop_map(|(attempts, depth, via, hops, url)| QueueEntry {
             attempts,
             depth,
+            // an empty via is stored as none
+            via: via.filter(|v| !v.is_empty()),
+            hops,
             url,
         })
 }
@@ -177,25 +185,39 @@ proptest! {
 
 proptest! {
     #[test]
-    fn queue_entry_v2_round_trip(e in queue_entry()) {
+    fn queue_entry_v3_round_trip(e in queue_entry()) {
         let enc = e.encode();
-        prop_assert_eq!(enc.len(), 9 + e.url.len());
-        prop_assert_eq!(enc[0], 2);
+        let via_len = e.via.as_deref().map_or(0, str::len);
+        // version, attempts, depth, then hop path and via with a varint length each
+        let varint = |n: usize| if n < 128 { 1 } else if n < 16384 { 2 } else { 3 };
+        let url_at = 9 + varint(e.hops.len()) + e.hops.len() + varint(via_len) + via_len;
+        prop_assert_eq!(enc.len(), url_at + e.url.len());
+        prop_assert_eq!(enc[0], 3);
         let mut into = vec![0xAA];
         e.encode_into(&mut into);
         prop_assert_eq!(&into[1..], &enc[..]);
         prop_assert_eq!(QueueEntry::decode(&enc), Ok(e.clone()));
-        // cut inside the fixed fields: an error
-        for cut in 0..9 {
-            prop_assert!(QueueEntry::decode(&enc[..cut]).is_err());
+        // cut before the URL: an error (the URL runs to the end, so a cut inside it is a
+        // shorter URL)
+        for cut in 0..url_at {
+            prop_assert!(QueueEntry::decode(&enc[..cut]).is_err(), "cut at {}", cut);
         }
-        // version 1 (no depth) reads as depth 0
+        // version 2 (no via, no hop path) reads with neither
+        let mut v2 = vec![2u8];
+        v2.extend_from_slice(&e.attempts.to_le_bytes());
+        v2.extend_from_slice(&e.depth.to_le_bytes());
+        v2.extend_from_slice(e.url.as_bytes());
+        prop_assert_eq!(
+            QueueEntry::decode(&v2),
+            Ok(QueueEntry { via: None, hops: String::new(), ..e.clone() })
+        );
+        // version 1 (no depth either) reads as depth 0
         let mut v1 = vec![1u8];
         v1.extend_from_slice(&e.attempts.to_le_bytes());
         v1.extend_from_slice(e.url.as_bytes());
         prop_assert_eq!(
             QueueEntry::decode(&v1),
-            Ok(QueueEntry { depth: 0, ..e })
+            Ok(QueueEntry { depth: 0, via: None, hops: String::new(), ..e })
         );
     }
 }
@@ -212,18 +234,33 @@ proptest! {
         ]),
         at_ms in field(),
         detail in any::<String>(),
-        url in any::<String>(),
+        entry in queue_entry(),
     ) {
-        // version, reason, at_ms (u64 LE), detail length (u32 LE), detail, URL
+        // version, reason, at_ms (u64 LE), detail length (u32 LE), detail, depth (u32 LE),
+        // hop path and via (varint length each), URL
         let detail_end = 14 + detail.len();
-        let d = DropRecord { reason, at_ms, detail, url };
+        let d = DropRecord::of(entry.clone(), reason, detail, at_ms);
+        prop_assert_eq!(
+            (d.depth, &d.via, &d.hops, &d.url),
+            (entry.depth, &entry.via, &entry.hops, &entry.url)
+        );
         let enc = d.encode();
-        prop_assert_eq!(enc.len(), detail_end + d.url.len());
-        prop_assert_eq!(DropRecord::decode(&enc), Ok(d));
-        // cut inside the fixed fields or the detail: an error
-        for cut in 0..detail_end {
+        prop_assert_eq!(enc[0], 2);
+        prop_assert_eq!(DropRecord::decode(&enc), Ok(d.clone()));
+        // cut inside the fixed fields, the detail or the discovery fields: an error
+        let url_at = enc.len() - d.url.len();
+        prop_assert!(url_at > detail_end + 4);
+        for cut in 0..url_at {
             prop_assert!(DropRecord::decode(&enc[..cut]).is_err(), "cut at {}", cut);
         }
+        // version 1 (no depth, via or hop path) still reads
+        let mut v1 = enc[..detail_end].to_vec();
+        v1[0] = 1;
+        v1.extend_from_slice(d.url.as_bytes());
+        prop_assert_eq!(
+            DropRecord::decode(&v1),
+            Ok(DropRecord { depth: 0, via: None, hops: String::new(), ..d })
+        );
     }
 }
 
@@ -293,11 +330,15 @@ proptest! {
     /// A single queue entry, as older stores kept one per key, reads as a one-entry segment.
     #[test]
     fn legacy_entry_is_a_one_entry_segment(e in queue_entry()) {
-        let enc = e.encode();
+        // older stores wrote version-2 entries (no via, no hop path)
+        let mut enc = vec![2u8];
+        enc.extend_from_slice(&e.attempts.to_le_bytes());
+        enc.extend_from_slice(&e.depth.to_le_bytes());
+        enc.extend_from_slice(e.url.as_bytes());
         let s = Segment::parse(&enc).unwrap();
         prop_assert_eq!(s.len(), 1);
         prop_assert_eq!(s.raw(0).unwrap(), &enc[..]);
-        prop_assert_eq!(s.entry(0).unwrap(), e);
+        prop_assert_eq!(s.entry(0).unwrap(), QueueEntry { via: None, hops: String::new(), ..e });
         prop_assert!(s.raw(1).is_err());
     }
 }

@@ -185,25 +185,57 @@ fn politeness_gap_and_response_time() {
     assert_eq!(f.next_ready_at(), None);
 }
 
+fn found(url: &str, depth: u32, via: &str, hops: &str) -> EnqueueItem {
+    EnqueueItem {
+        url: url.into(),
+        depth,
+        via: Some(via.into()),
+        hops: hops.into(),
+    }
+}
+
+/// Depth, via and hop path are stored with the queued URL: a reopen and a retry keep them.
 #[test]
-fn link_depth_survives_reopen_and_retry() {
+fn discovery_survives_reopen_and_retry() {
     let dir = tempfile::tempdir().unwrap();
     {
         let f = Frontier::open(cfg(dir.path())).unwrap();
         f.set_robots(&[("http://d.com", allow_all())], T0).unwrap();
         let r = f
-            .enqueue_batch_with_depth(&[("http://d.com/seed", 0), ("http://d.com/deep", 3)], T0)
+            .enqueue_items(
+                &[
+                    EnqueueItem::seed("http://d.com/seed"),
+                    found("http://d.com/deep", 3, "http://d.com/mid", "LLR"),
+                ],
+                T0,
+            )
             .unwrap();
         assert_eq!(r, vec![EnqueueResult::Queued, EnqueueResult::Queued]);
     }
     let f = Frontier::open(cfg(dir.path())).unwrap();
     let seed = page(f.next(T0).unwrap());
-    assert_eq!((seed.url.as_str(), seed.depth), ("http://d.com/seed", 0));
+    assert_eq!(
+        (
+            seed.url.as_str(),
+            seed.depth,
+            seed.via.as_deref(),
+            seed.hops.as_str()
+        ),
+        ("http://d.com/seed", 0, None, "")
+    );
     f.complete(seed.id, PageOutcome::Done { response_ms: 0 }, T0)
         .unwrap();
     let deep = page(f.next(T0 + 60_000).unwrap());
-    assert_eq!((deep.url.as_str(), deep.depth), ("http://d.com/deep", 3));
-    // a retried URL keeps its depth
+    assert_eq!(
+        (
+            deep.url.as_str(),
+            deep.depth,
+            deep.via.as_deref(),
+            deep.hops.as_str()
+        ),
+        ("http://d.com/deep", 3, Some("http://d.com/mid"), "LLR")
+    );
+    // a retried URL keeps where it came from
     f.complete(
         deep.id,
         PageOutcome::Failed {
@@ -216,9 +248,38 @@ fn link_depth_survives_reopen_and_retry() {
     let f = Frontier::open(cfg(dir.path())).unwrap();
     let again = page(f.next(T0 + 10_000_000).unwrap());
     assert_eq!(
-        (again.url.as_str(), again.depth, again.attempt),
-        ("http://d.com/deep", 3, 2)
+        (
+            again.url.as_str(),
+            again.depth,
+            again.attempt,
+            again.via.as_deref(),
+            again.hops.as_str()
+        ),
+        ("http://d.com/deep", 3, 2, Some("http://d.com/mid"), "LLR")
     );
+}
+
+/// A URL dropped by robots.txt is reported with where it came from.
+#[test]
+fn drop_records_keep_the_discovery_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(cfg(dir.path())).unwrap();
+    f.set_robots(
+        &[("http://x.com", robots("User-agent: *\nDisallow: /no\n"))],
+        T0,
+    )
+    .unwrap();
+    f.enqueue_items(&[found("http://x.com/no", 2, "http://x.com/p", "LR")], T0)
+        .unwrap();
+    assert_eq!(f.next(T0).unwrap(), None);
+    let drops = f.take_drops();
+    assert_eq!(drops.len(), 1, "{drops:?}");
+    let d = &drops[0];
+    assert_eq!(
+        (d.url.as_str(), d.depth, d.via.as_deref(), d.hops.as_str()),
+        ("http://x.com/no", 2, Some("http://x.com/p"), "LR")
+    );
+    assert_eq!(f.drop_record("http://x.com/no").unwrap().as_ref(), Some(d));
 }
 
 #[test]

@@ -107,7 +107,9 @@ fn queue(data: &[u8]) {
     let Ok(e) = QueueEntry::decode(data) else {
         return;
     };
-    assert!(e.url.len() <= data.len());
+    // every string came out of the input
+    let via = e.via.as_deref().map_or(0, str::len);
+    assert!(e.url.len() + e.hops.len() + via <= data.len());
     assert_eq!(QueueEntry::decode(&e.encode()), Ok(e));
 }
 
@@ -115,7 +117,8 @@ fn drop_record(data: &[u8]) {
     let Ok(d) = DropRecord::decode(data) else {
         return;
     };
-    assert!(d.detail.len() + d.url.len() <= 3 * data.len());
+    let via = d.via.as_deref().map_or(0, str::len);
+    assert!(d.detail.len() + d.url.len() + d.hops.len() + via <= 3 * data.len());
     // detail and URL are read lossily, so the re-encoding is only compared decoded
     assert_eq!(DropRecord::decode(&d.encode()), Ok(d));
 }
