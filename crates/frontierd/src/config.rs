@@ -200,6 +200,7 @@ impl Default for RobotsSection {
 pub struct ScopeSection {
     pub follow_links: bool,
     pub max_depth: u32,
+    pub max_redirect_hops: u32,
     pub mode: String,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
@@ -211,6 +212,7 @@ impl Default for ScopeSection {
         ScopeSection {
             follow_links: false,
             max_depth: 3,
+            max_redirect_hops: 10,
             mode: "same-host".into(),
             include: Vec::new(),
             exclude: Vec::new(),
@@ -527,6 +529,13 @@ impl Config {
             _ => ScopeMode::SameHost,
         };
         range_u64("scope.max_depth", c.scope.max_depth.into(), 0, 1000)?;
+        // a chain is counted on the hop path kept with the URL, which holds the last 50 hops
+        range_u64(
+            "scope.max_redirect_hops",
+            c.scope.max_redirect_hops.into(),
+            0,
+            crate::discovery::MAX_HOPS_KEPT as u64,
+        )?;
         let include = regexes("scope.include", &c.scope.include)?;
         let exclude = regexes("scope.exclude", &c.scope.exclude)?;
         // intake

@@ -12,12 +12,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use fetcher::{FetchOutcome, Fetcher, Url};
 use frontier::{
-    DropReason, EnqueueResult, Frontier, PageLease, PageOutcome, PolicyRobots, RobotsLease,
-    WorkItem,
+    DropReason, EnqueueItem, EnqueueResult, Frontier, PageLease, PageOutcome, PolicyRobots,
+    RobotsLease, WorkItem,
 };
 use tokio::sync::Notify;
 
 use crate::config::{ScopeMode, Settings};
+use crate::crawl_log::{media_type, Archived, Found, LogLine};
+use crate::discovery::{self, Hop};
 use crate::links::{extract_links, LinkConfig};
 use crate::metrics::Metrics;
 use crate::robots_fetch::{refused_fetch_result, robots_fetch_result};
@@ -68,8 +70,7 @@ impl Shared {
         self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Append one crawl log line.
-    #[allow(clippy::too_many_arguments)]
+    /// Append one crawl log line about a submitted URL that was not fetched (rejected).
     pub fn log_outcome(
         &self,
         url: &str,
@@ -79,18 +80,20 @@ impl Shared {
         duration_ms: u64,
         reason: &str,
     ) {
-        let line = serde_json::json!({
-            "time": rfc3339_ms(now_ms()),
-            "url": url,
-            "status": status,
-            "bytes": bytes,
-            "duration_ms": duration_ms,
-            "outcome": outcome,
-            "reason": reason,
+        self.log_line(&LogLine {
+            status,
+            bytes,
+            duration_ms,
+            ..LogLine::unfetched(url, outcome, reason, Found::SUBMITTED)
         });
-        self.metrics.outcome(outcome);
+    }
+
+    /// Append one crawl log line (fields: docs/crawl-log.md).
+    pub fn log_line(&self, line: &LogLine<'_>) {
+        let json = line.to_json(&rfc3339_ms(now_ms()));
+        self.metrics.outcome(line.outcome);
         let mut w = self.lock_log();
-        if let Err(e) = writeln!(w, "{line}") {
+        if let Err(e) = writeln!(w, "{json}") {
             tracing::error!(error = %e, "crawl log write failed");
         }
     }
@@ -104,20 +107,40 @@ impl Shared {
         depth: u32,
         log_rejects: bool,
     ) -> Result<SubmitSummary> {
+        let items = urls
+            .into_iter()
+            .map(|url| EnqueueItem {
+                url,
+                depth,
+                via: None,
+                hops: String::new(),
+            })
+            .collect();
+        self.submit_items(items, log_rejects).await
+    }
+
+    /// Offer URLs with where each came from (durable on return); `log_rejects` as in
+    /// [`Shared::submit`] (for submitted URLs: their lines say seed).
+    pub async fn submit_items(
+        self: &Arc<Self>,
+        items: Vec<EnqueueItem>,
+        log_rejects: bool,
+    ) -> Result<SubmitSummary> {
         let sh = self.clone();
-        let with_depth: Vec<(String, u32)> = urls.iter().map(|u| (u.clone(), depth)).collect();
-        let results = tokio::task::spawn_blocking(move || {
-            sh.frontier.enqueue_batch_with_depth(&with_depth, now_ms())
+        let (items, results) = tokio::task::spawn_blocking(move || {
+            let results = sh.frontier.enqueue_items(&items, now_ms());
+            (items, results)
         })
         .await
-        .context("enqueue task")?
-        .context("enqueue")?;
+        .context("enqueue task")?;
+        let results = results.context("enqueue")?;
         let mut summary = SubmitSummary {
             accepted: 0,
             duplicate: 0,
             rejected: Vec::new(),
         };
-        for (i, (url, r)) in urls.iter().zip(results).enumerate() {
+        for (i, (item, r)) in items.iter().zip(results).enumerate() {
+            let url = &item.url;
             match r {
                 EnqueueResult::Queued => {
                     summary.accepted += 1;
@@ -154,7 +177,12 @@ impl Shared {
                 DropReason::GaveUp => "given-up",
             };
             let reason = format!("{}: {}", d.reason.code(), d.detail);
-            self.log_outcome(&d.url, outcome, None, 0, 0, &reason);
+            let found = Found {
+                depth: d.depth,
+                via: d.via.as_deref(),
+                hops: &d.hops,
+            };
+            self.log_line(&LogLine::unfetched(&d.url, outcome, &reason, found));
         }
         // logged (the crawl log is line-buffered): not to be reported again after a crash
         if let Err(e) = self.frontier.drops_logged(&drops) {
@@ -162,16 +190,27 @@ impl Shared {
         }
     }
 
-    fn write_warc(&self, ex: &Exchange<'_>) {
+    /// Archive one exchange; where its response record went (None if not written).
+    fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
         let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(w) = guard.as_mut() else {
-            return;
-        };
+        let w = guard.as_mut()?;
         match w.write_exchange(ex) {
             Ok(written) => {
                 self.metrics.warc_bytes.inc_by(written.bytes);
+                Some(Archived {
+                    file: written
+                        .file
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    offset: written.response_offset,
+                    payload_digest: written.payload_digest,
+                })
             }
-            Err(e) => tracing::error!(error = %e, url = ex.target_uri, "WARC write failed"),
+            Err(e) => {
+                tracing::error!(error = %e, url = ex.target_uri, "WARC write failed");
+                None
+            }
         }
     }
 
@@ -613,8 +652,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     sh.metrics
         .politeness_wait
         .observe(lease.politeness_wait_ms as f64 / 1000.0);
-    // stored with the URL in the frontier, so it survives restarts
+    // stored with the URL in the frontier, so they survive restarts
     let depth = lease.depth;
+    let found = Found {
+        depth,
+        via: lease.via.as_deref(),
+        hops: &lease.hops,
+    };
     let url = match Url::parse(&lease.url) {
         Ok(u) => u,
         Err(e) => {
@@ -652,12 +696,19 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     let ms = response_ms(&fetch.timings);
     let total_ms = fetch.timings.total.as_millis() as u64;
     let mut bytes = 0u64;
+    let mut archived = None;
+    let mut content_type = None;
     if let Some(resp) = &fetch.response {
         bytes = resp.body.len() as u64;
         sh.metrics.fetched_bytes.inc_by(bytes);
+        content_type = resp
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .and_then(media_type);
         let req_head = fetch.request.head_bytes();
         let (head, body, truncated) = archive_response(resp);
-        sh.write_warc(&Exchange {
+        archived = sh.write_warc(&Exchange {
             target_uri: fetch.url.as_str(),
             ip: ip_of(fetch.peer_addr),
             date: fetch.timings.started_at,
@@ -668,8 +719,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         });
     }
     let status = fetch.outcome.status().map(|s| s.as_u16());
-    let mut discovered: Vec<String> = Vec::new();
-    let mut link_depth = depth.saturating_add(1);
+    let mut discovered: Vec<EnqueueItem> = Vec::new();
     let (outcome, final_log) = match &fetch.outcome {
         FetchOutcome::Success { headers, body, .. } => {
             let is_html = headers
@@ -689,10 +739,16 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
                     .collect();
                 let links = extract_links(&url, body, &xrt, &sh.link_cfg);
                 if links.robots.follow {
+                    let hops = discovery::extend(&lease.hops, Hop::Link);
                     for l in links.links {
                         if let Ok(lu) = Url::parse(&l) {
                             if sh.in_scope(&url, &lu) {
-                                discovered.push(l);
+                                discovered.push(EnqueueItem {
+                                    url: l,
+                                    depth: depth.saturating_add(1),
+                                    via: Some(lease.url.clone()),
+                                    hops: hops.clone(),
+                                });
                             }
                         }
                     }
@@ -704,21 +760,9 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             )
         }
         FetchOutcome::Redirect { location, .. } => {
-            // the target enters the frontier like a discovered URL, depth kept
-            if let Some(loc) = location {
-                discovered.push(loc.to_string());
-                link_depth = depth;
-            }
-            (
-                PageOutcome::Done { response_ms: ms },
-                Some((
-                    "redirected",
-                    location
-                        .as_ref()
-                        .map(|l| format!("location {l}"))
-                        .unwrap_or_else(|| "no usable Location".into()),
-                )),
-            )
+            let (o, reason, target) = redirect_step(sh, &lease, location.as_ref());
+            discovered.extend(target);
+            (PageOutcome::Done { response_ms: ms }, Some((o, reason)))
         }
         FetchOutcome::RedirectLimitExceeded { .. } | FetchOutcome::ClientError { .. } => (
             PageOutcome::Done { response_ms: ms },
@@ -758,7 +802,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     };
     let done = matches!(outcome, PageOutcome::Done { .. });
     if !discovered.is_empty() {
-        if let Err(e) = sh.submit(discovered, link_depth, false).await {
+        if let Err(e) = sh.submit_items(discovered, false).await {
             tracing::error!(error = %e, "enqueue of discovered links failed");
         }
     }
@@ -769,8 +813,53 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         tracing::debug!(url = %lease.url, attempt = lease.attempt, ?status, "fetch to be retried");
     }
     if let Some((o, reason)) = final_log {
-        sh.log_outcome(&lease.url, o, status, bytes, total_ms, &reason);
+        sh.log_line(&LogLine {
+            url: &lease.url,
+            outcome: o,
+            status,
+            bytes,
+            duration_ms: total_ms,
+            reason: &reason,
+            found,
+            content_type,
+            ip: ip_of(fetch.peer_addr),
+            archived: archived.as_ref(),
+        });
     }
+}
+
+/// A page answered with a redirect: its target enters the frontier like a discovered URL,
+/// at the same depth (see docs/crawl-log.md, "Redirects"), unless the chain that led here
+/// already has `scope.max_redirect_hops` redirects. Returns the crawl log outcome and
+/// reason, and the target to queue.
+fn redirect_step(
+    sh: &Shared,
+    lease: &PageLease,
+    location: Option<&Url>,
+) -> (&'static str, String, Option<EnqueueItem>) {
+    let Some(loc) = location else {
+        return ("redirected", "no usable Location".into(), None);
+    };
+    let chain = discovery::trailing_redirects(&lease.hops);
+    let limit = sh.settings.raw.scope.max_redirect_hops;
+    if chain >= limit {
+        sh.metrics.redirect_chains_stopped.inc();
+        tracing::info!(
+            url = %lease.url, location = %loc, redirects = chain, limit,
+            "redirect chain stopped at scope.max_redirect_hops"
+        );
+        let reason = format!(
+            "scope.max_redirect_hops = {limit} reached ({chain} redirects led here): location {loc} not followed"
+        );
+        return ("redirect-limit", reason, None);
+    }
+    let target = EnqueueItem {
+        url: loc.to_string(),
+        depth: lease.depth,
+        via: Some(lease.url.clone()),
+        hops: discovery::extend(&lease.hops, Hop::Redirect),
+    };
+    ("redirected", format!("location {loc}"), Some(target))
 }
 
 async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome) {

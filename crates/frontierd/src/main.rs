@@ -3,7 +3,9 @@
 
 mod admin;
 mod config;
+mod crawl_log;
 mod daemon;
+mod discovery;
 mod intake;
 mod links;
 mod metrics;

@@ -34,6 +34,7 @@ pub struct Metrics {
     pub in_flight: Gauge,
     pub store_size: Gauge,
     pub spool_files: Family<Labels, Counter>,
+    pub redirect_chains_stopped: Counter,
 }
 
 impl Metrics {
@@ -58,6 +59,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             store_size: Gauge::default(),
             spool_files: Family::default(),
+            redirect_chains_stopped: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -145,6 +147,11 @@ impl Metrics {
             "spool_files",
             "Spool entries handled, by result: ok, with-rejects, or rejected-* (moved to spool/rejected/: directory, fifo, socket, device, other, dangling-link, link-to-non-file, unreadable)",
             m.spool_files.clone(),
+        );
+        registry.register(
+            "redirect_chains_stopped",
+            "Redirect chains cut at scope.max_redirect_hops (the Location past the limit was not queued)",
+            m.redirect_chains_stopped.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -128,6 +128,11 @@ pub struct WrittenExchange {
     pub response_id: String,
     /// Final name (`.warc.gz`) of the file that holds both records.
     pub file: PathBuf,
+    /// Byte offset in that file where the response record's gzip member starts (seek there
+    /// and gunzip one member to read the record).
+    pub response_offset: u64,
+    /// The response record's `WARC-Payload-Digest` (`sha1:` + base32).
+    pub payload_digest: String,
     /// Compressed bytes written by this call (including a warcinfo record if a file was
     /// opened for it).
     pub bytes: u64,
@@ -209,7 +214,7 @@ impl WarcWriter {
             &request_fields,
             "application/http;msgtype=request",
             &[&request_head],
-            Some(&[][..]),
+            Some(&sha1_label(&sha1_smol::Sha1::new().digest().bytes())),
         )?;
 
         let response_head = with_blank_line(exchange.response_head);
@@ -218,6 +223,11 @@ impl WarcWriter {
         if let Some(reason) = exchange.truncated {
             response_fields.push(("WARC-Truncated", reason.as_str().to_string()));
         }
+        let payload_digest = sha1_label(
+            &sha1_smol::Sha1::from(exchange.response_body)
+                .digest()
+                .bytes(),
+        );
         let response = encode_record(
             "response",
             &response_id,
@@ -225,7 +235,7 @@ impl WarcWriter {
             &response_fields,
             "application/http;msgtype=response",
             &[&response_head, exchange.response_body],
-            Some(exchange.response_body),
+            Some(&payload_digest),
         )?;
 
         let needed = (request.len() + response.len()) as u64;
@@ -251,6 +261,7 @@ impl WarcWriter {
             self.roll_back();
             return Err(error).with_context(|| format!("writing WARC file {}", path.display()));
         }
+        let response_offset = current.size + request.len() as u64;
         current.size += needed;
         current.exchanges += 1;
         bytes += needed;
@@ -259,6 +270,8 @@ impl WarcWriter {
             request_id,
             response_id,
             file: current.final_path.clone(),
+            response_offset,
+            payload_digest,
             bytes,
         })
     }
@@ -404,8 +417,8 @@ impl Drop for WarcWriter {
     }
 }
 
-/// Builds one record as a complete gzip member. `payload` is the entity body the payload
-/// digest covers, if the record has one.
+/// Builds one record as a complete gzip member. `payload_digest` is the digest label of the
+/// entity body, if the record has one.
 fn encode_record(
     warc_type: &str,
     record_id: &str,
@@ -413,7 +426,7 @@ fn encode_record(
     fields: &[(&str, String)],
     content_type: &str,
     block: &[&[u8]],
-    payload: Option<&[u8]>,
+    payload_digest: Option<&str>,
 ) -> Result<Vec<u8>> {
     let mut block_digest = sha1_smol::Sha1::new();
     let mut length = 0usize;
@@ -429,9 +442,8 @@ fn encode_record(
         "WARC-Block-Digest: {}\r\n",
         sha1_label(&block_digest.digest().bytes())
     ));
-    if let Some(payload) = payload {
-        let digest = sha1_smol::Sha1::from(payload).digest().bytes();
-        head.push_str(&format!("WARC-Payload-Digest: {}\r\n", sha1_label(&digest)));
+    if let Some(digest) = payload_digest {
+        head.push_str(&format!("WARC-Payload-Digest: {digest}\r\n"));
     }
     head.push_str(&format!(
         "Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
@@ -898,6 +910,47 @@ mod tests {
         assert!(!records[2].has("WARC-Truncated"));
 
         warcio_check(&[path]);
+    }
+
+    /// What `write_exchange` returns locates its response record: seeking to the offset in
+    /// the named file and gunzipping one member gives the response with that payload digest,
+    /// in the first file and in the files after a rotation.
+    #[test]
+    fn written_exchange_locates_its_response_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = WarcConfig::new(dir.path());
+        config.max_file_size = 2500;
+        let mut w = WarcWriter::new(config).unwrap();
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+        let mut x: u32 = 7;
+        let mut written = Vec::new();
+        for i in 0..6 {
+            let body: Vec<u8> = (0..700 + 100 * i)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (x >> 16) as u8
+                })
+                .collect();
+            let uri = format!("https://example.org/{i}");
+            let done = w.write_exchange(&exchange(&uri, head, &body)).unwrap();
+            assert_eq!(done.payload_digest, sha1_of(&body));
+            written.push((uri, done));
+        }
+        w.finish().unwrap();
+        assert!(w.completed_files().len() >= 3, "rotated");
+        for (uri, done) in &written {
+            let mut f = File::open(&done.file).unwrap();
+            f.seek(io::SeekFrom::Start(done.response_offset)).unwrap();
+            let mut member = Vec::new();
+            flate2::read::GzDecoder::new(f)
+                .read_to_end(&mut member)
+                .unwrap();
+            let r = parse_record(&member);
+            assert_eq!(r.get("WARC-Type"), "response");
+            assert_eq!(r.get("WARC-Target-URI"), uri);
+            assert_eq!(r.get("WARC-Record-ID"), done.response_id);
+            assert_eq!(r.get("WARC-Payload-Digest"), done.payload_digest);
+        }
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! One crawl log line: what happened to a URL, where it came from, what was fetched and
+//! where it was archived. Field by field, with the Heritrix crawl.log column each one
+//! corresponds to: docs/crawl-log.md. Every field is present in every line (null when it
+//! does not apply), so a reader never has to guess whether a field was forgotten.
+
+use std::net::IpAddr;
+
+use crate::discovery;
+
+/// Where a URL came from, as queued with it.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    /// Link depth (0 for a submitted URL).
+    pub depth: u32,
+    /// The page it was found on or redirected from (None for a submitted URL).
+    pub via: Option<&'a str>,
+    /// Hop path from its seed (see [`crate::discovery`]).
+    pub hops: &'a str,
+}
+
+impl Found<'_> {
+    /// A submitted URL.
+    pub const SUBMITTED: Found<'static> = Found {
+        depth: 0,
+        via: None,
+        hops: "",
+    };
+}
+
+/// Where the response went in the WARC output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archived {
+    /// File name (the final `.warc.gz` name, also while the file is still `.open`).
+    pub file: String,
+    /// Offset of the response record's gzip member in that file.
+    pub offset: u64,
+    /// The response record's `WARC-Payload-Digest`.
+    pub payload_digest: String,
+}
+
+/// One line.
+#[derive(Debug, Clone)]
+pub struct LogLine<'a> {
+    pub url: &'a str,
+    pub outcome: &'a str,
+    pub status: Option<u16>,
+    pub bytes: u64,
+    pub duration_ms: u64,
+    pub reason: &'a str,
+    pub found: Found<'a>,
+    /// Media type of the response (`Content-Type` without parameters, lower case).
+    pub content_type: Option<String>,
+    /// The peer the fetch talked to.
+    pub ip: Option<IpAddr>,
+    pub archived: Option<&'a Archived>,
+}
+
+impl<'a> LogLine<'a> {
+    /// A line with no fetch behind it (a rejected, dropped or given-up URL).
+    pub fn unfetched(url: &'a str, outcome: &'a str, reason: &'a str, found: Found<'a>) -> Self {
+        LogLine {
+            url,
+            outcome,
+            status: None,
+            bytes: 0,
+            duration_ms: 0,
+            reason,
+            found,
+            content_type: None,
+            ip: None,
+            archived: None,
+        }
+    }
+
+    /// The JSON object, `time` being the RFC 3339 instant of logging.
+    pub fn to_json(&self, time: &str) -> serde_json::Value {
+        serde_json::json!({
+            // the fields of the first version, unchanged
+            "time": time,
+            "url": self.url,
+            "status": self.status,
+            "bytes": self.bytes,
+            "duration_ms": self.duration_ms,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            // where it came from
+            "depth": self.found.depth,
+            "via": self.found.via,
+            "discovery": discovery::kind(self.found.hops, self.found.depth),
+            "hop_path": self.found.hops,
+            // what came back and where it was archived
+            "content_type": self.content_type,
+            "ip": self.ip.map(|ip| ip.to_string()),
+            "payload_digest": self.archived.map(|a| a.payload_digest.as_str()),
+            "warc_file": self.archived.map(|a| a.file.as_str()),
+            "warc_offset": self.archived.map(|a| a.offset),
+        })
+    }
+}
+
+/// The media type of a `Content-Type` value: parameters dropped, lower case (Heritrix logs
+/// it the same way). None when empty.
+pub fn media_type(content_type: &str) -> Option<String> {
+    let t = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    (!t.is_empty()).then_some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_fields_keep_their_names_and_new_ones_are_added() {
+        let archived = Archived {
+            file: "frontierd-20260101000000000-00001.warc.gz".into(),
+            offset: 1234,
+            payload_digest: "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ".into(),
+        };
+        let line = LogLine {
+            url: "http://a.test/x",
+            outcome: "fetched",
+            status: Some(200),
+            bytes: 10,
+            duration_ms: 5,
+            reason: "",
+            found: Found {
+                depth: 2,
+                via: Some("http://a.test/r"),
+                hops: "LR",
+            },
+            content_type: media_type("Text/HTML; charset=utf-8"),
+            ip: Some("127.0.0.1".parse().unwrap()),
+            archived: Some(&archived),
+        };
+        let v = line.to_json("2026-01-01T00:00:00.000Z");
+        let want = serde_json::json!({
+            "time": "2026-01-01T00:00:00.000Z", "url": "http://a.test/x", "status": 200,
+            "bytes": 10, "duration_ms": 5, "outcome": "fetched", "reason": "",
+            "depth": 2, "via": "http://a.test/r", "discovery": "redirect", "hop_path": "LR",
+            "content_type": "text/html", "ip": "127.0.0.1",
+            "payload_digest": "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
+            "warc_file": "frontierd-20260101000000000-00001.warc.gz", "warc_offset": 1234,
+        });
+        assert_eq!(v, want);
+        // a rejected submission: every field present, null where nothing applies
+        let v = LogLine::unfetched("x", "rejected", "no-host", Found::SUBMITTED).to_json("t");
+        assert_eq!(
+            v.as_object().unwrap().len(),
+            want.as_object().unwrap().len()
+        );
+        assert_eq!(
+            (
+                &v["discovery"],
+                &v["hop_path"],
+                &v["via"],
+                &v["warc_offset"],
+                &v["status"]
+            ),
+            (
+                &serde_json::json!("seed"),
+                &serde_json::json!(""),
+                &serde_json::Value::Null,
+                &serde_json::Value::Null,
+                &serde_json::Value::Null
+            )
+        );
+    }
+
+    #[test]
+    fn media_type_drops_parameters() {
+        assert_eq!(media_type("text/html").as_deref(), Some("text/html"));
+        assert_eq!(
+            media_type(" Application/XHTML+XML ;q=1").as_deref(),
+            Some("application/xhtml+xml")
+        );
+        assert_eq!(media_type(""), None);
+        assert_eq!(media_type("; charset=x"), None);
+    }
+}
