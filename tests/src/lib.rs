@@ -966,6 +966,36 @@ pub fn warc_records(file: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The WARC record whose gzip member starts at `offset` in `file`: its header fields (names
+/// lower-cased) and its block. Read with flate2 alone (no warcio needed): one member, as a
+/// replay tool seeking to a CDX offset would.
+pub fn warc_record_at(file: &Path, offset: u64) -> (BTreeMap<String, String>, Vec<u8>) {
+    use std::io::Seek;
+    let mut f = std::fs::File::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    f.seek(std::io::SeekFrom::Start(offset)).unwrap();
+    let mut member = Vec::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_end(&mut member)
+        .unwrap_or_else(|e| panic!("no gzip member at {offset} in {}: {e}", file.display()));
+    let end = member
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no WARC header at {offset} in {}", file.display()));
+    let head = String::from_utf8_lossy(&member[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    assert_eq!(lines.next(), Some("WARC/1.1"), "record at {offset}");
+    let fields: BTreeMap<String, String> = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect();
+    let len: usize = fields
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .expect("Content-Length");
+    let block = member[end + 4..end + 4 + len].to_vec();
+    (fields, block)
+}
+
 /// A small deterministic generator (xorshift), seeded from the clock unless `E2E_SEED` is set;
 /// the seed is printed so a failure can be replayed.
 pub struct Rng(u64);

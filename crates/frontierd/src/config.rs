@@ -826,6 +826,12 @@ mod tests {
         );
         let e = err("[scope]\nmode = \"galaxy\"\n");
         assert!(e.contains("scope.mode") && e.contains("same-host"), "{e}");
+        // a chain is counted on the last 50 hops kept with a URL
+        let e = err("[scope]\nmax_redirect_hops = 51\n");
+        assert!(
+            e.contains("scope.max_redirect_hops = 51") && e.contains("0 to 50"),
+            "{e}"
+        );
         let e = err("[resolve]\n\"*.site.test\" = [\"not-an-ip\"]\n");
         assert!(e.contains("not-an-ip"), "{e}");
     }
