@@ -207,7 +207,18 @@ fn crawl_log_says_where_each_url_came_from_and_where_it_was_archived() {
 /// and the link does not count as a redirect.
 #[test]
 fn redirect_loop_stops_at_max_redirect_hops() {
-    const LIMIT: u32 = 4;
+    redirect_loop(Some(4));
+}
+
+/// Without the key, the documented default (10) holds.
+#[test]
+fn redirect_loop_stops_at_the_default_limit() {
+    redirect_loop(None);
+}
+
+/// Crawl the loop with `scope.max_redirect_hops` set to `configured` (None: the default, 10).
+fn redirect_loop(configured: Option<u32>) {
+    let limit = configured.unwrap_or(10);
     let site = Site::start(|req| {
         if req.path == "/robots.txt" {
             return Reply::text("User-agent: *\nAllow: /\n");
@@ -224,15 +235,17 @@ fn redirect_loop_stops_at_max_redirect_hops() {
             None => Reply::not_found(),
         }
     });
-    let env = Env::new(&[
-        ("scope", "follow_links", "true"),
-        ("scope", "max_redirect_hops", &LIMIT.to_string()),
-    ]);
+    let limit_value = limit.to_string();
+    let mut config = vec![("scope", "follow_links", "true")];
+    if configured.is_some() {
+        config.push(("scope", "max_redirect_hops", &limit_value));
+    }
+    let env = Env::new(&config);
     let base = site.base("loop.site.test");
     let url = |p: &str| format!("{base}{p}");
     let daemon = env.start();
     daemon.submit(&[url("/")]);
-    let last = url(&format!("/loop/{LIMIT}"));
+    let last = url(&format!("/loop/{limit}"));
     wait_until("the redirect-limit line", Duration::from_secs(60), || {
         logged(&env.crawl_log(), &last, "redirect-limit")
     });
@@ -249,14 +262,14 @@ fn redirect_loop_stops_at_max_redirect_hops() {
         .filter(|h| h.path.starts_with("/loop/"))
         .map(|h| h.path)
         .collect();
-    let want: Vec<String> = (0..=LIMIT).map(|n| format!("/loop/{n}")).collect();
+    let want: Vec<String> = (0..=limit).map(|n| format!("/loop/{n}")).collect();
     assert_eq!(
         chain, want,
         "the chain is requested limit + 1 times, in order"
     );
 
     let log = env.crawl_log();
-    for n in 0..LIMIT {
+    for n in 0..limit {
         let l = one(&log, &url(&format!("/loop/{n}")));
         assert_eq!(l["outcome"], "redirected", "{l}");
         assert_eq!(l["hop_path"], format!("L{}", "R".repeat(n as usize)), "{l}");
@@ -265,14 +278,14 @@ fn redirect_loop_stops_at_max_redirect_hops() {
     }
     let stop = one(&log, &last);
     assert_eq!(stop["status"], 302, "{stop}");
-    assert_eq!(stop["hop_path"], format!("L{}", "R".repeat(LIMIT as usize)));
+    assert_eq!(stop["hop_path"], format!("L{}", "R".repeat(limit as usize)));
     let reason = stop["reason"].as_str().unwrap();
     assert!(
-        reason.contains(&format!("scope.max_redirect_hops = {LIMIT}"))
-            && reason.contains(&url(&format!("/loop/{}", LIMIT + 1))),
+        reason.contains(&format!("scope.max_redirect_hops = {limit}"))
+            && reason.contains(&url(&format!("/loop/{}", limit + 1))),
         "{reason}"
     );
-    assert!(lines_for(&log, &url(&format!("/loop/{}", LIMIT + 1))).is_empty());
+    assert!(lines_for(&log, &url(&format!("/loop/{}", limit + 1))).is_empty());
     let text = daemon.metrics();
     assert_eq!(
         metric(&text, "frontierd_redirect_chains_stopped_total"),
