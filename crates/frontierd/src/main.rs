@@ -13,6 +13,7 @@ mod robots_cmd;
 mod robots_fetch;
 mod submit_cmd;
 mod warc;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
