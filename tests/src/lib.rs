@@ -669,6 +669,26 @@ impl Env {
         s
     }
 
+    /// Run a client command (`stats`, `hosts`, ...) against this environment's daemon:
+    /// `frontierd ARGS --config <config>`.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(frontierd_bin())
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the frontierd client")
+    }
+
+    /// How many lines of the daemon's log (all runs) contain `text`.
+    pub fn daemon_log_count(&self, text: &str) -> usize {
+        self.daemon_log()
+            .lines()
+            .filter(|l| l.contains(text))
+            .count()
+    }
+
     /// Start `frontierd run` on this environment and wait for its admin API.
     pub fn start(&self) -> Daemon {
         self.start_with(&[])
@@ -806,6 +826,10 @@ impl Daemon {
         text
     }
 
+    pub fn post(&self, path: &str) -> (u16, String) {
+        http(&self.admin, "POST", path, b"")
+    }
+
     pub fn healthy(&self) -> bool {
         try_http(&self.admin, "GET", "/healthz", b"").is_ok_and(|(s, _)| s == 200)
     }
@@ -837,6 +861,19 @@ pub fn try_http(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     Ok((status, body.to_string()))
+}
+
+/// `s` percent-encoded for a URL path segment (everything but ASCII letters and digits).
+pub fn path_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {

@@ -2,8 +2,9 @@
 //! `hosts`.
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -12,18 +13,40 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
+use crate::admin_request::{self, BadRequest};
 use crate::daemon::{now_ms, Shared};
 use crate::intake::{self, Batch};
 
 /// Largest request body (`POST /v1/urls`); `frontierd submit` sends large lists in parts.
 pub const MAX_BODY: usize = 64 << 20;
 
+/// Refusals of connections over `admin.max_connections` are logged at most this often
+/// (each one is counted).
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Serve the admin API. Every connection must send a whole request head within
+/// `admin.header_read_timeout` (also between requests on a kept-alive connection) and
+/// finish each request, body and answer, within `admin.request_timeout`; at most
+/// `admin.max_connections` are open at once, further ones get a 503 and are closed.
 pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
+    let limits = &sh.settings.raw.admin;
+    let max_connections = limits.max_connections as usize;
+    let header_read_timeout = limits.header_read_timeout.0;
+    let request_timeout = limits.request_timeout.0;
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let mut last_refusal_log: Option<Instant> = None;
+    // aborting `serve` (at the stop) drops every connection with it
+    let mut connections = tokio::task::JoinSet::new();
     loop {
-        let (stream, _) = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next() => continue,
+        };
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 tracing::warn!(error = %e, "admin accept failed");
@@ -31,20 +54,94 @@ pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
                 continue;
             }
         };
-        let sh = sh.clone();
-        tokio::spawn(async move {
-            let svc = service_fn(move |req| {
-                let sh = sh.clone();
-                async move { Ok::<_, Infallible>(handle(sh, req).await) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await
-            {
-                tracing::debug!(error = %e, "admin connection ended");
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            sh.metrics.admin_connections_refused.inc();
+            if last_refusal_log.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+                last_refusal_log = Some(Instant::now());
+                tracing::warn!(
+                    %peer,
+                    max_connections,
+                    refused_total = sh.metrics.admin_connections_refused.get(),
+                    "admin connection refused: admin.max_connections are open"
+                );
             }
+            refuse_busy(stream);
+            continue;
+        };
+        let sh = sh.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            sh.metrics.admin_connections.inc();
+            let served = Arc::new(AtomicU32::new(0));
+            let svc = {
+                let (sh, served) = (sh.clone(), served.clone());
+                service_fn(move |req| {
+                    let (sh, served) = (sh.clone(), served.clone());
+                    async move {
+                        let method = req.method().clone();
+                        let path = req.uri().path().to_string();
+                        let answer = tokio::time::timeout(request_timeout, handle(sh.clone(), req));
+                        let response = match answer.await {
+                            Ok(r) => r,
+                            Err(_) => {
+                                sh.metrics.admin_timeout("request");
+                                tracing::warn!(
+                                    %peer, %method, path,
+                                    limit = %humantime::format_duration(request_timeout),
+                                    "admin request not complete within admin.request_timeout: cut off"
+                                );
+                                let mut r = error(
+                                    StatusCode::REQUEST_TIMEOUT,
+                                    &format!(
+                                        "request not complete within admin.request_timeout ({})",
+                                        humantime::format_duration(request_timeout)
+                                    ),
+                                );
+                                r.headers_mut().insert(
+                                    hyper::header::CONNECTION,
+                                    hyper::header::HeaderValue::from_static("close"),
+                                );
+                                r
+                            }
+                        };
+                        served.fetch_add(1, Ordering::Relaxed);
+                        Ok::<_, Infallible>(response)
+                    }
+                })
+            };
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout)
+                .serve_connection(TokioIo::new(stream), svc);
+            match conn.await {
+                // a kept-alive connection that goes quiet after its requests is closed the
+                // same way: only a connection that never completed a request head counts
+                Err(e) if e.is_timeout() && served.load(Ordering::Relaxed) == 0 => {
+                    sh.metrics.admin_timeout("header");
+                    tracing::info!(
+                        %peer,
+                        limit = %humantime::format_duration(header_read_timeout),
+                        "admin connection sent no complete request head within admin.header_read_timeout: closed"
+                    );
+                }
+                Err(e) => tracing::debug!(%peer, error = %e, "admin connection ended"),
+                Ok(()) => {}
+            }
+            sh.metrics.admin_connections.dec();
         });
     }
+}
+
+/// A 503 for a connection over the cap, written without waiting (the socket's send buffer
+/// is empty), then the connection is closed.
+fn refuse_busy(stream: TcpStream) {
+    let body = "{\"error\": \"too many admin connections (admin.max_connections); retry later\"}\n";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(answer.as_bytes());
 }
 
 fn reply(status: StatusCode, ctype: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
@@ -66,28 +163,24 @@ fn error(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
     json(status, &serde_json::json!({ "error": msg }))
 }
 
-fn query_param<'a>(q: Option<&'a str>, key: &str) -> Option<&'a str> {
-    q?.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        (k == key).then_some(v)
-    })
+fn bad_request(e: BadRequest) -> Response<Full<Bytes>> {
+    error(StatusCode::BAD_REQUEST, &e.0)
 }
 
 async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
+    let query = query.as_deref();
     let method = req.method().clone();
     if method == Method::GET && path == "/healthz" {
         return reply(StatusCode::OK, "text/plain", "ok\n");
     }
     if let Some(token) = &sh.token {
-        let ok = req
+        let given = req
             .headers()
             .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| t.trim() == token);
-        if !ok {
+            .map(|v| v.as_bytes());
+        if !admin_request::token_matches(given, token) {
             return error(StatusCode::UNAUTHORIZED, "bearer token required");
         }
     }
@@ -104,45 +197,125 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
         (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.stats_json()),
         (&Method::POST, ["v1", "urls"]) => post_urls(sh, req).await,
         (&Method::GET, ["v1", "hosts"]) => {
-            let state = query_param(query.as_deref(), "state").filter(|s| !s.is_empty());
-            let limit = query_param(query.as_deref(), "limit")
-                .and_then(|l| l.parse::<usize>().ok())
-                .unwrap_or(100);
-            match list_hosts(&sh, state, limit) {
+            let q = match admin_request::hosts_query(query) {
+                Ok(q) => q,
+                Err(e) => return bad_request(e),
+            };
+            match list_hosts(&sh, q.state.as_deref(), q.limit) {
                 Ok(v) => json(StatusCode::OK, &v),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
             }
         }
-        (&Method::GET, ["v1", "hosts", host]) => match host_detail(&sh, host) {
-            Ok(Some(v)) => json(StatusCode::OK, &v),
-            Ok(None) => error(StatusCode::NOT_FOUND, "unknown host"),
-            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
-        },
-        (&Method::POST, ["v1", "hosts", host, action @ ("pause" | "resume")]) => {
-            let changed = if *action == "pause" {
-                sh.frontier.pause(host)
-            } else {
-                let r = sh.frontier.resume(host);
-                sh.wake.notify_waiters();
-                r
+        (&Method::GET, ["v1", "hosts", arg]) => {
+            let h = match admin_request::no_query(query).and_then(|()| host_arg(&sh, arg)) {
+                Ok(h) => h,
+                Err(e) => return bad_request(e),
             };
-            let changed = match changed {
-                Ok(changed) => changed,
-                Err(e) => {
-                    return error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        &format!("{action} {host}: {e:#}"),
-                    )
-                }
-            };
-            tracing::info!(host, action, changed, "host {action} by operator");
-            json(
-                StatusCode::OK,
-                &serde_json::json!({ "host": host, "paused": sh.frontier.is_paused(host), "changed": changed }),
-            )
+            match host_detail(&sh, &h) {
+                Ok(Some(v)) => json(StatusCode::OK, &v),
+                Ok(None) => error(StatusCode::NOT_FOUND, &unknown_host(&h)),
+                Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+            }
+        }
+        (&Method::POST, ["v1", "hosts", arg, action @ ("pause" | "resume")]) => {
+            pause_or_resume(&sh, arg, action, query)
         }
         _ => error(StatusCode::NOT_FOUND, "no such endpoint"),
     }
+}
+
+/// A host argument from the path, and the politeness key it names.
+struct HostArg {
+    requested: String,
+    key: String,
+}
+
+fn host_arg(sh: &Shared, segment: &str) -> Result<HostArg, BadRequest> {
+    let requested = admin_request::path_segment(segment)?;
+    let key = admin_request::host_key(&requested, sh.frontier.config().key_mode)?;
+    Ok(HostArg { requested, key })
+}
+
+fn unknown_host(h: &HostArg) -> String {
+    if h.requested == h.key {
+        format!("unknown host {:?}: the frontier has no record of it", h.key)
+    } else {
+        format!(
+            "unknown host {:?} (politeness key {:?}): the frontier has no record of it",
+            h.requested, h.key
+        )
+    }
+}
+
+/// `POST /v1/hosts/{host}/pause|resume`. A host the frontier has no record of (never
+/// submitted, or a typo) is a 404, unless `?create=true` asks to pause it ahead of its
+/// first URL; resuming a host that is not paused and has no record is a 404 too.
+fn pause_or_resume(
+    sh: &Shared,
+    arg: &str,
+    action: &str,
+    query: Option<&str>,
+) -> Response<Full<Bytes>> {
+    let create = if action == "pause" {
+        admin_request::pause_query(query)
+    } else {
+        admin_request::no_query(query).map(|()| false)
+    };
+    let (create, h) = match create.and_then(|c| Ok((c, host_arg(sh, arg)?))) {
+        Ok(x) => x,
+        Err(e) => return bad_request(e),
+    };
+    let known = match sh.frontier.host_record(&h.key) {
+        Ok(rec) => rec.is_some() || sh.frontier.is_paused(&h.key),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("{action} {}: {e:#}", h.key),
+            )
+        }
+    };
+    if !known && !create {
+        let hint = if action == "pause" {
+            "; add ?create=true to pause it before its first URL arrives"
+        } else {
+            ""
+        };
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("{}{hint}", unknown_host(&h)),
+        );
+    }
+    let changed = if action == "pause" {
+        sh.frontier.pause(&h.key)
+    } else {
+        let r = sh.frontier.resume(&h.key);
+        sh.wake.notify_waiters();
+        r
+    };
+    let changed = match changed {
+        Ok(changed) => changed,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("{action} {}: {e:#}", h.key),
+            )
+        }
+    };
+    tracing::info!(
+        host = %h.key, requested = %h.requested, action, changed, created = !known,
+        "host {action} by operator"
+    );
+    json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "host": h.key,
+            "key": h.key,
+            "requested": h.requested,
+            "paused": sh.frontier.is_paused(&h.key),
+            "changed": changed,
+            "created": !known,
+        }),
+    )
 }
 
 async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -322,11 +495,18 @@ fn list_hosts(sh: &Shared, state: Option<&str>, limit: usize) -> Result<serde_js
     Ok(serde_json::json!({ "hosts": out }))
 }
 
-fn host_detail(sh: &Shared, host: &str) -> Result<Option<serde_json::Value>> {
-    let Some(rec) = sh.frontier.host_record(host)? else {
-        return Ok(None);
+/// One host in detail; a key paused ahead of its first URL (`?create=true`) has no record
+/// yet and shows as an empty one.
+fn host_detail(sh: &Shared, h: &HostArg) -> Result<Option<serde_json::Value>> {
+    let host = h.key.as_str();
+    let rec = match sh.frontier.host_record(host)? {
+        Some(rec) => rec,
+        None if sh.frontier.is_paused(host) => frontier::HostRecord::default(),
+        None => return Ok(None),
     };
     let mut v = host_json(sh, host, &rec);
+    v["key"] = serde_json::json!(host);
+    v["requested"] = serde_json::json!(h.requested);
     let cfg = sh.settings.robots_state_config();
     let now = robots_policy::state::UnixMillis(now_ms());
     let mut origins = Vec::new();

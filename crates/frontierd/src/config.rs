@@ -268,6 +268,10 @@ pub struct CrawlLogSection {
 pub struct AdminSection {
     pub listen: String,
     pub token_file: String,
+    pub allow_unauthenticated: bool,
+    pub header_read_timeout: Dur,
+    pub request_timeout: Dur,
+    pub max_connections: u32,
 }
 
 impl Default for AdminSection {
@@ -275,6 +279,10 @@ impl Default for AdminSection {
         AdminSection {
             listen: "127.0.0.1:8470".into(),
             token_file: String::new(),
+            allow_unauthenticated: false,
+            header_read_timeout: Dur(Duration::from_secs(10)),
+            request_timeout: Dur(Duration::from_secs(120)),
+            max_connections: 64,
         }
     }
 }
@@ -623,6 +631,30 @@ impl Config {
         let spool_dir = data_dir.join("spool");
         let token_file =
             (!c.admin.token_file.is_empty()).then(|| PathBuf::from(&c.admin.token_file));
+        if token_file.is_none()
+            && !crate::config_checks::is_loopback(admin_listen)
+            && !c.admin.allow_unauthenticated
+        {
+            return Err(crate::config_checks::unauthenticated_listener(admin_listen));
+        }
+        range_dur(
+            "admin.header_read_timeout",
+            c.admin.header_read_timeout,
+            100,
+            3_600_000,
+        )?;
+        range_dur(
+            "admin.request_timeout",
+            c.admin.request_timeout,
+            1_000,
+            86_400_000,
+        )?;
+        range_u64(
+            "admin.max_connections",
+            c.admin.max_connections.into(),
+            1,
+            65_536,
+        )?;
         range_u64("store.cache_bytes", c.store.cache_bytes, 1 << 20, 1 << 40)?;
         range_u64(
             "store.intake_buffer_bytes",

@@ -321,6 +321,11 @@ impl Shared {
 
 /// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
 pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
+    // first: until then SIGHUP would end the process
+    let mut signals = crate::signals::Signals::install()?;
+    for warning in settings.warnings() {
+        tracing::warn!("{warning}");
+    }
     let data_dir = settings.data_dir.clone();
     fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating data directory {}", data_dir.display()))?;
@@ -332,16 +337,9 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     fs::create_dir_all(&settings.warc_dir)
         .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
     for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
-        tracing::warn!(?r, "WARC file left open by an earlier run recovered");
+        tracing::warn!(result = %r, "WARC file left open by an earlier run recovered");
     }
-    if let Some(parent) = settings.crawl_log.parent() {
-        fs::create_dir_all(parent).ok();
-    }
-    let crawl_log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&settings.crawl_log)
-        .with_context(|| format!("opening crawl log {}", settings.crawl_log.display()))?;
+    let crawl_log = crate::signals::open_crawl_log(&settings.crawl_log)?;
 
     let token = match &settings.token_file {
         None => None,
@@ -353,6 +351,13 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         )
         .filter(|t| !t.is_empty()),
     };
+    if token.is_none()
+        && !crate::config_checks::is_loopback(settings.admin_listen)
+        && !settings.raw.admin.allow_unauthenticated
+    {
+        // an empty token file: `config check` cannot see that
+        return Err(crate::config_checks::unauthenticated_listener(settings.admin_listen).into());
+    }
 
     let fcfg = settings.frontier_config();
     let backend = Arc::new(PolicyRobots {
@@ -417,7 +422,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         handles.push(tokio::spawn(crate::worker::worker(shared.clone(), i)));
     }
     let spool_task = tokio::spawn(crate::intake::spool_loop(shared.clone()));
-    let stats_task = tokio::spawn(stats_loop(shared.clone()));
+    let stats_task = tokio::spawn(crate::progress::stats_loop(shared.clone()));
+    let drain_task = tokio::spawn(crate::progress::drain_watch(shared.clone()));
 
     let _ = sd_notify::notify(
         false,
@@ -428,7 +434,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     );
     tracing::info!(workers, "frontierd running");
 
-    wait_for_signal().await;
+    signals.wait_for_stop(&shared).await;
     tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
     let _ = sd_notify::notify(
         false,
@@ -456,8 +462,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         );
     }
     shared.drain_drops();
-    admin_task.abort();
-    stats_task.abort();
+    for task in [admin_task, stats_task, drain_task, spool_task] {
+        task.abort();
+        let _ = task.await; // gone, with its handle on `shared`
+    }
     let writer = shared.warc.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(w) = writer {
         match w.close() {
@@ -472,69 +480,27 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         log.get_ref().sync_all().ok();
     }
     fs::remove_file(data_dir.join("admin.addr")).ok();
+    close_store(shared).await;
     tracing::info!("frontierd stopped");
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // cannot install handlers: run until ctrl-c the portable way
-        let _ = tokio::signal::ctrl_c().await;
+/// Close the store as the last step of the stop, not at process exit: sled flushes and
+/// fsyncs its file when its last handle goes, which can take a while on a real disk, and
+/// done by the runtime's teardown it held the exit up to a second after "frontierd
+/// stopped" (the runtime's shutdown timeout). Fetches abandoned after the grace period
+/// still hold it: then it is left to the exit.
+async fn close_store(shared: Arc<Shared>) {
+    let started = Instant::now();
+    let Some(frontier) = Arc::into_inner(shared).and_then(|sh| Arc::into_inner(sh.frontier)) else {
+        tracing::debug!("store still in use by abandoned fetches: closed at exit");
         return;
     };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
+    if let Err(e) = tokio::task::spawn_blocking(move || drop(frontier)).await {
+        tracing::error!(error = %e, "closing the store");
     }
-}
-
-async fn stats_loop(sh: Arc<Shared>) {
-    let every = sh.settings.raw.log.stats_interval.0;
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
-    let mut last_pages = 0u64;
-    let mut last_bytes = 0u64;
-    let mut watchdog_usec = 0u64;
-    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec);
-    let wd_every = Duration::from_micros(watchdog_usec / 2).max(Duration::from_millis(500));
-    let mut wd_tick = tokio::time::interval(wd_every);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                let s = sh.stats_json();
-                let pages = sh.pages_done.load(Ordering::Relaxed);
-                let bytes = sh.metrics.fetched_bytes.get();
-                let secs = every.as_secs_f64();
-                let pps = (pages - last_pages) as f64 / secs;
-                let bps = (bytes - last_bytes) as f64 / secs;
-                last_pages = pages;
-                last_bytes = bytes;
-                tracing::info!(
-                    pages_per_s = format!("{pps:.1}"),
-                    kib_per_s = format!("{:.1}", bps / 1024.0),
-                    queued = s["queued"].as_i64().unwrap_or(0),
-                    in_flight = s["in_flight"].as_u64().unwrap_or(0),
-                    fetched = pages,
-                    accepted = s["accepted"].as_u64().unwrap_or(0),
-                    dropped = s["dropped"].as_u64().unwrap_or(0),
-                    given_up = s["given_up"].as_u64().unwrap_or(0),
-                    hosts_in_backoff = s["hosts_in_backoff"].as_i64().unwrap_or(0),
-                    warc_mib = format!("{:.1}", sh.metrics.warc_bytes.get() as f64 / 1048576.0),
-                    "progress"
-                );
-                let status = format!(
-                    "{pps:.1} pages/s, {} queued, {} fetched",
-                    s["queued"].as_i64().unwrap_or(0), pages
-                );
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Status(&status)]);
-            }
-            _ = wd_tick.tick(), if watchdog => {
-                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
-            }
-        }
-    }
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "store closed"
+    );
 }

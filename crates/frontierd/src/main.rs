@@ -2,15 +2,19 @@
 //! decision in the library crates.
 
 mod admin;
+mod admin_request;
 mod config;
+mod config_checks;
 mod crawl_log;
 mod daemon;
 mod discovery;
 mod intake;
 mod links;
 mod metrics;
+mod progress;
 mod robots_cmd;
 mod robots_fetch;
+mod signals;
 mod submit_cmd;
 mod warc;
 mod worker;
@@ -107,9 +111,11 @@ fn main() -> ExitCode {
         Command::Run { config, seeds } => run(config.as_deref(), seeds),
         Command::Config(ConfigCommand::Check { file }) => {
             match config::Config::load(Some(&file)).and_then(|c| c.check(state_dir().as_deref())) {
-                Ok(_) => {
-                    println!("{}: ok", file.display());
-                    Ok(ExitCode::SUCCESS)
+                Ok(settings) => {
+                    for warning in settings.warnings() {
+                        eprintln!("frontierd: warning: {warning}");
+                    }
+                    out(&format!("{}: ok\n", file.display())).map(|()| ExitCode::SUCCESS)
                 }
                 Err(e) => {
                     eprintln!("frontierd: config error: {e}");
@@ -118,8 +124,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Config(ConfigCommand::Default) => {
-            print!("{}", config::DEFAULT_TOML);
-            Ok(ExitCode::SUCCESS)
+            out(config::DEFAULT_TOML).map(|()| ExitCode::SUCCESS)
         }
         Command::Submit { file, api } => client(api, |t| submit_cmd::submit(t, file)),
         Command::Stats { watch, api } => client(api, move |t| stats(t, watch)),
@@ -132,11 +137,39 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // `| head` has what it wanted: not an error
+        Err(error) if error.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("frontierd: error: {error:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Standard output was closed by its reader (`frontierd stats --watch | head`): the command
+/// ends quietly, exit 0.
+#[derive(Debug)]
+struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Write to standard output (not `println!`, which panics on a closed pipe).
+fn out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => anyhow::Error::new(StdoutClosed),
+            _ => anyhow::Error::new(e).context("writing to standard output"),
+        })
 }
 
 fn state_dir() -> Option<String> {
@@ -225,19 +258,61 @@ async fn stats(t: admin::Target, watch: bool) -> Result<ExitCode> {
     loop {
         let v = get_json(&t, "/v1/stats").await?;
         if let Some(obj) = v.as_object() {
+            let mut text = String::new();
             if watch {
-                print!("\x1b[2J\x1b[H");
+                text.push_str("\x1b[2J\x1b[H");
             }
             let w = obj.keys().map(|k| k.len()).max().unwrap_or(0);
             for (k, val) in obj {
-                println!("{k:<w$}  {val}");
+                text.push_str(&format!("{k:<w$}  {}\n", cell(val)));
             }
+            out(&text)?;
         }
         if !watch {
             return Ok(ExitCode::SUCCESS);
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+}
+
+/// A JSON value as table text: strings without quotes (`serde_json::Value`'s `Display`
+/// ignores width and alignment, so cells are made strings first).
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Rows under a header, every column as wide as its widest cell; `right[i]` right-aligns
+/// column i (numbers).
+fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .zip(right)
+            .map(|((c, &w), &r)| {
+                if r {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        text.push_str(cells.join("  ").trim_end());
+        text.push('\n');
+    }
+    text
 }
 
 async fn hosts(
@@ -248,31 +323,74 @@ async fn hosts(
 ) -> Result<ExitCode> {
     match host {
         Some(h) => {
-            let v = get_json(&t, &format!("/v1/hosts/{h}")).await?;
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            let segment =
+                percent_encoding::utf8_percent_encode(&h, percent_encoding::NON_ALPHANUMERIC);
+            let v = get_json(&t, &format!("/v1/hosts/{segment}")).await?;
+            if let Some(key) = v["key"].as_str().filter(|k| *k != h) {
+                eprintln!("frontierd: {h} is politeness key {key}");
+            }
+            out(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
         }
         None => {
-            let path = format!(
-                "/v1/hosts?limit={limit}&state={}",
-                state.unwrap_or_default()
-            );
-            let v = get_json(&t, &path).await?;
-            println!(
-                "{:<40} {:>8} {:>6} {:<13} {:>8} {:<6}",
-                "HOST", "QUEUED", "FLIGHT", "ROBOTS", "BACKOFF", "PAUSED"
-            );
-            for h in v["hosts"].as_array().into_iter().flatten() {
-                println!(
-                    "{:<40} {:>8} {:>6} {:<13} {:>8} {:<6}",
-                    h["host"].as_str().unwrap_or(""),
-                    h["queued"],
-                    h["in_flight"],
-                    h["robots_state"].as_str().unwrap_or(""),
-                    h["backoff_level"],
-                    h["paused"]
-                );
+            let mut query = url::form_urlencoded::Serializer::new(String::new());
+            query.append_pair("limit", &limit.to_string());
+            if let Some(state) = &state {
+                query.append_pair("state", state);
             }
+            let v = get_json(&t, &format!("/v1/hosts?{}", query.finish())).await?;
+            let rows: Vec<Vec<String>> = v["hosts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| {
+                    [
+                        "host",
+                        "queued",
+                        "in_flight",
+                        "robots_state",
+                        "backoff_level",
+                        "paused",
+                    ]
+                    .iter()
+                    .map(|k| cell(&h[*k]))
+                    .collect()
+                })
+                .collect();
+            out(&table(
+                &["HOST", "QUEUED", "FLIGHT", "ROBOTS", "BACKOFF", "PAUSED"],
+                &rows,
+                &[false, true, true, false, true, false],
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_columns_line_up() {
+        let rows = vec![
+            vec!["a.test".into(), "3".into(), "true".into()],
+            vec![
+                "very-long-host-name.example".into(),
+                "12345".into(),
+                "false".into(),
+            ],
+        ];
+        let t = table(&["HOST", "QUEUED", "PAUSED"], &rows, &[false, true, false]);
+        let lines: Vec<&str> = t.lines().collect();
+        // every QUEUED cell ends where the header word ends
+        let end = lines[0].find("QUEUED").unwrap() + "QUEUED".len();
+        for l in &lines[1..] {
+            assert!(l[..end].ends_with(|c: char| c.is_ascii_digit()), "{t}");
+            assert_eq!(&l[end..end + 2], "  ", "{t}");
+        }
+        assert!(lines[1].starts_with("a.test "), "{t}");
+        assert_eq!(cell(&serde_json::json!("fresh")), "fresh");
+        assert_eq!(cell(&serde_json::json!(7)), "7");
+        assert_eq!(cell(&serde_json::Value::Null), "-");
+    }
 }

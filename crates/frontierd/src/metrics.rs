@@ -35,6 +35,11 @@ pub struct Metrics {
     pub store_size: Gauge,
     pub spool_files: Family<Labels, Counter>,
     pub redirect_chains_stopped: Counter,
+    pub admin_connections: Gauge,
+    pub admin_connections_refused: Counter,
+    pub admin_timeouts: Family<Labels, Counter>,
+    pub crawl_log_reopens: Counter,
+    pub crawl_drained: Counter,
 }
 
 impl Metrics {
@@ -60,6 +65,11 @@ impl Metrics {
             store_size: Gauge::default(),
             spool_files: Family::default(),
             redirect_chains_stopped: Counter::default(),
+            admin_connections: Gauge::default(),
+            admin_connections_refused: Counter::default(),
+            admin_timeouts: Family::default(),
+            crawl_log_reopens: Counter::default(),
+            crawl_drained: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -153,6 +163,31 @@ impl Metrics {
             "Redirect chains cut at scope.max_redirect_hops (the Location past the limit was not queued)",
             m.redirect_chains_stopped.clone(),
         );
+        registry.register(
+            "admin_connections",
+            "Admin API connections open",
+            m.admin_connections.clone(),
+        );
+        registry.register(
+            "admin_connections_refused",
+            "Admin API connections refused with a 503 because admin.max_connections were open",
+            m.admin_connections_refused.clone(),
+        );
+        registry.register(
+            "admin_timeouts",
+            "Admin API requests cut off, by phase (header: admin.header_read_timeout, request: admin.request_timeout)",
+            m.admin_timeouts.clone(),
+        );
+        registry.register(
+            "crawl_log_reopens",
+            "Crawl log reopened on SIGHUP (log rotation)",
+            m.crawl_log_reopens.clone(),
+        );
+        registry.register(
+            "crawl_drained",
+            "Times the crawl drained: nothing queued, nothing in flight",
+            m.crawl_drained.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -174,6 +209,9 @@ impl Metrics {
     }
     pub fn robots_state(&self, state: &str, n: i64) {
         self.robots_hosts.get_or_create(&l("state", state)).set(n);
+    }
+    pub fn admin_timeout(&self, phase: &str) {
+        self.admin_timeouts.get_or_create(&l("phase", phase)).inc();
     }
     pub fn spool_file(&self, result: &str) {
         self.spool_files.get_or_create(&l("result", result)).inc();

@@ -559,6 +559,22 @@ pub enum Recovered {
     Removed(PathBuf),
 }
 
+impl std::fmt::Display for Recovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recovered::Renamed(path) => write!(f, "complete, renamed to {}", path.display()),
+            Recovered::Truncated { path, kept, was } => write!(
+                f,
+                "cut after its last whole record ({kept} of {was} bytes kept), renamed to {}",
+                path.display()
+            ),
+            Recovered::Removed(path) => {
+                write!(f, "not one whole record, removed {}", path.display())
+            }
+        }
+    }
+}
+
 /// Completes every `*.warc.gz.open` file in `dir` left by a crash.
 ///
 /// Each file is decompressed member by member (streaming, constant memory; about as

@@ -1,0 +1,162 @@
+//! What the daemon says about its progress: the periodic INFO `progress` line (with the
+//! systemd status and watchdog), and "crawl drained: nothing queued, nothing in flight",
+//! logged (and counted) once each time the crawl runs out of work, again only after new
+//! work arrived and drained too. URLs held back by robots.txt, back-off or a pause are
+//! still queued: drained means nothing is left to do until new URLs come in.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::daemon::Shared;
+
+/// How often the frontier is looked at. Cheap: the full count of queued URLs is redone
+/// only when the frontier's counters moved since the last count.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
+
+/// When to announce: `observe` says yes on the first drained observation after work
+/// arrived (the count of URLs that ever entered the queues moved).
+#[derive(Debug, Default)]
+struct Announcer {
+    /// `arrived` at the last announcement, while still drained.
+    announced: Option<u64>,
+}
+
+impl Announcer {
+    fn observe(&mut self, drained: bool, arrived: u64) -> bool {
+        if !drained {
+            self.announced = None;
+            return false;
+        }
+        if self.announced == Some(arrived) {
+            return false;
+        }
+        self.announced = Some(arrived);
+        true
+    }
+}
+
+/// Counters that move whenever a URL enters, leaves or changes state in a queue.
+fn activity(sh: &Shared) -> [u64; 8] {
+    let s = sh.frontier.stats();
+    [
+        s.enqueued,
+        s.recovered_leases,
+        s.dispatched,
+        s.robots_fetches,
+        s.completed,
+        s.dropped,
+        s.given_up,
+        s.retried,
+    ]
+}
+
+/// Whether nothing is queued (held URLs included) and nothing in flight.
+fn is_drained(sh: &Shared) -> bool {
+    if sh.in_flight.load(Ordering::SeqCst) > 0 || sh.frontier.next_ready_at().is_some() {
+        return false;
+    }
+    // no host is scheduled, but paused or robots-held hosts may still have URLs
+    match sh.frontier.hosts(None, usize::MAX) {
+        Ok(hosts) => hosts
+            .iter()
+            .all(|(_, rec)| rec.counters.queued == 0 && rec.in_flight == 0),
+        Err(e) => {
+            tracing::debug!(error = %e, "counting queued URLs failed");
+            false
+        }
+    }
+}
+
+pub async fn drain_watch(sh: Arc<Shared>) {
+    let mut tick = tokio::time::interval(CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut announcer = Announcer::default();
+    // (counters, workers busy) at the last full look, and what it found
+    let mut last: Option<(([u64; 8], u64), bool)> = None;
+    loop {
+        tick.tick().await;
+        if sh.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let now = (activity(&sh), sh.in_flight.load(Ordering::SeqCst));
+        let drained = match last {
+            Some((before, drained)) if before == now => drained,
+            _ => is_drained(&sh),
+        };
+        last = Some((now, drained));
+        if announcer.observe(drained, now.0[0] + now.0[1]) {
+            sh.metrics.crawl_drained.inc();
+            tracing::info!(
+                fetched = sh.pages_done.load(Ordering::Relaxed),
+                "crawl drained: nothing queued, nothing in flight"
+            );
+        }
+    }
+}
+
+pub async fn stats_loop(sh: Arc<Shared>) {
+    let every = sh.settings.raw.log.stats_interval.0;
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let mut last_pages = 0u64;
+    let mut last_bytes = 0u64;
+    let mut watchdog_usec = 0u64;
+    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec);
+    let wd_every = Duration::from_micros(watchdog_usec / 2).max(Duration::from_millis(500));
+    let mut wd_tick = tokio::time::interval(wd_every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let s = sh.stats_json();
+                let pages = sh.pages_done.load(Ordering::Relaxed);
+                let bytes = sh.metrics.fetched_bytes.get();
+                let secs = every.as_secs_f64();
+                let pps = (pages - last_pages) as f64 / secs;
+                let bps = (bytes - last_bytes) as f64 / secs;
+                last_pages = pages;
+                last_bytes = bytes;
+                tracing::info!(
+                    pages_per_s = format!("{pps:.1}"),
+                    kib_per_s = format!("{:.1}", bps / 1024.0),
+                    queued = s["queued"].as_i64().unwrap_or(0),
+                    in_flight = s["in_flight"].as_u64().unwrap_or(0),
+                    fetched = pages,
+                    accepted = s["accepted"].as_u64().unwrap_or(0),
+                    dropped = s["dropped"].as_u64().unwrap_or(0),
+                    given_up = s["given_up"].as_u64().unwrap_or(0),
+                    hosts_in_backoff = s["hosts_in_backoff"].as_i64().unwrap_or(0),
+                    warc_mib = format!("{:.1}", sh.metrics.warc_bytes.get() as f64 / 1048576.0),
+                    "progress"
+                );
+                let status = format!(
+                    "{pps:.1} pages/s, {} queued, {} fetched",
+                    s["queued"].as_i64().unwrap_or(0), pages
+                );
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Status(&status)]);
+            }
+            _ = wd_tick.tick(), if watchdog => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announced_once_per_drain() {
+        let mut a = Announcer::default();
+        assert!(a.observe(true, 0), "drained at start");
+        assert!(!a.observe(true, 0));
+        assert!(!a.observe(false, 3), "work arrived");
+        assert!(!a.observe(false, 3));
+        assert!(a.observe(true, 3), "drained again");
+        assert!(!a.observe(true, 3));
+        // work that arrived and drained between two looks still counts
+        assert!(a.observe(true, 5));
+        assert!(!a.observe(true, 5));
+    }
+}

@@ -1,0 +1,108 @@
+//! Signals as an operator sends them: SIGHUP after logrotate moved the crawl log (the
+//! daemon keeps running and continues in a new file), and SIGTERM to an idle daemon (it
+//! exits promptly).
+
+use std::time::{Duration, Instant};
+
+use frontierd_e2e::{crawl_log, logged, wait_until, Env, Reply, Site};
+
+#[test]
+fn sighup_reopens_the_crawl_log_after_rotation() {
+    let site = Site::start(|req| {
+        if req.path == "/robots.txt" {
+            Reply::not_found()
+        } else {
+            Reply::html("page")
+        }
+    });
+    let env = Env::new(&[]);
+    let mut daemon = env.start();
+    let first = format!("{}/first", site.base("www.site.test"));
+    let second = format!("{}/second", site.base("www.site.test"));
+
+    daemon.submit(std::slice::from_ref(&first));
+    wait_until(
+        "the first URL in the crawl log",
+        Duration::from_secs(30),
+        || logged(&env.crawl_log(), &first, "fetched"),
+    );
+
+    // logrotate: move the file, then SIGHUP
+    let rotated = env.crawl_log_path().with_extension("jsonl.1");
+    std::fs::rename(env.crawl_log_path(), &rotated).unwrap();
+    daemon.signal(libc::SIGHUP);
+    wait_until(
+        "the reopen in the daemon log",
+        Duration::from_secs(30),
+        || env.daemon_log().contains("SIGHUP: crawl log reopened"),
+    );
+    assert!(
+        daemon.running(),
+        "SIGHUP ended the daemon\n{}",
+        env.daemon_log()
+    );
+    assert!(env.crawl_log_path().exists(), "no new crawl log file");
+
+    daemon.submit(std::slice::from_ref(&second));
+    wait_until(
+        "the second URL in the new crawl log",
+        Duration::from_secs(30),
+        || logged(&env.crawl_log(), &second, "fetched"),
+    );
+    let old = crawl_log(&rotated);
+    assert!(logged(&old, &first, "fetched"), "{old:?}");
+    assert!(
+        !logged(&old, &second, "fetched"),
+        "written to the moved file"
+    );
+    assert!(!logged(&env.crawl_log(), &first, "fetched"));
+    let m = daemon.metrics();
+    assert!(
+        m.contains("frontierd_crawl_log_reopens_total 1"),
+        "reopen not counted:\n{m}"
+    );
+
+    // a second rotation works the same way
+    std::fs::rename(
+        env.crawl_log_path(),
+        env.crawl_log_path().with_extension("jsonl.2"),
+    )
+    .unwrap();
+    daemon.signal(libc::SIGHUP);
+    wait_until("the second reopen", Duration::from_secs(30), || {
+        env.daemon_log_count("SIGHUP: crawl log reopened") == 2
+    });
+    assert!(daemon.running());
+    daemon.signal(libc::SIGTERM);
+    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
+    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
+}
+
+/// The store is closed (sled flushes and fsyncs its file) inside the stop sequence, before
+/// "frontierd stopped", not by the runtime's teardown after it, which held the exit for up
+/// to its 1 s shutdown timeout.
+#[test]
+fn idle_daemon_closes_its_store_before_saying_stopped() {
+    let env = Env::new(&[]);
+    let mut daemon = env.start();
+    wait_until("the daemon to settle", Duration::from_secs(30), || {
+        env.daemon_log().contains("crawl drained")
+    });
+    let term = Instant::now();
+    daemon.signal(libc::SIGTERM);
+    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
+    let took = term.elapsed();
+    eprintln!("idle daemon exited {took:?} after SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
+    let log = env.daemon_log();
+    let closed = log.find("store closed").expect("no \"store closed\" line");
+    let stopped = log
+        .find("frontierd stopped")
+        .expect("no \"frontierd stopped\" line");
+    assert!(closed < stopped, "store closed after \"stopped\":\n{log}");
+    assert_eq!(
+        log[stopped..].lines().count(),
+        1,
+        "\"frontierd stopped\" is the last line:\n{log}"
+    );
+}
