@@ -669,18 +669,6 @@ impl Env {
         s
     }
 
-    /// Run a client command (`stats`, `hosts`, ...) against this environment's daemon:
-    /// `frontierd ARGS --config <config>`.
-    pub fn cli(&self, args: &[&str]) -> std::process::Output {
-        Command::new(frontierd_bin())
-            .args(args)
-            .arg("--config")
-            .arg(&self.config)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run the frontierd client")
-    }
-
     /// How many lines of the daemon's log (all runs) contain `text`.
     pub fn daemon_log_count(&self, text: &str) -> usize {
         self.daemon_log()

@@ -96,7 +96,7 @@ fn host_arguments_in_origin_form_name_the_politeness_key() {
     }
 
     // the CLI says which key it looked up
-    let out = env.cli(&["hosts", &with_port]);
+    let out = env.cli("hosts").arg(&with_port).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{out:?}");
     assert!(
@@ -151,10 +151,18 @@ fn query_parameters_are_decoded_and_checked() {
     assert!(body.contains("verbose"), "{body}");
 
     // the CLI with --state
-    let out = env.cli(&["hosts", "--state", "5xx-disallow"]);
+    let out = env
+        .cli("hosts")
+        .args(["--state", "5xx-disallow"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("err.site.test"));
-    let out = env.cli(&["hosts", "--state", "bogus"]);
+    let out = env
+        .cli("hosts")
+        .args(["--state", "bogus"])
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("bogus"),
@@ -262,7 +270,7 @@ fn token_is_required_and_compared() {
     assert!(request("Authorization: Bearer s3cret!\r\n").starts_with("HTTP/1.1 401"));
     assert!(request("Authorization: Bearer s3cret\r\n").starts_with("HTTP/1.1 200"));
     // the CLI reads the same file
-    let out = env.cli(&["stats"]);
+    let out = env.cli("stats").output().unwrap();
     assert!(out.status.success(), "{out:?}");
 }
 

@@ -86,7 +86,7 @@ fn hosts_table_columns_line_up() {
     }
     daemon.submit(&urls);
 
-    let out = env.cli(&["hosts"]);
+    let out = env.cli("hosts").output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let lines: Vec<&str> = text.lines().collect();
