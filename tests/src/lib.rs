@@ -830,25 +830,64 @@ pub fn try_http(
     path: &str,
     body: &[u8],
 ) -> std::io::Result<(u16, String)> {
+    exchange(addr, method, path, &[], body).map(|a| (a.status, a.body))
+}
+
+/// An HTTP answer with its headers (names lowercased).
+#[derive(Clone, Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    /// The first header of that (lowercase) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request with extra headers and `Connection: close`.
+pub fn exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Answer> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut req = req.into_bytes();
     req.extend_from_slice(body);
     s.write_all(&req)?;
     let mut out = Vec::new();
     s.read_to_end(&mut out)?;
     let text = String::from_utf8_lossy(&out).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    Ok((status, body.to_string()))
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    })
 }
 
 /// `s` percent-encoded for a URL path segment (everything but ASCII letters and digits).
@@ -911,17 +950,73 @@ pub fn wait_until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// Fail clearly when warcio is missing (CI installs it with pip).
+/// The Python interpreter the suite runs warcio with: `FRONTIERD_PYTHON` when set, else the
+/// project venv `<repo>/.venv/bin/python3` when it exists (Debian 12's system Python refuses
+/// `pip install`, PEP 668, so warcio lives in a venv), else `python3` from `PATH`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("FRONTIERD_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let venv = repo_root().join(".venv").join("bin").join("python3");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("python3")
+}
+
+/// The repository checkout this suite belongs to (`tests/` is one level below it).
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// Why `python` cannot run warcio, with the commands that fix it; None when it can.
+pub fn warcio_problem(python: &Path) -> Option<String> {
+    let why = match Command::new(python)
+        .args(["-c", "import warcio.cli"])
+        .output()
+    {
+        Ok(out) if out.status.success() => return None,
+        Ok(out) => format!(
+            "`{} -c \"import warcio.cli\"` failed ({}): {}",
+            python.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => format!("cannot run {}: {e}", python.display()),
+    };
+    let venv = repo_root().join(".venv");
+    Some(format!(
+        "the end-to-end suite needs the Python package warcio (it validates the WARC output), \
+         and the interpreter it found has none: {why}\n\
+         The interpreter is $FRONTIERD_PYTHON if set, else {venv}/bin/python3 if it exists, else \
+         python3 from PATH. Create the project venv (what .ci/run does):\n\
+         \n    apt-get install -y python3-venv        # Debian/Ubuntu, as root\n    \
+         python3 -m venv {venv}\n    \
+         {venv}/bin/pip install warcio\n\n\
+         or set FRONTIERD_PYTHON to a python3 that has warcio.",
+        venv = venv.display()
+    ))
+}
+
+/// Fail clearly, saying what to install, when warcio is missing. Probed once per process.
 pub fn require_warcio() {
-    let ok = Command::new("python3")
-        .args(["-c", "import warcio"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "this test needs python3 with the PyPI package warcio (pip install warcio); .ci/run installs it"
-    );
+    static PROBLEM: OnceLock<Option<String>> = OnceLock::new();
+    if let Some(problem) = PROBLEM.get_or_init(|| warcio_problem(&python())) {
+        panic!("{problem}");
+    }
+}
+
+/// Run `python -m warcio.cli ARGS FILE` (after [`require_warcio`]).
+fn warcio(args: &[&str], file: &Path) -> std::process::Output {
+    require_warcio();
+    let python = python();
+    Command::new(&python)
+        .args(["-m", "warcio.cli"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap_or_else(|e| panic!("running {} -m warcio.cli: {e}", python.display()))
 }
 
 /// `*.warc.gz` files (closed ones) and `.open` ones in a directory.
@@ -942,13 +1037,9 @@ pub fn warc_files(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (closed, open)
 }
 
-/// `python3 -m warcio.cli check -v FILE`: Err(output) when it fails.
+/// `warcio check -v FILE`: Err(output) when it fails.
 pub fn warcio_check(file: &Path) -> Result<(), String> {
-    let out = Command::new("python3")
-        .args(["-m", "warcio.cli", "check", "-v"])
-        .arg(file)
-        .output()
-        .expect("run python3");
+    let out = warcio(&["check", "-v"], file);
     if out.status.success() {
         Ok(())
     } else {
@@ -962,17 +1053,7 @@ pub fn warcio_check(file: &Path) -> Result<(), String> {
 
 /// (WARC-Type, WARC-Target-URI) of every record of a file, through `warcio index`.
 pub fn warc_records(file: &Path) -> Vec<(String, String)> {
-    let out = Command::new("python3")
-        .args([
-            "-m",
-            "warcio.cli",
-            "index",
-            "-f",
-            "warc-type,warc-target-uri",
-        ])
-        .arg(file)
-        .output()
-        .expect("run python3");
+    let out = warcio(&["index", "-f", "warc-type,warc-target-uri"], file);
     assert!(
         out.status.success(),
         "warcio index {}: {}",
@@ -1054,5 +1135,34 @@ impl Rng {
 impl Default for Rng {
     fn default() -> Self {
         Rng::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_warcio_names_the_venv_commands() {
+        // `false` runs and fails like a python3 without warcio
+        let msg = warcio_problem(Path::new("false")).expect("false has no warcio");
+        let venv = repo_root().join(".venv");
+        assert!(msg.contains("apt-get install -y python3-venv"), "{msg}");
+        assert!(
+            msg.contains(&format!("python3 -m venv {}", venv.display())),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("{}/bin/pip install warcio", venv.display())),
+            "{msg}"
+        );
+        assert!(msg.contains("FRONTIERD_PYTHON"), "{msg}");
+    }
+
+    #[test]
+    fn unrunnable_interpreter_is_named() {
+        let msg = warcio_problem(Path::new("/nonexistent/python3")).expect("cannot run");
+        assert!(msg.contains("cannot run /nonexistent/python3"), "{msg}");
+        assert!(msg.contains("pip install warcio"), "{msg}");
     }
 }
