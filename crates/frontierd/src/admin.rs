@@ -188,10 +188,15 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     match (&method, segs.as_slice()) {
         (&Method::GET, ["metrics"]) => {
             sh.refresh_gauges();
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let format = crate::metrics::Format::negotiate(accept);
             reply(
                 StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                sh.metrics.encode(),
+                format.content_type(),
+                sh.metrics.encode(format),
             )
         }
         (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.stats_json()),

@@ -57,7 +57,6 @@ pub struct Shared {
     pub(crate) link_cfg: LinkConfig,
     pub token: Option<String>,
     pub started: Instant,
-    last_clamped: AtomicU64,
 }
 
 impl Shared {
@@ -245,12 +244,8 @@ impl Shared {
         for (k, n) in by_state {
             self.metrics.robots_state(k, n);
         }
-        let stats = self.frontier.stats();
-        self.last_clamped
-            .store(stats.crawl_delay_clamped, Ordering::Relaxed);
         self.metrics
-            .crawl_delay_clamped
-            .set(stats.crawl_delay_clamped as i64);
+            .crawl_delays_clamped_total(self.frontier.stats().crawl_delay_clamped);
         self.metrics
             .in_flight
             .set(self.in_flight.load(Ordering::Relaxed) as i64);
@@ -398,7 +393,6 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         link_cfg,
         token,
         started: Instant::now(),
-        last_clamped: AtomicU64::new(0),
         settings,
     });
 
