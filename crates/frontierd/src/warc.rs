@@ -775,19 +775,36 @@ mod tests {
         }
     }
 
+    /// The interpreter with warcio, found as the e2e suite finds it (tests/README.md):
+    /// `FRONTIERD_PYTHON`, else the project venv `<repo>/.venv`, else `python3`.
+    fn python() -> PathBuf {
+        if let Some(p) = std::env::var_os("FRONTIERD_PYTHON").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python3");
+        if venv.is_file() {
+            return venv;
+        }
+        PathBuf::from("python3")
+    }
+
     /// Runs `warcio check -v` on the files; fails loudly when warcio is missing.
     fn warcio_check(paths: &[PathBuf]) {
-        let probe = Command::new("python3")
+        let python = python();
+        let probe = Command::new(&python)
             .args(["-c", "import warcio.cli"])
             .output();
         match probe {
             Ok(o) if o.status.success() => {}
             _ => panic!(
-                "Python package warcio is required for this test: \
-                 python3 -m pip install warcio (.ci/run installs it)"
+                "this test needs the Python package warcio, which {} lacks. Create the project \
+                 venv (.ci/run does): apt-get install -y python3-venv; python3 -m venv .venv; \
+                 .venv/bin/pip install warcio (in the repository root), or set \
+                 FRONTIERD_PYTHON to a python3 that has it",
+                python.display()
             ),
         }
-        let out = Command::new("python3")
+        let out = Command::new(&python)
             .args(["-m", "warcio.cli", "check", "-v"])
             .args(paths)
             .output()
