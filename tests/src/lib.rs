@@ -981,7 +981,12 @@ pub fn warcio_problem(python: &Path) -> Option<String> {
             "`{} -c \"import warcio.cli\"` failed ({}): {}",
             python.display(),
             out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            // the traceback's last line says it: ModuleNotFoundError: No module named 'warcio'
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
         ),
         Err(e) => format!("cannot run {}: {e}", python.display()),
     };
