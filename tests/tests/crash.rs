@@ -27,7 +27,7 @@ const TERMINAL: [&str; 5] = [
 
 fn url(site: &Site, n: u64) -> String {
     let host = format!("c{}.site.test", n % HOSTS);
-    if n % 17 == 0 {
+    if n.is_multiple_of(17) {
         format!("{}/blocked/{n}", site.base(&host))
     } else {
         format!("{}/p{n}", site.base(&host))
