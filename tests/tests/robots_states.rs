@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use frontierd_e2e::{logged, wait_until, Env, Hit, Reply, Req, Site};
 
-/// `robots.fallback_after` in the test config (the smallest the config allows).
-const FALLBACK: Duration = Duration::from_secs(60);
+/// `robots.fallback_after` in the test config: well above the 1-5 s retries, so several
+/// failures come before the fallback (any positive duration is allowed, with a warning).
+const FALLBACK: Duration = Duration::from_secs(15);
 const RETRY_AFTER_S: u64 = 3;
 /// The daemon counts time in whole milliseconds.
 const SLACK: Duration = Duration::from_millis(2);
@@ -76,7 +77,7 @@ fn robots_states_end_to_end() {
         ("robots", "max_age_max", "\"60s\""),
         ("robots", "retry_initial", "\"1s\""),
         ("robots", "retry_max", "\"5s\""),
-        ("robots", "fallback_after", "\"60s\""),
+        ("robots", "fallback_after", "\"15s\""),
         ("robots", "fallback_retry_interval", "\"60s\""),
         ("robots", "hold_recheck", "\"1s\""),
     ]);
@@ -165,6 +166,16 @@ fn robots_states_end_to_end() {
     );
     eprintln!("all outcomes after {:?}", t0.elapsed());
     assert!(daemon.healthy());
+    // the short timings were accepted, with a warning logged at start and counted
+    let log = env.daemon_log();
+    assert!(
+        log.contains("WARN") && log.contains("robots.fallback_after = \"15s\""),
+        "{log}"
+    );
+    assert_eq!(
+        frontierd_e2e::metric(&daemon.metrics(), "frontierd_config_warnings"),
+        Some(2.0)
+    );
 
     let hits = |h: &str| site.hits_for(&format!("{h}.site.test"));
     for h in [

@@ -256,12 +256,24 @@ pub enum PolitenessKeyMode {
     /// server over many subdomains. IP addresses and names without a registrable domain
     /// fall back to the host.
     Domain,
+    /// One queue per origin (scheme, host, port): each origin paced on its own, for
+    /// operators who know the origins of one host are served apart.
+    Origin,
 }
 
-/// The politeness key of a canonical URL's host.
+/// The politeness key of a canonical URL.
+pub fn politeness_key_of(url: &CanonicalUrl, mode: PolitenessKeyMode) -> &str {
+    match mode {
+        PolitenessKeyMode::Origin => url.origin(),
+        _ => politeness_key(url.host(), mode),
+    }
+}
+
+/// The politeness key of a canonical URL's host (in [`PolitenessKeyMode::Origin`], which
+/// needs the whole URL, the host: use [`politeness_key_of`]).
 pub fn politeness_key(host: &str, mode: PolitenessKeyMode) -> &str {
     match mode {
-        PolitenessKeyMode::Host => host,
+        PolitenessKeyMode::Host | PolitenessKeyMode::Origin => host,
         PolitenessKeyMode::Domain => {
             if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
                 return host;

@@ -13,15 +13,20 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::canon::{canonicalize, origin_of, politeness_key, CanonicalUrl, Rejection};
+use crate::canon::{canonicalize, origin_of, politeness_key_of, CanonicalUrl, Rejection};
 use crate::codec::{CodecError, DropReason, DropRecord, HostRecord, QueueEntry};
 use crate::commit::GroupCommit;
 use crate::config::{CrawlDelayOverCap, FrontierConfig};
+use crate::failure::{backoff_step_ms, FailureScope, PageOutcome};
 use crate::packed::{self, IntakeWriter, Pending, Segment};
 use crate::robots::{
     Gate, OriginState, PolicyRobots, RobotsBackend, RobotsCache, RobotsFetchOutcome,
 };
 use crate::store::{Batch, SledStore, Store, StoreError};
+
+mod aside;
+pub use aside::QueueBreakdown;
+use aside::{Delayed, Parked, Source, PARK_PER_VISIT};
 
 /// Frontier failure.
 #[derive(Debug, thiserror::Error)]
@@ -238,30 +243,6 @@ pub enum EnqueueResult {
     Rejected(Rejection),
 }
 
-/// How a page fetch ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PageOutcome {
-    /// A final answer (any status the crawler does not retry).
-    Done {
-        /// Response time in ms.
-        response_ms: u64,
-    },
-    /// 429 or 503: retried later; the host backs off.
-    Throttled {
-        /// Status code.
-        status: u16,
-        /// `Retry-After`, if given.
-        retry_after: Option<Duration>,
-        /// Response time in ms.
-        response_ms: u64,
-    },
-    /// Transient failure (network, other 5xx): retried later; the host backs off.
-    Failed {
-        /// What went wrong.
-        reason: String,
-    },
-}
-
 /// Global counters since open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrontierStats {
@@ -317,6 +298,18 @@ struct HostMem {
     /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
     /// persisted in the host record: a lease costs no write beyond the host record.
     leased: Vec<u64>,
+    /// URLs set aside because their origin's robots state holds them, so the host's other
+    /// origins go on: origin -> when to look again, sequences. Each has a `T` entry (at
+    /// open it comes back through the front, and is set aside again if still held).
+    parked: HashMap<Arc<str>, Parked>,
+    /// URLs waiting out their own back-off after a per-URL failure, each with a `T` entry
+    /// (at open they come back through the front).
+    delayed: Vec<Delayed>,
+    /// Different sequences that timed out since the host last answered.
+    timeouts: Vec<u64>,
+    /// The origin whose robots state held the host's next URL when nothing else could go
+    /// (for the queue breakdown).
+    held_origin: Option<Arc<str>>,
 }
 
 impl HostMem {
@@ -334,6 +327,10 @@ impl HostMem {
             robots_pending: None,
             free_since_ms: 0,
             leased: Vec::new(),
+            parked: HashMap::new(),
+            delayed: Vec::new(),
+            timeouts: Vec::new(),
+            held_origin: None,
         }
     }
 
@@ -381,12 +378,12 @@ impl HostMem {
         None
     }
 
-    /// Take `seq` off the queue: out of `front`, or past the head.
-    fn consume(&mut self, seq: u64, from_front: bool) {
-        if from_front {
-            self.front.retain(|&s| s != seq);
-        } else {
-            self.rec.head_seq = self.rec.head_seq.max(seq + 1);
+    /// Take `seq` off the queue: out of `front` or the delayed retries, or past the head.
+    fn consume(&mut self, seq: u64, from: Source) {
+        match from {
+            Source::Front => self.front.retain(|&s| s != seq),
+            Source::Delayed => self.delayed.retain(|d| d.seq != seq),
+            Source::Head => self.rec.head_seq = self.rec.head_seq.max(seq + 1),
         }
     }
 
@@ -833,16 +830,25 @@ impl Frontier {
             let mut h = HostMem::empty(key, rec);
             h.segs = host_segs;
             h.retries = host_retries;
-            // leases and retries below the head come back first (records of older
-            // versions have head 0: their leased entries are still queued at the head)
+            // leases in flight and the front come back first (records of older versions
+            // have head 0: their leased entries are still queued at the head); other
+            // retries below the head (per-URL retries, URLs of held origins set aside)
+            // go behind the queue, where a held origin's are set aside again
             let mut front: Vec<u64> = leased
                 .iter()
-                .chain(h.retries.iter())
                 .copied()
                 .filter(|&s| s < h.rec.head_seq)
                 .collect();
             front.sort_unstable();
             front.dedup();
+            let mut behind: Vec<u64> = h
+                .retries
+                .iter()
+                .copied()
+                .filter(|&s| s < h.rec.head_seq && front.binary_search(&s).is_err())
+                .collect();
+            behind.sort_unstable();
+            behind.dedup();
             recovered += leased.len() as u64;
             h.front = front;
             let seg_end = h.segs.back().map_or(0, |&(f, n)| f + n);
@@ -869,6 +875,15 @@ impl Frontier {
             .max()
             .unwrap_or(0);
             h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
+            let end = h.pending.end();
+            h.delayed = behind
+                .into_iter()
+                .map(|seq| Delayed {
+                    seq,
+                    due_ms: 0,
+                    behind: end,
+                })
+                .collect();
             // queued: the front, plus everything stored or pending from the head on
             let head = h.rec.head_seq;
             let in_segs: u64 = h
@@ -877,7 +892,7 @@ impl Frontier {
                 .map(|&(f, n)| (f + n).saturating_sub(f.max(head)))
                 .sum();
             let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
-            let queued = h.front.len() as u64 + in_segs + in_pending;
+            let queued = (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending;
             // enqueues since the record was last written are not in its counters yet
             let stored = stored_queued + leased.len() as u64;
             if queued > stored {
@@ -1074,7 +1089,7 @@ impl Frontier {
                     continue;
                 }
                 in_batch.insert(hash);
-                let pkey = politeness_key(canon.host(), self.cfg.key_mode);
+                let pkey = politeness_key_of(&canon, self.cfg.key_mode);
                 let id = self.host_id_for(inner, pkey)?;
                 let Some(h) = inner.hosts.get_mut(&id) else {
                     continue;
@@ -1082,6 +1097,10 @@ impl Frontier {
                 if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
                     // new work for an idle host: its politeness wait starts now
                     h.free_since_ms = now_ms;
+                }
+                // a host asleep because only set-aside URLs were left has work again
+                if h.held_origin.is_none() {
+                    h.hold_until_ms = 0;
                 }
                 let seq = h.pending.end();
                 h.rec.counters.enqueued += 1;
@@ -1518,21 +1537,33 @@ impl Frontier {
                     _ => continue,
                 }
                 let mut drops = 0usize;
+                let mut parked_now = 0usize;
+                self.release_parked(inner, id, now_ms)?;
                 loop {
                     let Some(h) = inner.hosts.get_mut(&id) else {
                         continue 'hosts;
                     };
-                    let head_entry = self.head_entry(id, h)?;
-                    let Some((seq, entry, from_front)) = head_entry else {
-                        // nothing queued after all: fix the count
-                        h.rec.counters.queued = 0;
-                        dirty.push(id);
+                    let head_entry = self.head_entry(id, h, now_ms)?;
+                    let Some((seq, entry, from)) = head_entry else {
+                        match h.set_aside_wake() {
+                            // only URLs of held origins or waiting retries: look again
+                            // when the first of them may go
+                            Some(wake) => {
+                                h.hold_until_ms = wake.max(now_ms + 1);
+                                self.schedule(inner, id);
+                            }
+                            None => {
+                                // nothing queued after all: fix the count
+                                h.rec.counters.queued = 0;
+                                dirty.push(id);
+                            }
+                        }
                         continue 'hosts;
                     };
                     let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
                         // not canonical: cannot happen for what we stored; drop it
                         tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
-                        h.consume(seq, from_front);
+                        h.consume(seq, from);
                         h.forget_retry(id, seq, &mut batch);
                         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                         dirty.push(id);
@@ -1556,16 +1587,41 @@ impl Frontier {
                     };
                     match gate {
                         Gate::Hold(until) => {
-                            h.hold_until_ms =
-                                until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms);
-                            self.schedule(inner, id);
-                            continue 'hosts;
+                            let until = until
+                                .unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms)
+                                .max(now_ms + 1);
+                            if parked_now >= PARK_PER_VISIT {
+                                // enough set aside for one visit: look again later
+                                h.hold_until_ms = until;
+                                h.held_origin = Some(Arc::from(origin.as_str()));
+                                self.schedule(inner, id);
+                                continue 'hosts;
+                            }
+                            // a held origin holds its own URLs only: set this one aside
+                            // and go on with the host's next URL
+                            h.keep_entry(id, seq, &entry, &mut batch);
+                            h.consume(seq, from);
+                            let p = h
+                                .parked
+                                .entry(Arc::from(origin.as_str()))
+                                .or_insert_with(|| {
+                                    tracing::info!(%origin, until_ms = until, "robots.txt holds the origin: its URLs are set aside, the host's other origins go on");
+                                    Parked {
+                                        until_ms: until,
+                                        seqs: Vec::new(),
+                                    }
+                                });
+                            p.until_ms = p.until_ms.min(until);
+                            p.seqs.push(seq);
+                            parked_now += 1;
+                            dirty.push(id);
+                            continue;
                         }
                         Gate::Disallow(rule) => {
                             let rec = Self::drop_entry(
                                 &mut batch,
                                 (id, h),
-                                (seq, from_front),
+                                (seq, from),
                                 entry,
                                 DropReason::RobotsDisallowed,
                                 rule,
@@ -1615,7 +1671,7 @@ impl Frontier {
                                     let rec = Self::drop_entry(
                                         &mut batch,
                                         (id, h),
-                                        (seq, from_front),
+                                        (seq, from),
                                         entry,
                                         DropReason::CrawlDelayTooLong,
                                         format!("crawl-delay {cd} ms above cap {cap} ms"),
@@ -1658,7 +1714,8 @@ impl Frontier {
                             let politeness_wait_ms =
                                 ready.min(now_ms).saturating_sub(h.free_since_ms);
                             h.leased.push(seq);
-                            h.consume(seq, from_front);
+                            h.consume(seq, from);
+                            h.held_origin = None;
                             h.rec.in_flight += 1;
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                             h.rec.counters.dispatched += 1;
@@ -1716,30 +1773,6 @@ impl Frontier {
         Ok(Some(seg.raw((seq - first) as usize)?.to_vec()))
     }
 
-    /// The next entry to hand out: the front (returned leases, retries) first, then the
-    /// head of the queue. Returns (sequence, entry, whether it came from the front).
-    fn head_entry(&self, id: u64, h: &mut HostMem) -> Result<Option<(u64, QueueEntry, bool)>> {
-        while let Some(&seq) = h.front.first() {
-            match self.entry_bytes(id, h, seq)? {
-                Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, true))),
-                None => {
-                    tracing::error!(host = %h.key, seq, "returned URL has no entry; skipped");
-                    h.front.remove(0);
-                }
-            }
-        }
-        while let Some(seq) = h.next_seq_from(h.rec.head_seq) {
-            match self.entry_bytes(id, h, seq)? {
-                Some(b) => {
-                    h.rec.head_seq = seq;
-                    return Ok(Some((seq, QueueEntry::decode(&b)?, false)));
-                }
-                None => h.rec.head_seq = seq + 1,
-            }
-        }
-        Ok(None)
-    }
-
     fn quota_ok(&self, inner: &mut Inner) -> bool {
         match &self.limiter {
             None => true,
@@ -1756,14 +1789,14 @@ impl Frontier {
     fn drop_entry(
         batch: &mut Batch,
         (id, h): (u64, &mut HostMem),
-        (seq, from_front): (u64, bool),
+        (seq, from): (u64, Source),
         entry: QueueEntry,
         reason: DropReason,
         detail: String,
         now_ms: u64,
     ) -> DropRecord {
         tracing::debug!(url = %entry.url, reason = reason.code(), %detail, "URL dropped");
-        h.consume(seq, from_front);
+        h.consume(seq, from);
         h.forget_retry(id, seq, batch);
         let hash = url_hash(&entry.url);
         let rec = DropRecord::of(entry, reason, detail, now_ms);
@@ -1816,45 +1849,51 @@ impl Frontier {
                 h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
                 // a slot is free: the next URL's politeness wait starts now
                 h.free_since_ms = now_ms;
-                let (retry_after, response_ms, why) = match outcome {
-                    PageOutcome::Done { response_ms } => {
-                        h.forget_retry(id, seq, &mut batch);
-                        batch.cut();
-                        h.rec.last_response_ms = *response_ms;
-                        h.rec.backoff_level = 0;
-                        h.rec.counters.completed += 1;
-                        h.rec.next_allowed_ms =
-                            h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
-                        inner.stats.completed += 1;
-                        dirty.push(lease.host_id);
-                        continue;
-                    }
-                    PageOutcome::Throttled {
-                        status,
-                        retry_after,
-                        response_ms,
-                    } => (*retry_after, Some(*response_ms), format!("status {status}")),
-                    PageOutcome::Failed { reason } => (None, None, reason.clone()),
-                };
-                if let Some(ms) = response_ms {
-                    h.rec.last_response_ms = ms;
+                // and whatever was set aside may be looked at again
+                h.hold_until_ms = 0;
+                if outcome.host_answered() {
+                    h.timeouts.clear();
                 }
-                // host back-off: Retry-After (capped) or exponential with jitter
-                h.rec.backoff_level += 1;
-                let wait = match retry_after {
-                    Some(d) => (d.as_millis() as u64).min(self.cfg.retry_after_cap_ms),
-                    None => {
-                        let shift = (h.rec.backoff_level - 1).min(32) as u32;
-                        let step = self
-                            .cfg
-                            .backoff_base_ms
-                            .saturating_mul(1u64 << shift)
-                            .min(self.cfg.backoff_max_ms);
-                        let j: f64 = inner.rng.gen_range(0.0..0.25);
-                        step + (step as f64 * j) as u64
-                    }
-                };
-                h.rec.backoff_until_ms = now_ms + wait;
+                if let PageOutcome::Done { response_ms } = outcome {
+                    h.forget_retry(id, seq, &mut batch);
+                    batch.cut();
+                    h.rec.last_response_ms = *response_ms;
+                    h.rec.backoff_level = 0;
+                    h.rec.counters.completed += 1;
+                    h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+                    inner.stats.completed += 1;
+                    dirty.push(lease.host_id);
+                    continue;
+                }
+                if let PageOutcome::Throttled { response_ms, .. } = outcome {
+                    h.rec.last_response_ms = *response_ms;
+                }
+                if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.timeouts.contains(&seq) {
+                    h.timeouts.push(seq);
+                }
+                let scope = outcome.scope(h.timeouts.len()).unwrap_or(FailureScope::Url);
+                let why = outcome.reason();
+                let jitter: f64 = inner.rng.gen_range(0.0..0.25);
+                if scope == FailureScope::Host {
+                    // server-wide: the host backs off (Retry-After, capped, or exponential
+                    // with jitter)
+                    h.rec.backoff_level += 1;
+                    let wait = match outcome {
+                        PageOutcome::Throttled {
+                            retry_after: Some(d),
+                            ..
+                        } => (d.as_millis() as u64).min(self.cfg.retry_after_cap_ms),
+                        _ => backoff_step_ms(
+                            self.cfg.backoff_base_ms,
+                            self.cfg.backoff_max_ms,
+                            h.rec.backoff_level,
+                            jitter,
+                        ),
+                    };
+                    h.rec.backoff_until_ms = now_ms + wait;
+                    tracing::info!(host = %h.key, level = h.rec.backoff_level, wait_ms = wait, %why, "host backs off");
+                }
+                // either way the host keeps its normal gap after this request
                 h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
                 let Some(mut entry) = entry else {
                     continue;
@@ -1862,6 +1901,7 @@ impl Frontier {
                 entry.attempts += 1;
                 if entry.attempts >= self.cfg.max_attempts {
                     h.forget_retry(id, seq, &mut batch);
+                    h.timeouts.retain(|&s| s != seq);
                     tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
                     // drop_entry bookkeeping without touching the queue key
                     let hash = url_hash(&entry.url);
@@ -1874,14 +1914,34 @@ impl Frontier {
                     inner.stats.given_up += 1;
                     inner.push_drop(rec);
                 } else {
-                    // back to the front of its queue, attempts raised
+                    // a retry entry with the attempts raised
                     batch.put(keys::retry(id, seq), entry.encode());
                     batch.cut();
                     if !h.retries.contains(&seq) {
                         h.retries.push(seq);
                     }
-                    let at = h.front.partition_point(|&s| s < seq);
-                    h.front.insert(at, seq);
+                    match scope {
+                        // the URL was not at fault: back to the front of its queue
+                        FailureScope::Host => {
+                            let at = h.front.partition_point(|&s| s < seq);
+                            h.front.insert(at, seq);
+                        }
+                        // the URL's own back-off, behind the URLs queued before it failed
+                        FailureScope::Url => {
+                            let wait = backoff_step_ms(
+                                self.cfg.backoff_base_ms,
+                                self.cfg.backoff_max_ms,
+                                u64::from(entry.attempts),
+                                jitter,
+                            );
+                            tracing::debug!(url = %entry.url, wait_ms = wait, %why, "URL retried later");
+                            h.delayed.push(Delayed {
+                                seq,
+                                due_ms: now_ms + wait,
+                                behind: h.pending.end(),
+                            });
+                        }
+                    }
                     h.rec.counters.queued += 1;
                     h.rec.counters.retried += 1;
                     inner.stats.retried += 1;
@@ -1922,11 +1982,23 @@ impl Frontier {
         }
         let mut batch = Batch::new();
         let state = self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
+        // robots.txt was a request to the site: the gap after it is the crawl-delay it
+        // just gave (capped), from its answer on, like after any page
+        let crawl_delay = RobotsCache::crawl_delay_of(
+            inner.robots.backend().as_ref(),
+            &self.cfg.user_agent,
+            state.as_ref(),
+            now_ms,
+        )
+        .map(|d| (d.as_millis() as u64).min(self.cfg.max_crawl_delay_ms));
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
             h.free_since_ms = now_ms;
             h.rec.last_response_ms = response_ms;
+            if let Some(cd) = crawl_delay {
+                h.rec.crawl_delay_ms = cd;
+            }
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
             h.hold_until_ms = 0;
         }
@@ -2142,7 +2214,8 @@ impl Frontier {
         Ok(out)
     }
 
-    /// Every queued (not in flight) URL of a politeness key, in queue order.
+    /// Every queued (not in flight) URL of a politeness key: in queue order, then those
+    /// waiting out a retry back-off or set aside while their origin is held.
     pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
         let inner = self.inner.lock();
         let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
@@ -2170,6 +2243,16 @@ impl Frontier {
         }
         for b in h.pending.from(head) {
             out.push(QueueEntry::decode(b)?.url);
+        }
+        // then the URLs waiting out their own retry back-off, and those of held origins
+        let mut aside: Vec<u64> = h.delayed.iter().map(|d| d.seq).collect();
+        for p in h.parked.values() {
+            aside.extend(&p.seqs);
+        }
+        for seq in aside {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
         }
         Ok(out)
     }
@@ -2288,8 +2371,9 @@ mod tests {
     }
 
     /// With the intake log folded after every batch, queues live in segments and the
-    /// seen-set in buckets (split as they grow); FIFO order, retries, leases returned at
-    /// open and duplicates all behave as before, and consumed segments are deleted.
+    /// seen-set in buckets (split as they grow); FIFO order, retries (behind the queue),
+    /// leases returned at open and duplicates all behave as before, and consumed segments
+    /// are deleted.
     #[test]
     fn folded_segments_and_seen_buckets_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
@@ -2306,6 +2390,7 @@ mod tests {
             .collect();
         let mut completed: Vec<String> = Vec::new();
         let mut owed: Vec<String> = Vec::new();
+        let mut failed: Vec<String> = Vec::new();
         {
             let f = mk();
             let outs: Vec<(String, RobotsFetchOutcome)> = (0..hosts)
@@ -2341,11 +2426,12 @@ mod tests {
                         batch.push((id, ok));
                     }
                     1 => {
+                        failed.push(url.clone());
                         owed.push(url);
                         batch.push((
                             id,
                             PageOutcome::Failed {
-                                reason: "reset".into(),
+                                reason: "status 500".into(),
                             },
                         ));
                     }
@@ -2381,9 +2467,23 @@ mod tests {
         let mut want = urls.clone();
         want.sort();
         assert_eq!(all, want);
+        // leases left in flight come back first; URLs that failed on their own go
+        // behind the queue
         for u in &owed {
             let pos = got.iter().position(|g| g == u).unwrap();
-            assert!(pos < 12, "{u} came back at {pos}");
+            if failed.contains(u) {
+                let host = u.split('/').nth(2).unwrap();
+                let last_queued = got
+                    .iter()
+                    .rposition(|g| g.split('/').nth(2) == Some(host) && !owed.contains(g))
+                    .unwrap();
+                assert!(
+                    pos > last_queued,
+                    "{u} retried at {pos}, before {last_queued}"
+                );
+            } else {
+                assert!(pos < 12, "{u} came back at {pos}");
+            }
         }
         for h in 0..hosts {
             let idx: Vec<usize> = got

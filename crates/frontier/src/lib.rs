@@ -1,7 +1,7 @@
 //! frontier: storage and scheduling for frontierd.
 //!
 //! It owns: canonical URLs ([`canon`]), the exact seen-set, one durable FIFO queue per
-//! politeness key (host, or registrable domain), per-host records (next-allowed instant,
+//! politeness key (host, registrable domain, or origin), per-host records (next-allowed instant,
 //! in-flight count, back-off, crawl-delay, last response time, counters), robots records
 //! (stored as the robots backend's encoded bytes, decoded states cached in a bounded
 //! cache), the politeness scheduler with a global rate quota (`governor`), leases with
@@ -17,6 +17,7 @@ pub mod canon;
 pub mod codec;
 pub mod commit;
 pub mod config;
+pub mod failure;
 mod frontier;
 pub mod packed;
 pub mod robots;
@@ -25,9 +26,10 @@ pub mod store;
 pub use canon::{canonicalize, CanonicalUrl, PolitenessKeyMode, Rejection};
 pub use codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use config::{CrawlDelayOverCap, FrontierConfig};
+pub use failure::{FailureScope, NetworkFailure, PageOutcome};
 pub use frontier::{
     keys, url_hash, EnqueueItem, EnqueueResult, Frontier, FrontierError, FrontierStats, LeaseId,
-    PageLease, PageOutcome, Result, RobotsLease, WorkItem,
+    PageLease, QueueBreakdown, Result, RobotsLease, WorkItem,
 };
 pub use robots::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
 pub use store::{SledConfig, SledStore, Store, StoreError};

@@ -196,6 +196,20 @@ impl RobotsCache {
         }
     }
 
+    /// The crawl-delay for `agent` of the rules `state` obeys at `now_ms` (None when it
+    /// obeys none, or they set none).
+    pub fn crawl_delay_of(
+        backend: &dyn RobotsBackend,
+        agent: &str,
+        state: &dyn OriginState,
+        now_ms: u64,
+    ) -> Option<Duration> {
+        match state.decide(now_ms) {
+            RobotsDecision::Obey(body) => backend.compile(body, agent).crawl_delay(),
+            _ => None,
+        }
+    }
+
     /// Split borrow helper: backend and agent.
     pub fn parts(&mut self, origin: &str) -> Option<(&dyn RobotsBackend, &str, &mut CachedOrigin)> {
         let e = self.hot.get_mut(origin)?;

@@ -385,7 +385,7 @@ fn throttling_retry_after_backoff_and_give_up() {
     // third failure: given up (max_attempts = 3)
     f.complete(
         p.id,
-        PageOutcome::Failed {
+        PageOutcome::Unreachable {
             reason: "reset".into(),
         },
         t2,

@@ -474,6 +474,46 @@ fn origin_json(origin: &str, st: &robots_policy::state::RobotsStatus) -> serde_j
     })
 }
 
+/// Whether the robots state `origin` is in holds its URLs (nothing fetched, nothing
+/// dropped): never fetched, stale (refetch due) or failing (5xx-disallow).
+fn robots_holds(kind: robots_policy::state::RobotsStateKind) -> bool {
+    use robots_policy::state::RobotsStateKind as K;
+    matches!(kind, K::Unknown | K::Stale | K::ServerErrorDisallow)
+}
+
+/// Whether an origin belongs to a politeness key (a host, a registrable domain, or, with
+/// `politeness.key = "origin"`, the origin itself).
+fn origin_in_key(origin: &str, key: &str) -> bool {
+    origin == key || host_matches_key(&origin_host(origin), key)
+}
+
+/// The robots summary of one host's origins: `"robots"` ("2 of 3 origins held"),
+/// `"robots_states"` (origins per state) and `"robots_state"` (the one state they share,
+/// or "mixed"; "unknown" when no origin has a record yet).
+fn robots_summary(kinds: &[robots_policy::state::RobotsStateKind]) -> serde_json::Value {
+    let mut per_state = serde_json::Map::new();
+    for k in kinds {
+        let n = per_state
+            .get(k.as_str())
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        per_state.insert(k.as_str().to_string(), serde_json::json!(n + 1));
+    }
+    let held = kinds.iter().filter(|k| robots_holds(**k)).count();
+    let state = match kinds.split_first() {
+        None => "unknown",
+        Some((first, rest)) if rest.iter().all(|k| k == first) => first.as_str(),
+        Some(_) => "mixed",
+    };
+    let n = kinds.len();
+    serde_json::json!({
+        "robots": format!("{held} of {n} origin{} held", if n == 1 { "" } else { "s" }),
+        "robots_held": held,
+        "robots_states": per_state,
+        "robots_state": state,
+    })
+}
+
 fn list_hosts(sh: &Shared, state: Option<&str>, limit: usize) -> Result<serde_json::Value> {
     let states = robots_states(sh)?;
     let mut out = Vec::new();
@@ -481,20 +521,26 @@ fn list_hosts(sh: &Shared, state: Option<&str>, limit: usize) -> Result<serde_js
         if out.len() >= limit {
             break;
         }
-        let kinds: Vec<&str> = states
+        // every origin of the host, not only the first: one held origin next to good ones
+        // is what an operator needs to see
+        let kinds: Vec<robots_policy::state::RobotsStateKind> = states
             .iter()
-            .filter(|(o, _)| host_matches_key(&origin_host(o), &key))
-            .map(|(_, s)| s.kind.as_str())
+            .filter(|(o, _)| origin_in_key(o, &key))
+            .map(|(_, s)| s.kind)
             .collect();
-        let robots = kinds.first().copied().unwrap_or("unknown");
         if let Some(want) = state {
-            let matched = kinds.contains(&want) || (kinds.is_empty() && want == "unknown");
+            let matched =
+                kinds.iter().any(|k| k.as_str() == want) || (kinds.is_empty() && want == "unknown");
             if !matched {
                 continue;
             }
         }
         let mut v = host_json(sh, &key, &rec);
-        v["robots_state"] = serde_json::json!(robots);
+        if let (Some(o), serde_json::Value::Object(summary)) =
+            (v.as_object_mut(), robots_summary(&kinds))
+        {
+            o.extend(summary);
+        }
         out.push(v);
     }
     Ok(serde_json::json!({ "hosts": out }))
@@ -515,14 +561,18 @@ fn host_detail(sh: &Shared, h: &HostArg) -> Result<Option<serde_json::Value>> {
     let cfg = sh.settings.robots_state_config();
     let now = robots_policy::state::UnixMillis(now_ms());
     let mut origins = Vec::new();
+    let mut kinds = Vec::new();
     for (origin, bytes) in sh.frontier.robots_records(usize::MAX)? {
-        if !host_matches_key(&origin_host(&origin), host) {
+        if !origin_in_key(&origin, host) {
             continue;
         }
         let Ok(state) = robots_policy::state::decode(&bytes) else {
             continue;
         };
-        let mut o = origin_json(&origin, &state.status(&cfg, now));
+        let status = state.status(&cfg, now);
+        kinds.push(status.kind);
+        let mut o = origin_json(&origin, &status);
+        o["held"] = serde_json::json!(robots_holds(status.kind));
         // Sitemaps of the copy in force, or of the last good one.
         let sitemaps: Vec<String> = match state.copy().map(|c| &c.content) {
             Some(robots_policy::state::CopyContent::Body(body)) => {
@@ -532,6 +582,11 @@ fn host_detail(sh: &Shared, h: &HostArg) -> Result<Option<serde_json::Value>> {
         };
         o["sitemaps"] = serde_json::json!(sitemaps);
         origins.push(o);
+    }
+    if let (Some(o), serde_json::Value::Object(summary)) =
+        (v.as_object_mut(), robots_summary(&kinds))
+    {
+        o.extend(summary);
     }
     v["origins"] = serde_json::json!(origins);
     Ok(Some(v))

@@ -3,7 +3,7 @@
 //! host arguments (`a.test`, `a.test:8080`, `HTTPS://A.Test/`) mapped to the politeness key
 //! the frontier files them under, and the bearer token compared in constant time.
 
-use frontier::canon::{canonicalize, politeness_key};
+use frontier::canon::{canonicalize, politeness_key_of};
 use frontier::PolitenessKeyMode;
 
 /// Robots states `GET /v1/hosts?state=` filters on (`unknown`: no robots record yet).
@@ -122,7 +122,8 @@ pub fn path_segment(segment: &str) -> Result<String, BadRequest> {
 /// (`a.test:8080`, `[::1]:8080`) or an http(s) origin or URL (`https://a.test:8443/`). It
 /// goes through the frontier's own canonicalization, so it names the queue its URLs are in:
 /// the port and scheme are dropped, the case folded, IDNs turned into punycode, and with
-/// `politeness.key = "domain"` the registrable domain is kept.
+/// `politeness.key = "domain"` the registrable domain is kept (with `"origin"`, the
+/// canonical origin: scheme and port kept).
 pub fn host_key(arg: &str, mode: PolitenessKeyMode) -> Result<String, BadRequest> {
     let arg = arg.trim();
     let url = if arg.contains("://") {
@@ -139,7 +140,7 @@ pub fn host_key(arg: &str, mode: PolitenessKeyMode) -> Result<String, BadRequest
         return Err(not_a_host(&"empty"));
     }
     let canon = canonicalize(&url, 8192).map_err(|e| not_a_host(&e))?;
-    Ok(politeness_key(canon.host(), mode).to_string())
+    Ok(politeness_key_of(&canon, mode).to_string())
 }
 
 /// Whether the `Authorization` header value carries `token`. The comparison takes the
@@ -237,6 +238,15 @@ mod tests {
         assert_eq!(
             host_key("www.a.example.co.uk:81", PolitenessKeyMode::Domain).as_deref(),
             Ok("example.co.uk")
+        );
+        // politeness.key = "origin": the key is the canonical origin
+        assert_eq!(
+            host_key("HTTP://A.test:8080/x", PolitenessKeyMode::Origin).as_deref(),
+            Ok("http://a.test:8080")
+        );
+        assert_eq!(
+            host_key("a.test:80", PolitenessKeyMode::Origin).as_deref(),
+            Ok("http://a.test")
         );
     }
 

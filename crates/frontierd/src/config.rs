@@ -425,7 +425,11 @@ impl Config {
         )?;
         range_dur("fetch.shutdown_grace", c.fetch.shutdown_grace, 0, 3_600_000)?;
         // politeness
-        one_of("politeness.key", &c.politeness.key, &["host", "domain"])?;
+        one_of(
+            "politeness.key",
+            &c.politeness.key,
+            &["host", "domain", "origin"],
+        )?;
         range_dur("politeness.min_delay", c.politeness.min_delay, 0, 3_600_000)?;
         range_dur(
             "politeness.max_delay",
@@ -499,7 +503,9 @@ impl Config {
         )?;
         // robots
         let r = &c.robots;
-        range_dur("robots.freshness", r.freshness, 60_000, 30 * 86_400_000)?;
+        // any positive duration: an operator may rehearse the rules in minutes on a test
+        // site; below what the open web should get is a warning (see `warnings`)
+        range_dur("robots.freshness", r.freshness, 1, 30 * 86_400_000)?;
         range_dur("robots.max_age_min", r.max_age_min, 0, 30 * 86_400_000)?;
         range_dur("robots.max_age_max", r.max_age_max, 60_000, 30 * 86_400_000)?;
         if r.max_age_max.0 < r.max_age_min.0 {
@@ -514,7 +520,7 @@ impl Config {
         range_dur(
             "robots.fallback_after",
             r.fallback_after,
-            60_000,
+            1,
             365 * 86_400_000,
         )?;
         range_dur(
@@ -681,6 +687,35 @@ impl Config {
     }
 }
 
+/// Shortest `robots.freshness` the open web should get: a robots.txt is re-fetched at most
+/// hourly (the spec's floor for a cached copy is up to the crawler; an hour matches
+/// `robots.max_age_min`).
+const FRESHNESS_WARN_BELOW: Duration = Duration::from_secs(3600);
+/// Shortest `robots.fallback_after` the open web should get: the spec's rule is 30 days of
+/// unbroken server errors before a site's robots.txt is treated as absent.
+const FALLBACK_WARN_BELOW: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Values that are allowed (they make rehearsals on a test site quick) but below what a
+/// crawl of the open web should use.
+pub(crate) fn robots_timing_warnings(c: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.robots.freshness.0 < FRESHNESS_WARN_BELOW {
+        out.push(format!(
+            "robots.freshness = \"{}\" is below \"{}\": robots.txt is fetched that often from every site (fine for a test site, not for the open web)",
+            c.robots.freshness,
+            fmt_dur(FRESHNESS_WARN_BELOW)
+        ));
+    }
+    if c.robots.fallback_after.0 < FALLBACK_WARN_BELOW {
+        out.push(format!(
+            "robots.fallback_after = \"{}\" is below the spec's \"{}\": a site whose robots.txt fails that long is crawled as if it had none",
+            c.robots.fallback_after,
+            fmt_dur(FALLBACK_WARN_BELOW)
+        ));
+    }
+    out
+}
+
 fn range_u64(key: &str, v: u64, min: u64, max: u64) -> Result<(), ConfigError> {
     if v < min || v > max {
         return Err(bad(key, v, &format!("allowed: {min} to {max}")));
@@ -738,6 +773,8 @@ impl Settings {
         f.intake_buffer_bytes = self.raw.store.intake_buffer_bytes;
         f.key_mode = if p.key == "domain" {
             frontier::PolitenessKeyMode::Domain
+        } else if p.key == "origin" {
+            frontier::PolitenessKeyMode::Origin
         } else {
             frontier::PolitenessKeyMode::Host
         };
@@ -866,5 +903,35 @@ mod tests {
         );
         let e = err("[resolve]\n\"*.site.test\" = [\"not-an-ip\"]\n");
         assert!(e.contains("not-an-ip"), "{e}");
+    }
+
+    /// Short robots timings are accepted (a rehearsal on a test site), with a warning
+    /// naming the key; zero is still refused. The defaults warn about nothing.
+    #[test]
+    fn short_robots_timings_are_accepted_with_a_warning() {
+        let s = Config::parse(
+            "[robots]\nfreshness = \"5s\"\nfallback_after = \"10s\"\n",
+            "t.toml",
+        )
+        .and_then(|c| c.check(None))
+        .unwrap();
+        let w = robots_timing_warnings(&s.raw);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("robots.freshness = \"5s\""));
+        assert!(s.warnings()[1..].iter().all(|x| w.contains(x)));
+        assert!(s
+            .warnings()
+            .iter()
+            .any(|x| x.contains("robots.fallback_after = \"10s\"")));
+        assert!(robots_timing_warnings(&Config::default()).is_empty());
+        let e = err("[robots]\nfreshness = \"0s\"\n");
+        assert!(e.contains("robots.freshness"), "{e}");
+        let s = Config::parse("[politeness]\nkey = \"origin\"\n", "t.toml")
+            .and_then(|c| c.check(None))
+            .unwrap();
+        assert_eq!(
+            s.frontier_config().key_mode,
+            frontier::PolitenessKeyMode::Origin
+        );
     }
 }

@@ -68,6 +68,7 @@ impl Settings {
                 self.admin_listen
             ));
         }
+        out.extend(crate::config::robots_timing_warnings(&self.raw));
         out
     }
 }

@@ -226,6 +226,20 @@ impl Shared {
             }
         }
         self.metrics.urls_queued.set(queued as i64);
+        match self.frontier.queue_breakdown(now) {
+            Ok(b) => {
+                self.metrics.queued_by_reason("eligible", b.eligible as i64);
+                self.metrics
+                    .queued_by_reason("politeness", b.politeness as i64);
+                self.metrics.queued_by_reason("paused", b.paused as i64);
+                for k in robots_policy::state::RobotsStateKind::ALL {
+                    let n = b.robots.get(k.as_str()).copied().unwrap_or(0);
+                    self.metrics
+                        .queued_by_reason(&format!("robots-{}", k.as_str()), n as i64);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "queue breakdown failed"),
+        }
         self.metrics.hosts_backoff.set(backoff);
         self.metrics.hosts_paused.set(paused);
         let mut by_state: BTreeMap<&'static str, i64> = BTreeMap::new();
@@ -263,6 +277,7 @@ impl Shared {
             "uptime_s": self.started.elapsed().as_secs(),
             "stopping": self.stopping.load(Ordering::Relaxed),
             "queued": m.urls_queued.get(),
+            "queued_by_reason": self.queued_by_reason_json(),
             "in_flight": self.in_flight.load(Ordering::Relaxed),
             "accepted": m.urls_accepted.get(),
             "duplicate": m.urls_duplicate.get(),
@@ -282,6 +297,32 @@ impl Shared {
             "bytes_fetched": m.fetched_bytes.get(),
             "warc_bytes": m.warc_bytes.get(),
             "store_bytes": m.store_size.get(),
+        })
+    }
+
+    /// The queue breakdown: eligible now, waiting on politeness, paused, and held by
+    /// robots.txt per state (every state listed, 0 included).
+    fn queued_by_reason_json(&self) -> serde_json::Value {
+        let b = match self.frontier.queue_breakdown(now_ms()) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "queue breakdown failed");
+                return serde_json::Value::Null;
+            }
+        };
+        let robots: serde_json::Map<String, serde_json::Value> =
+            robots_policy::state::RobotsStateKind::ALL
+                .iter()
+                .map(|k| {
+                    let n = b.robots.get(k.as_str()).copied().unwrap_or(0);
+                    (k.as_str().to_string(), serde_json::json!(n))
+                })
+                .collect();
+        serde_json::json!({
+            "eligible": b.eligible,
+            "politeness": b.politeness,
+            "paused": b.paused,
+            "robots": robots,
         })
     }
 
@@ -395,6 +436,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         started: Instant::now(),
         settings,
     });
+    shared
+        .metrics
+        .config_warnings
+        .set(shared.settings.warnings().len() as i64);
 
     // admin listener
     let listener = tokio::net::TcpListener::bind(shared.settings.admin_listen)

@@ -348,6 +348,7 @@ async fn hosts(
                         "queued",
                         "in_flight",
                         "robots_state",
+                        "robots",
                         "backoff_level",
                         "paused",
                     ]
@@ -357,9 +358,11 @@ async fn hosts(
                 })
                 .collect();
             out(&table(
-                &["HOST", "QUEUED", "FLIGHT", "ROBOTS", "BACKOFF", "PAUSED"],
+                &[
+                    "HOST", "QUEUED", "FLIGHT", "ROBOTS", "ORIGINS", "BACKOFF", "PAUSED",
+                ],
                 &rows,
-                &[false, true, true, false, true, false],
+                &[false, true, true, false, false, true, false],
             ))?;
         }
     }

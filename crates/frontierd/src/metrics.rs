@@ -27,6 +27,9 @@ pub struct Metrics {
     pub urls_duplicate: Counter,
     pub urls_rejected: Family<Labels, Counter>,
     pub urls_queued: Gauge,
+    pub urls_queued_by_reason: Family<Labels, Gauge>,
+    pub config_warnings: Gauge,
+    pub page_failures: Family<Labels, Counter>,
     pub robots_hosts: Family<Labels, Gauge>,
     pub robots_fetches: Family<Labels, Counter>,
     pub page_fetches: Family<Labels, Counter>,
@@ -59,6 +62,9 @@ impl Metrics {
             urls_duplicate: Counter::default(),
             urls_rejected: Family::default(),
             urls_queued: Gauge::default(),
+            urls_queued_by_reason: Family::default(),
+            config_warnings: Gauge::default(),
+            page_failures: Family::default(),
             robots_hosts: Family::default(),
             robots_fetches: Family::default(),
             page_fetches: Family::default(),
@@ -101,6 +107,21 @@ impl Metrics {
             "urls_queued",
             "URLs waiting in the frontier",
             m.urls_queued.clone(),
+        );
+        registry.register(
+            "urls_queued_by_reason",
+            "URLs waiting in the frontier by what they wait for: eligible (could go now), politeness (host gap, back-off, free slot, own retry back-off), paused (host paused), robots-<state> (held by their origin's robots.txt state)",
+            m.urls_queued_by_reason.clone(),
+        );
+        registry.register(
+            "config_warnings",
+            "Configuration values accepted but below what the open web should get (see the WARN lines at start)",
+            m.config_warnings.clone(),
+        );
+        registry.register(
+            "page_failures",
+            "Page fetches that failed, by kind: throttled (429, 503, Retry-After) and unreachable (refused, reset, DNS, TLS) back the host off; failed (other 5xx, malformed) retries the URL behind the queue; timed-out does the latter, or the former once 2 different URLs of a host time out in a row",
+            m.page_failures.clone(),
         );
         registry.register(
             "robots_hosts",
@@ -216,6 +237,14 @@ impl Metrics {
         self.crawl_outcomes
             .get_or_create(&l("outcome", outcome))
             .inc();
+    }
+    pub fn queued_by_reason(&self, reason: &str, n: i64) {
+        self.urls_queued_by_reason
+            .get_or_create(&l("reason", reason))
+            .set(n);
+    }
+    pub fn page_failure(&self, kind: &str) {
+        self.page_failures.get_or_create(&l("kind", kind)).inc();
     }
     pub fn robots_state(&self, state: &str, n: i64) {
         self.robots_hosts.get_or_create(&l("state", state)).set(n);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fetcher::{FetchOutcome, Url};
-use frontier::{EnqueueItem, PageLease, PageOutcome, RobotsLease, WorkItem};
+use frontier::{EnqueueItem, NetworkFailure, PageLease, PageOutcome, RobotsLease, WorkItem};
 
 use crate::crawl_log::{media_type, Found, LogLine};
 use crate::daemon::{now_ms, Shared};
@@ -288,39 +288,31 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             PageOutcome::Done { response_ms: ms },
             Some(("fetched", String::new())),
         ),
-        FetchOutcome::TooManyRequests { retry_after } => (
-            PageOutcome::Throttled {
-                status: 429,
-                retry_after: *retry_after,
-                response_ms: ms,
-            },
-            None,
-        ),
+        // failures: the frontier's rule tells a server-wide signal (the host slows) from
+        // a failure of this URL (retried behind the queue)
+        FetchOutcome::TooManyRequests { retry_after } => {
+            (PageOutcome::from_status(429, *retry_after, ms), None)
+        }
         FetchOutcome::ServerError {
             status,
             retry_after,
-        } if status.as_u16() == 503 => (
-            PageOutcome::Throttled {
-                status: 503,
-                retry_after: *retry_after,
-                response_ms: ms,
-            },
-            None,
-        ),
-        FetchOutcome::ServerError { status, .. } => (
-            PageOutcome::Failed {
-                reason: format!("status {}", status.as_u16()),
-            },
+        } => (
+            PageOutcome::from_status(status.as_u16(), *retry_after, ms),
             None,
         ),
         FetchOutcome::Network { kind, detail } => (
-            PageOutcome::Failed {
-                reason: format!("{}: {detail}", kind.as_str()),
-            },
+            PageOutcome::from_network(network_failure(*kind), detail),
             None,
         ),
     };
     let done = matches!(outcome, PageOutcome::Done { .. });
+    match &outcome {
+        PageOutcome::Done { .. } => {}
+        PageOutcome::Throttled { .. } => sh.metrics.page_failure("throttled"),
+        PageOutcome::Unreachable { .. } => sh.metrics.page_failure("unreachable"),
+        PageOutcome::TimedOut { .. } => sh.metrics.page_failure("timed-out"),
+        PageOutcome::Failed { .. } => sh.metrics.page_failure("failed"),
+    }
     if !discovered.is_empty() {
         if let Err(e) = sh.submit_items(discovered, false).await {
             tracing::error!(error = %e, "enqueue of discovered links failed");
@@ -380,6 +372,21 @@ fn redirect_step(
         hops: discovery::extend(&lease.hops, Hop::Redirect),
     };
     ("redirected", format!("location {loc}"), Some(target))
+}
+
+/// The fetcher's network error kinds in the frontier's terms (one to one; the frontier
+/// decides what each means for the host).
+fn network_failure(kind: fetcher::NetworkErrorKind) -> NetworkFailure {
+    use fetcher::NetworkErrorKind as K;
+    match kind {
+        K::Dns => NetworkFailure::Dns,
+        K::Connect => NetworkFailure::Connect,
+        K::Tls => NetworkFailure::Tls,
+        K::Timeout => NetworkFailure::Timeout,
+        K::Reset => NetworkFailure::Reset,
+        K::InvalidResponse | K::BrokenChunking => NetworkFailure::Malformed,
+        K::Other => NetworkFailure::Other,
+    }
 }
 
 async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome) {
