@@ -1996,10 +1996,10 @@ impl Frontier {
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
             h.free_since_ms = now_ms;
             h.rec.last_response_ms = response_ms;
-            if let Some(cd) = crawl_delay {
-                h.rec.crawl_delay_ms = cd;
-            }
-            h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + self.gap_ms(&h.rec));
+            // (the record's crawl-delay, and the clamp count, are set when the first page
+            // is handed out, as for every page)
+            let gap = self.gap_ms(&h.rec).max(crawl_delay.unwrap_or(0));
+            h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
             h.hold_until_ms = 0;
         }
         Self::journal_hosts(inner, &[lease.host_id], &mut batch);
