@@ -1,0 +1,121 @@
+//! The reference: a bare hyper-util client (keep-alive pool, N requests at once) fetching
+//! the same URL list from the same server, every name resolved to 127.0.0.1 like the
+//! daemon's `[resolve] "*.test"`. No robots.txt, no politeness, no WARC: what the machine
+//! can fetch.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// Every name is 127.0.0.1 (the port comes from the URL).
+#[derive(Clone)]
+struct Loopback;
+
+impl tower_service::Service<Name> for Loopback {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Name) -> Self::Future {
+        Box::pin(async { Ok(vec![SocketAddr::from(([127, 0, 0, 1], 0))].into_iter()) })
+    }
+}
+
+pub struct ClientRun {
+    pub pages: u64,
+    pub errors: u64,
+    pub bytes: u64,
+    pub secs: f64,
+    /// user + system CPU of this process during the run
+    pub cpu_secs: f64,
+}
+
+impl ClientRun {
+    pub fn rate(&self) -> f64 {
+        self.pages as f64 / self.secs.max(1e-9)
+    }
+}
+
+/// Fetch every URL once, `concurrency` at a time, on a runtime of `threads` threads.
+pub fn run(urls: Arc<Vec<String>>, concurrency: usize, threads: usize) -> Result<ClientRun> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    let cpu0 = crate::procfs::self_cpu_secs();
+    let run = rt.block_on(async move {
+        let mut http = HttpConnector::new_with_resolver(Loopback);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_secs(10)));
+        let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(http);
+        let next = Arc::new(AtomicUsize::new(0));
+        let pages = Arc::new(AtomicU64::new(0));
+        let errors = Arc::new(AtomicU64::new(0));
+        let bytes = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::with_capacity(concurrency);
+        for _ in 0..concurrency.max(1) {
+            let (client, urls, next) = (client.clone(), urls.clone(), next.clone());
+            let (pages, errors, bytes) = (pages.clone(), errors.clone(), bytes.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(url) = urls.get(i) else { break };
+                    let Ok(uri) = url.parse::<hyper::Uri>() else {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    match client.get(uri).await {
+                        Ok(resp) if resp.status().is_success() => {
+                            match resp.into_body().collect().await {
+                                Ok(b) => {
+                                    bytes.fetch_add(b.to_bytes().len() as u64, Ordering::Relaxed);
+                                    pages.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(_) => {
+                                    errors.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                        }
+                        _ => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.context("client task")?;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        Ok::<_, anyhow::Error>(ClientRun {
+            pages: pages.load(Ordering::Relaxed),
+            errors: errors.load(Ordering::Relaxed),
+            bytes: bytes.load(Ordering::Relaxed),
+            secs,
+            cpu_secs: 0.0,
+        })
+    })?;
+    let cpu_secs = crate::procfs::self_cpu_secs() - cpu0;
+    // the pool's sockets close with the runtime
+    drop(rt);
+    Ok(ClientRun { cpu_secs, ..run })
+}

@@ -1,0 +1,390 @@
+//! frontierd as the benchmark runs it: the release binary in a fresh temp data dir, zero
+//! politeness delay, `[resolve] "*.test"` to loopback, WARC (gzip) and crawl log on.
+//!
+//! Progress is read from the crawl log (one line per URL outcome), not from `/v1/stats`:
+//! the stats handler walks every host and robots record, so polling it would load the
+//! daemon being measured.
+
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+
+use crate::procfs;
+
+pub struct DaemonConfig {
+    pub exe: PathBuf,
+    pub workers: usize,
+    /// extra TOML appended to the generated config (`--daemon-config` file contents)
+    pub extra_toml: String,
+}
+
+/// A running frontierd; SIGKILLed on drop if still running.
+pub struct Daemon {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub admin: String,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn crawl_log(&self) -> PathBuf {
+        self.dir.path().join("data/crawl.log.jsonl")
+    }
+
+    pub fn start(cfg: &DaemonConfig, seeds: Option<&Path>) -> Result<Daemon> {
+        if !cfg.exe.exists() {
+            bail!(
+                "{} not found: build it with `cargo build --release -p frontierd` or pass --frontierd",
+                cfg.exe.display()
+            );
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("daemon-bench-frontierd-")
+            .tempdir()
+            .context("creating the daemon's temp dir")?;
+        let data = dir.path().join("data");
+        let conf = format!(
+            r#"[store]
+data_dir = "{data}"
+
+[fetch]
+workers = {workers}
+
+[politeness]
+min_delay = "0s"
+delay_factor = 0.0
+
+[admin]
+listen = "127.0.0.1:0"
+
+[log]
+level = "warn"
+
+[resolve]
+"*.test" = ["127.0.0.1"]
+
+{extra}
+"#,
+            data = data.display(),
+            workers = cfg.workers,
+            extra = cfg.extra_toml,
+        );
+        let conf_path = dir.path().join("frontierd.toml");
+        fs::write(&conf_path, conf)?;
+        let mut cmd = Command::new(&cfg.exe);
+        cmd.arg("run").arg("--config").arg(&conf_path);
+        if let Some(s) = seeds {
+            cmd.arg("--seeds").arg(s);
+        }
+        let log = fs::File::create(dir.path().join("frontierd.stderr"))?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", cfg.exe.display()))?;
+        let mut d = Daemon {
+            child,
+            dir,
+            admin: String::new(),
+        };
+        let addr_file = data.join("admin.addr");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(a) = fs::read_to_string(&addr_file) {
+                if a.ends_with('\n') {
+                    d.admin = a.trim().to_string();
+                    return Ok(d);
+                }
+            }
+            if let Ok(Some(st)) = d.child.try_wait() {
+                bail!(
+                    "frontierd exited at start ({st}): {}",
+                    fs::read_to_string(d.dir.path().join("frontierd.stderr")).unwrap_or_default()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("frontierd wrote no admin.addr within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM, then wait (SIGKILL after `grace`). Returns the daemon's stderr tail.
+    pub fn stop(mut self, grace: Duration) -> String {
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let err = fs::read_to_string(self.dir.path().join("frontierd.stderr")).unwrap_or_default();
+        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+
+    /// GET an admin API path (one request, Connection: close).
+    pub fn get(&self, path: &str) -> Result<serde_json::Value> {
+        let mut s = TcpStream::connect(&self.admin)
+            .with_context(|| format!("connecting to the admin API {}", self.admin))?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.admin
+        )?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf)?;
+        let text = String::from_utf8_lossy(&buf);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .context("no HTTP body")?;
+        serde_json::from_str(body).with_context(|| format!("{path} is not JSON: {body:.200}"))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Reads the crawl log as it grows.
+pub struct LogTail {
+    path: PathBuf,
+    pos: u64,
+    partial: Vec<u8>,
+    /// final outcomes seen (one per URL)
+    pub lines: u64,
+    pub fetched: u64,
+    pub other: u64,
+    /// first other outcome, for the report
+    pub other_example: Option<String>,
+    /// crawl-log time of the first and the last fetched page
+    pub first_time: Option<SystemTime>,
+    pub last_time: Option<SystemTime>,
+}
+
+impl LogTail {
+    pub fn new(path: PathBuf) -> Self {
+        LogTail {
+            path,
+            pos: 0,
+            partial: Vec::new(),
+            lines: 0,
+            fetched: 0,
+            other: 0,
+            other_example: None,
+            first_time: None,
+            last_time: None,
+        }
+    }
+
+    pub fn poll(&mut self) -> Result<()> {
+        let Ok(mut f) = fs::File::open(&self.path) else {
+            return Ok(());
+        };
+        f.seek(SeekFrom::Start(self.pos))?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)?;
+        self.pos += buf.len() as u64;
+        self.partial.extend_from_slice(&buf);
+        let Some(end) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return Ok(());
+        };
+        let complete: Vec<u8> = self.partial.drain(..=end).collect();
+        for line in complete.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            self.lines += 1;
+            let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+            if v["outcome"] == "fetched" {
+                self.fetched += 1;
+                let t = v["time"]
+                    .as_str()
+                    .and_then(|t| humantime::parse_rfc3339_weak(t).ok());
+                if self.first_time.is_none() {
+                    self.first_time = t;
+                }
+                if t.is_some() {
+                    self.last_time = t;
+                }
+            } else {
+                self.other += 1;
+                if self.other_example.is_none() {
+                    self.other_example = Some(String::from_utf8_lossy(line).into_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// First page to last page, from the crawl log's millisecond times.
+    pub fn span_secs(&self) -> Option<f64> {
+        let (a, b) = (self.first_time?, self.last_time?);
+        Some(b.duration_since(a).ok()?.as_secs_f64())
+    }
+}
+
+pub struct CrawlRun {
+    pub pages: u64,
+    pub other: u64,
+    pub other_example: Option<String>,
+    /// first page to last page
+    pub secs: f64,
+    /// CPU (user + sys) per page between the bench seeing the first and the last page
+    pub cpu_per_page: f64,
+    /// CPU seconds per wall second over the same span
+    pub cores: f64,
+    pub vm_hwm: u64,
+    pub stderr_tail: String,
+}
+
+impl CrawlRun {
+    pub fn rate(&self) -> f64 {
+        self.pages as f64 / self.secs.max(1e-9)
+    }
+}
+
+/// Start frontierd with `seeds` and wait until every URL has a crawl log line.
+pub fn crawl(
+    cfg: &DaemonConfig,
+    seeds: &Path,
+    urls: u64,
+    timeout: Duration,
+    perf_out: Option<&Path>,
+) -> Result<CrawlRun> {
+    let d = Daemon::start(cfg, Some(seeds))?;
+    let pid = d.pid();
+    let mut tail = LogTail::new(d.crawl_log());
+    let deadline = Instant::now() + timeout;
+    let mut first: Option<(u64, f64, Instant)> = None;
+    let mut perf: Option<Child> = None;
+    loop {
+        tail.poll()?;
+        if first.is_none() && tail.fetched > 0 {
+            first = Some((
+                tail.fetched,
+                procfs::cpu_secs(pid).unwrap_or(0.0),
+                Instant::now(),
+            ));
+            if let Some(out) = perf_out {
+                perf = Some(
+                    Command::new("perf")
+                        .args(["record", "-g", "-o"])
+                        .arg(out)
+                        .args(["-p", &pid.to_string()])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .context("starting perf record")?,
+                );
+            }
+        }
+        if tail.lines >= urls {
+            break;
+        }
+        if Instant::now() > deadline {
+            let err = d.stop(Duration::from_secs(10));
+            bail!(
+                "timeout: {} of {urls} URLs done after {timeout:?} ({} fetched); frontierd stderr: {err}",
+                tail.lines,
+                tail.fetched
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let cpu_end = procfs::cpu_secs(pid).unwrap_or(0.0);
+    let t_end = Instant::now();
+    if let Some(mut p) = perf {
+        unsafe {
+            libc::kill(p.id() as libc::pid_t, libc::SIGINT);
+        }
+        let _ = p.wait();
+    }
+    let vm_hwm = procfs::vm_hwm(pid).unwrap_or(0);
+    let (n0, cpu0, t0) = first.unwrap_or((0, cpu_end, t_end));
+    let counted = tail.fetched.saturating_sub(n0).max(1);
+    let cpu = (cpu_end - cpu0).max(0.0);
+    let secs = tail
+        .span_secs()
+        .unwrap_or_else(|| t_end.duration_since(t0).as_secs_f64());
+    let stderr_tail = d.stop(Duration::from_secs(60));
+    Ok(CrawlRun {
+        pages: tail.fetched,
+        other: tail.other,
+        other_example: tail.other_example.clone(),
+        secs,
+        cpu_per_page: cpu / counted as f64,
+        cores: cpu / t_end.duration_since(t0).as_secs_f64().max(1e-9),
+        vm_hwm,
+        stderr_tail,
+    })
+}
+
+pub struct IngestRun {
+    pub lines: u64,
+    pub accepted: u64,
+    pub secs: f64,
+    pub write_bytes: u64,
+    pub wchar: u64,
+    pub cpu_secs: f64,
+    pub vm_hwm: u64,
+    pub pages_during: u64,
+    pub submit_status: String,
+}
+
+/// `frontierd submit` of the list to a freshly started daemon (crawling meanwhile).
+pub fn ingest(cfg: &DaemonConfig, list: &Path, lines: u64) -> Result<IngestRun> {
+    let d = Daemon::start(cfg, None)?;
+    let pid = d.pid();
+    let wb0 = procfs::write_bytes(pid).unwrap_or(0);
+    let wc0 = procfs::wchar(pid).unwrap_or(0);
+    let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
+    let t0 = Instant::now();
+    let status = Command::new(&cfg.exe)
+        .arg("submit")
+        .arg(list)
+        .arg("--admin")
+        .arg(&d.admin)
+        .stdout(Stdio::null())
+        .status()
+        .context("running frontierd submit")?;
+    let secs = t0.elapsed().as_secs_f64();
+    let write_bytes = procfs::write_bytes(pid).unwrap_or(0).saturating_sub(wb0);
+    let wchar = procfs::wchar(pid).unwrap_or(0).saturating_sub(wc0);
+    let cpu_secs = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
+    let vm_hwm = procfs::vm_hwm(pid).unwrap_or(0);
+    let mut tail = LogTail::new(d.crawl_log());
+    tail.poll()?;
+    let stats = d.get("/v1/stats")?;
+    let accepted = stats["accepted"].as_u64().unwrap_or(0);
+    d.stop(Duration::from_secs(60));
+    Ok(IngestRun {
+        lines,
+        accepted,
+        secs,
+        write_bytes,
+        wchar,
+        cpu_secs,
+        vm_hwm,
+        pages_during: tail.fetched,
+        submit_status: status.to_string(),
+    })
+}

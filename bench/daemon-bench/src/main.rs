@@ -1,0 +1,321 @@
+//! `daemon-bench`: how fast the frontierd binary crawls and ingests, next to what a bare
+//! hyper client fetches from the same local server in the same run. See
+//! docs/benchmarks.md ("Daemon throughput") for how to run it and the results.
+
+mod client;
+mod daemon;
+mod procfs;
+mod server;
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::daemon::DaemonConfig;
+use crate::server::ServerKind;
+
+/// Crawl N URLs over H local hosts with a bare hyper client and with frontierd, and print
+/// both rates, their ratio, frontierd's CPU per page and peak RSS; or (--ingest) time
+/// `frontierd submit` of a URL list to a fresh daemon.
+#[derive(Parser)]
+#[command(name = "daemon-bench")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    /// Host names h0.test .. h<N-1>.test; URL k goes to host k mod N.
+    #[arg(long, default_value_t = 1000)]
+    hosts: u64,
+    /// URLs in the list (each fetched once).
+    #[arg(long, default_value_t = 30_000)]
+    urls: u64,
+    /// frontierd `fetch.workers`, one crawl per value (the bare client runs as many
+    /// requests at once, unless --concurrency is given).
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256")]
+    workers: Vec<usize>,
+    /// Requests at once of the bare client (default: each --workers value).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Per-response latency of the server (e.g. 100ms); needs the hyper server.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    latency: Duration,
+    /// Which server: auto = nginx when --latency is 0 and nginx is installed, else hyper.
+    #[arg(long, value_enum, default_value_t = ServerKind::Auto)]
+    server: ServerKind,
+    /// nginx worker processes / hyper server threads.
+    #[arg(long, default_value_t = 1)]
+    server_threads: usize,
+    /// Threads of the bare client's runtime.
+    #[arg(long, default_value_t = 2)]
+    client_threads: usize,
+    /// The frontierd binary (default: next to this binary, i.e. target/release/frontierd).
+    #[arg(long)]
+    frontierd: Option<PathBuf>,
+    /// TOML appended to the generated frontierd config (e.g. a [warc] or [store] table).
+    #[arg(long)]
+    daemon_config: Option<PathBuf>,
+    /// Skip the bare client.
+    #[arg(long)]
+    no_client: bool,
+    /// Skip frontierd.
+    #[arg(long)]
+    no_daemon: bool,
+    /// Also measure `wrk -t1 -c64 -d3s` against one host of the server (if wrk is installed).
+    #[arg(long)]
+    wrk: bool,
+    /// Ingest mode: `frontierd submit` of the list to a fresh daemon (first --workers
+    /// value), instead of the crawls.
+    #[arg(long)]
+    ingest: bool,
+    /// Record `perf record -g` of frontierd during each crawl into DIR/perf-<workers>.data
+    /// (those runs are slowed by the recording).
+    #[arg(long)]
+    perf: Option<PathBuf>,
+    /// Give up a crawl after this long.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+}
+
+#[derive(Subcommand)]
+enum Sub {
+    /// The hyper server (started by the bench itself as a child process).
+    #[command(hide = true)]
+    Serve {
+        #[arg(long)]
+        port: u16,
+        #[arg(long, value_parser = humantime::parse_duration)]
+        latency: Duration,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Some(Sub::Serve {
+            port,
+            latency,
+            threads,
+        }) => server::serve(port, latency, threads),
+        None => bench(&cli),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("daemon-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Lift the open-file limit to the hard limit: thousands of hosts mean thousands of
+/// sockets, in the server and in the daemon (children inherit it).
+fn raise_nofile() {
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+fn write_list(path: &Path, urls: &[String]) -> Result<()> {
+    let mut w = BufWriter::new(fs::File::create(path)?);
+    for u in urls {
+        writeln!(w, "{u}")?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn mb(b: u64) -> f64 {
+    b as f64 / 1e6
+}
+
+fn bench(cli: &Cli) -> Result<()> {
+    raise_nofile();
+    let load_start = procfs::loadavg();
+    println!("load average at start: {load_start}");
+    let exe = match &cli.frontierd {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("binary has no directory")?
+            .join("frontierd"),
+    };
+    let extra_toml = match &cli.daemon_config {
+        Some(p) => fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        None => String::new(),
+    };
+    let srv = server::start(cli.server, cli.latency, cli.server_threads)?;
+    println!(
+        "server: {} on 127.0.0.1:{} (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
+        srv.kind,
+        srv.port,
+        srv.pid(),
+        cli.server_threads,
+        cli.latency,
+        cli.hosts,
+        cli.urls
+    );
+    if cli.wrk {
+        match server::wrk(srv.port, 64) {
+            Some(r) => println!("wrk -t1 -c64 -d3s, one host: {r:.0} requests/s"),
+            None => println!("wrk: not installed or no result"),
+        }
+    }
+    let port = srv.port;
+    let hosts = cli.hosts.max(1);
+    let urls: Arc<Vec<String>> = Arc::new(
+        (0..cli.urls)
+            .map(|k| format!("http://h{}.test:{port}/p/{k}", k % hosts))
+            .collect(),
+    );
+    let work = tempfile::Builder::new().prefix("daemon-bench-").tempdir()?;
+    let list = work.path().join("urls.txt");
+    write_list(&list, &urls)?;
+
+    let daemon_cfg = |workers: usize| DaemonConfig {
+        exe: exe.clone(),
+        workers,
+        extra_toml: extra_toml.clone(),
+    };
+
+    if cli.ingest {
+        let w = cli.workers.first().copied().unwrap_or(1);
+        println!(
+            "ingest: frontierd submit of {} URLs over {hosts} hosts, {w} workers",
+            cli.urls
+        );
+        let r = daemon::ingest(&daemon_cfg(w), &list, cli.urls)?;
+        let load_end = procfs::loadavg();
+        println!();
+        println!("| measure | value |");
+        println!("| --- | --- |");
+        println!(
+            "| submit of {} URLs over {hosts} hosts ({w} workers) | {:.1} s: **{:.0} URLs/s** (submit exit: {}) |",
+            r.lines,
+            r.secs,
+            r.lines as f64 / r.secs.max(1e-9),
+            r.submit_status
+        );
+        println!("| accepted | {} |", r.accepted);
+        println!(
+            "| bytes written per URL accepted (write_bytes) | {:.0} ({:.0} MB) |",
+            r.write_bytes as f64 / r.accepted.max(1) as f64,
+            mb(r.write_bytes)
+        );
+        println!(
+            "| bytes passed to write() per URL accepted (wchar) | {:.0} ({:.0} MB) |",
+            r.wchar as f64 / r.accepted.max(1) as f64,
+            mb(r.wchar)
+        );
+        println!(
+            "| daemon CPU during the submit | {:.1} s ({:.1} µs per URL) |",
+            r.cpu_secs,
+            r.cpu_secs * 1e6 / r.lines.max(1) as f64
+        );
+        println!("| VmHWM after the submit | {:.0} MB |", mb(r.vm_hwm));
+        println!("| pages fetched during the submit | {} |", r.pages_during);
+        println!("| load average start / end | {load_start} / {load_end} |");
+        return Ok(());
+    }
+
+    let mut rows = Vec::new();
+    for &w in &cli.workers {
+        let conc = cli.concurrency.unwrap_or(w);
+        let bare = if cli.no_client {
+            None
+        } else {
+            let r = client::run(urls.clone(), conc, cli.client_threads)?;
+            println!(
+                "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
+                r.pages,
+                r.bytes as f64 / r.pages.max(1) as f64,
+                r.errors,
+                r.secs,
+                r.rate(),
+                r.cpu_secs * 1e6 / r.pages.max(1) as f64
+            );
+            Some(r)
+        };
+        let crawl = if cli.no_daemon {
+            None
+        } else {
+            let perf_out = cli.perf.as_ref().map(|d| d.join(format!("perf-{w}.data")));
+            if let Some(d) = &cli.perf {
+                fs::create_dir_all(d)?;
+            }
+            let r = daemon::crawl(
+                &daemon_cfg(w),
+                &list,
+                cli.urls,
+                cli.timeout,
+                perf_out.as_deref(),
+            )?;
+            println!(
+                "frontierd, {w} workers: {} pages in {:.2} s = {:.0} pages/s, {:.0} µs CPU/page, {:.2} cores, VmHWM {:.0} MB{}",
+                r.pages,
+                r.secs,
+                r.rate(),
+                r.cpu_per_page * 1e6,
+                r.cores,
+                mb(r.vm_hwm),
+                if cli.perf.is_some() { " (under perf record)" } else { "" }
+            );
+            if r.other > 0 {
+                println!(
+                    "  {} URLs not fetched, e.g. {}",
+                    r.other,
+                    r.other_example.as_deref().unwrap_or("")
+                );
+            }
+            if !r.stderr_tail.is_empty() {
+                println!("  frontierd stderr (last lines):\n{}", r.stderr_tail);
+            }
+            Some(r)
+        };
+        rows.push((w, conc, bare, crawl, procfs::loadavg()));
+    }
+    println!();
+    println!(
+        "server {} ({} worker(s)), {} hosts, {} URLs, latency {:?}; load average at start {load_start}",
+        srv.kind, cli.server_threads, hosts, cli.urls, cli.latency
+    );
+    println!();
+    println!("| workers | bare client pages/s (at once) | frontierd pages/s | ratio | frontierd CPU/page | cores busy | VmHWM | load after |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    for (w, conc, bare, crawl, load) in rows {
+        let b = bare.as_ref().map(|b| b.rate());
+        let f = crawl.as_ref().map(|c| c.rate());
+        let fmt = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+        let ratio = match (b, f) {
+            (Some(b), Some(f)) => format!("{:.1} %", 100.0 * f / b.max(1e-9)),
+            _ => "-".into(),
+        };
+        let (cpu, cores, rss) = match &crawl {
+            Some(c) => (
+                format!("{:.0} µs", c.cpu_per_page * 1e6),
+                format!("{:.2}", c.cores),
+                format!("{:.0} MB", mb(c.vm_hwm)),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "| {w} | {} ({conc}) | {} | {ratio} | {cpu} | {cores} | {rss} | {load} |",
+            fmt(b),
+            fmt(f)
+        );
+    }
+    Ok(())
+}

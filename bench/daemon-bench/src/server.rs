@@ -1,0 +1,280 @@
+//! The HTTP server of many hosts: nginx (Debian's `nginx-light`) as a foreground child, or
+//! this binary's own hyper server (`daemon-bench serve`, a child process too) when every
+//! response must wait a fixed latency, which nginx-light cannot do cheaply.
+//!
+//! Either answers any Host: `/robots.txt` allows everything, every other path is the same
+//! ~9.7 KB HTML page.
+
+use std::convert::Infallible;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response};
+
+pub const ROBOTS_TXT: &str = "User-agent: *\nAllow: /\n";
+
+/// A deterministic HTML page of about 9.7 KB (the size the issue measured with).
+pub fn page_html() -> String {
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>bench page</title></head>\n<body>\n<h1>bench page</h1>\n",
+    );
+    let mut i = 0;
+    while s.len() < 9_600 {
+        s.push_str(&format!(
+            "<p>Paragraph {i}: the quick brown fox jumps over the lazy dog. <a href=\"/p/{i}\">link {i}</a></p>\n"
+        ));
+        i += 1;
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Which server answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServerKind {
+    /// nginx when the latency is 0 and nginx is installed, else hyper.
+    Auto,
+    Nginx,
+    Hyper,
+}
+
+/// A running server child; killed on drop.
+pub struct Server {
+    pub kind: &'static str,
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGTERM: nginx's master stops its workers ("fast shutdown")
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
+    Ok(l.local_addr()?.port())
+}
+
+pub fn find_nginx() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// Start the chosen server and wait until it answers.
+pub fn start(kind: ServerKind, latency: Duration, threads: usize) -> Result<Server> {
+    let kind = match kind {
+        ServerKind::Auto if latency.is_zero() && find_nginx().is_some() => ServerKind::Nginx,
+        ServerKind::Auto => ServerKind::Hyper,
+        k => k,
+    };
+    if kind == ServerKind::Nginx && !latency.is_zero() {
+        bail!("nginx-light cannot add a per-response latency: use --server hyper (or auto)");
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("daemon-bench-server-")
+        .tempdir()
+        .context("creating the server's temp dir")?;
+    let port = free_port()?;
+    let (name, child) = match kind {
+        ServerKind::Nginx => ("nginx", start_nginx(dir.path(), port, threads)?),
+        _ => {
+            let exe = std::env::current_exe().context("finding this binary")?;
+            let child = Command::new(exe)
+                .args([
+                    "serve",
+                    "--port",
+                    &port.to_string(),
+                    "--latency",
+                    &humantime::format_duration(latency).to_string(),
+                    "--threads",
+                    &threads.to_string(),
+                ])
+                .stdin(Stdio::null())
+                .spawn()
+                .context("starting `daemon-bench serve`")?;
+            ("hyper", child)
+        }
+    };
+    let server = Server {
+        kind: name,
+        port,
+        child,
+        _dir: dir,
+    };
+    wait_ready(port, Duration::from_secs(10))
+        .with_context(|| format!("{name} did not answer on 127.0.0.1:{port}"))?;
+    Ok(server)
+}
+
+fn start_nginx(dir: &Path, port: u16, workers: usize) -> Result<Child> {
+    let nginx = find_nginx().context("nginx not found: apt-get install -y nginx-light")?;
+    let www = dir.join("www");
+    fs::create_dir_all(&www)?;
+    fs::create_dir_all(dir.join("tmp"))?;
+    fs::write(www.join("page.html"), page_html())?;
+    fs::write(www.join("robots.txt"), ROBOTS_TXT)?;
+    let d = dir.display();
+    let conf = format!(
+        r#"daemon off;
+master_process on;
+worker_processes {workers};
+worker_rlimit_nofile 65536;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 16384; multi_accept on; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/tmp/body;
+    proxy_temp_path {d}/tmp/proxy;
+    fastcgi_temp_path {d}/tmp/fastcgi;
+    keepalive_requests 10000000;
+    keepalive_timeout 300s;
+    sendfile on;
+    tcp_nopush on;
+    open_file_cache max=16;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        server_name _;
+        root {d}/www;
+        location = /robots.txt {{ default_type text/plain; }}
+        location / {{ default_type text/html; try_files /page.html =404; }}
+    }}
+}}
+"#
+    );
+    let conf_path = dir.join("nginx.conf");
+    fs::write(&conf_path, conf)?;
+    let child = Command::new(&nginx)
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(&conf_path)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", nginx.display()))?;
+    Ok(child)
+}
+
+fn wait_ready(port: u16, limit: Duration) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    loop {
+        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            s.write_all(b"GET /robots.txt HTTP/1.1\r\nHost: h0.test\r\nConnection: close\r\n\r\n")?;
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            if buf.starts_with(b"HTTP/1.1 200") {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("no 200 for /robots.txt within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `daemon-bench serve`: the hyper server (runs in its own process, like nginx).
+pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let page = Bytes::from(page_html());
+        let robots = Bytes::from_static(ROBOTS_TXT.as_bytes());
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    // EMFILE and the like: back off instead of spinning
+                    eprintln!("daemon-bench serve: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let (page, robots) = (page.clone(), robots.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let (page, robots) = (page.clone(), robots.clone());
+                    async move {
+                        if !latency.is_zero() {
+                            tokio::time::sleep(latency).await;
+                        }
+                        let (body, ctype) = if req.uri().path() == "/robots.txt" {
+                            (robots, "text/plain")
+                        } else {
+                            (page, "text/html")
+                        };
+                        let resp = Response::builder()
+                            .header("content-type", ctype)
+                            .body(Full::new(body))
+                            .unwrap_or_default();
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(io, svc)
+                    .await;
+            });
+        }
+    })
+}
+
+/// Requests/s of `wrk -t1 -cN -d3s` against one host of the server, if wrk is installed.
+pub fn wrk(port: u16, connections: usize) -> Option<f64> {
+    let out = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            "-d3s",
+            "-H",
+            "Host: h0.test",
+            &format!("http://127.0.0.1:{port}/p/1"),
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+}
