@@ -268,7 +268,7 @@ pub fn crawl(
     seeds: &Path,
     urls: u64,
     timeout: Duration,
-    perf_out: Option<&Path>,
+    perf_out: Option<(&Path, &str)>,
 ) -> Result<CrawlRun> {
     let d = Daemon::start(cfg, Some(seeds))?;
     let pid = d.pid();
@@ -284,16 +284,17 @@ pub fn crawl(
                 procfs::cpu_secs(pid).unwrap_or(0.0),
                 Instant::now(),
             ));
-            if let Some(out) = perf_out {
+            if let Some((out, args)) = perf_out {
                 perf = Some(
                     Command::new("perf")
-                        .args(["record", "-g", "-o"])
+                        .args(args.split_whitespace())
+                        .arg("-o")
                         .arg(out)
                         .args(["-p", &pid.to_string()])
                         .stdout(Stdio::null())
                         .stderr(Stdio::null())
                         .spawn()
-                        .context("starting perf record")?,
+                        .context("starting perf")?,
                 );
             }
         }

@@ -72,10 +72,15 @@ struct Cli {
     /// value), instead of the crawls.
     #[arg(long)]
     ingest: bool,
-    /// Record `perf record -g` of frontierd during each crawl into DIR/perf-<workers>.data
-    /// (those runs are slowed by the recording).
+    /// Run `perf <--perf-args> -o DIR/perf-<workers>.data -p <frontierd pid>` from the
+    /// first page to the last of each crawl (those runs are slowed by the recording).
     #[arg(long)]
     perf: Option<PathBuf>,
+    /// perf subcommand and options for --perf. Rust code has no frame pointers: use
+    /// "record --call-graph dwarf,16384 -F 299" to see the Rust callers of kernel time;
+    /// "stat -e context-switches,syscalls:sys_enter_futex,..." counts events.
+    #[arg(long, default_value = "record -g", allow_hyphen_values = true)]
+    perf_args: String,
     /// Give up a crawl after this long.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     timeout: Duration,
@@ -241,8 +246,8 @@ fn bench(cli: &Cli) -> Result<()> {
             println!(
                 "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
                 r.pages,
-                r.bytes as f64 / r.pages.max(1) as f64,
                 r.errors,
+                r.bytes as f64 / r.pages.max(1) as f64,
                 r.secs,
                 r.rate(),
                 r.cpu_secs * 1e6 / r.pages.max(1) as f64
@@ -261,7 +266,7 @@ fn bench(cli: &Cli) -> Result<()> {
                 &list,
                 cli.urls,
                 cli.timeout,
-                perf_out.as_deref(),
+                perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
             )?;
             println!(
                 "frontierd, {w} workers: {} pages in {:.2} s = {:.0} pages/s, {:.0} µs CPU/page, {:.2} cores, VmHWM {:.0} MB{}",

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Summarise `perf script` output of a daemon-bench --perf run (recorded with
+--call-graph dwarf): share of samples per thread kind, per leaf class and per innermost
+frontierd/frontier/sled/fetcher frame, so kernel time (context switches, futex, sync) is
+charged to the Rust code that caused it.
+
+    perf script -i perf-64.data | python3 fold-perf.py
+"""
+import collections
+import re
+import sys
+
+OURS = re.compile(r"^(frontierd|frontier|fetcher|robots_policy)::|<(frontierd|frontier|fetcher)::")
+
+
+def leaf_class(frames):
+    leaf = frames[0] if frames else "?"
+    kernel = [f for f in frames if f.startswith("[k]")]
+    names = " ".join(kernel)
+    if "finish_task_switch" in leaf or "__schedule" in leaf or "schedule" == leaf[4:]:
+        return "kernel: context switch (futex wait / sched_yield / io wait)"
+    if "futex" in names:
+        return "kernel: futex (wake/wait)"
+    if "sync_file_range" in names or "fdatasync" in names or "fsync" in names:
+        return "kernel: sync_file_range/fsync"
+    if "_raw_spin_unlock_irqrestore" in leaf:
+        return "kernel: wake-up (try_to_wake_up etc.)"
+    if kernel:
+        return "kernel: other"
+    return "user"
+
+
+def main():
+    samples = []
+    comm = None
+    frames = []
+    for line in sys.stdin:
+        if not line.strip():
+            if comm is not None:
+                samples.append((comm, frames))
+            comm, frames = None, []
+            continue
+        if not line.startswith((" ", "\t")):
+            comm = line.split()[0]
+            # thread names with spaces are not used by the daemon
+            frames = []
+            continue
+        parts = line.strip().split(None, 1)
+        if len(parts) < 2:
+            continue
+        addr, rest = parts
+        sym = re.sub(r"\+0x[0-9a-f]+ \(.*\)$", "", rest)
+        sym = re.sub(r" \(.*\)$", "", sym)
+        if addr.startswith("ffffffff8"):
+            sym = "[k]" + sym
+        frames.append(sym)
+    if comm is not None:
+        samples.append((comm, frames))
+    n = len(samples)
+    print(f"{n} samples")
+
+    def kind(c):
+        return re.sub(r"-\d+$", "-N", c)
+
+    by_thread = collections.Counter(kind(c) for c, _ in samples)
+    print("\n== by thread")
+    for k, v in by_thread.most_common():
+        print(f"{100*v/n:6.2f}%  {k}")
+    by_class = collections.Counter(leaf_class(f) for _, f in samples)
+    print("\n== by leaf class")
+    for k, v in by_class.most_common():
+        print(f"{100*v/n:6.2f}%  {k}")
+    print("\n== by innermost frontierd/frontier/fetcher frame (and the sled/tokio frame below it)")
+    sites = collections.Counter()
+    for c, f in samples:
+        ours = next((x for x in f if OURS.search(x)), None)
+        sled = next((x for x in f if x.startswith("sled::")), None)
+        if ours is None:
+            tok = next((x for x in f if "tokio::runtime" in x or "hyper::" in x), None)
+            ours = "(no frontierd frame) " + (sled or tok or (f[-1] if f else "?"))
+        cls = leaf_class(f)
+        sites[(kind(c), ours, cls)] += 1
+    for (k, site, cls), v in sites.most_common(45):
+        print(f"{100*v/n:6.2f}%  {k:18} {site[:110]}  [{cls}]")
+
+
+main()
