@@ -242,6 +242,29 @@ impl LogTail {
     }
 }
 
+/// `perf <args> -o <out> -p <pid>` (record, stat or trace), until [`stop_perf`].
+fn start_perf(out: &Path, args: &str, pid: u32) -> Result<Child> {
+    Command::new("perf")
+        .args(args.split_whitespace())
+        .arg("-o")
+        .arg(out)
+        .args(["-p", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting perf")
+}
+
+/// SIGINT ends a perf session and makes it write its output.
+fn stop_perf(perf: Option<Child>) {
+    if let Some(mut p) = perf {
+        unsafe {
+            libc::kill(p.id() as libc::pid_t, libc::SIGINT);
+        }
+        let _ = p.wait();
+    }
+}
+
 pub struct CrawlRun {
     pub pages: u64,
     pub other: u64,
@@ -285,17 +308,7 @@ pub fn crawl(
                 Instant::now(),
             ));
             if let Some((out, args)) = perf_out {
-                perf = Some(
-                    Command::new("perf")
-                        .args(args.split_whitespace())
-                        .arg("-o")
-                        .arg(out)
-                        .args(["-p", &pid.to_string()])
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .spawn()
-                        .context("starting perf")?,
-                );
+                perf = Some(start_perf(out, args, pid)?);
             }
         }
         if tail.lines >= urls {
@@ -313,12 +326,7 @@ pub fn crawl(
     }
     let cpu_end = procfs::cpu_secs(pid).unwrap_or(0.0);
     let t_end = Instant::now();
-    if let Some(mut p) = perf {
-        unsafe {
-            libc::kill(p.id() as libc::pid_t, libc::SIGINT);
-        }
-        let _ = p.wait();
-    }
+    stop_perf(perf);
     let vm_hwm = procfs::vm_hwm(pid).unwrap_or(0);
     let (n0, cpu0, t0) = first.unwrap_or((0, cpu_end, t_end));
     let counted = tail.fetched.saturating_sub(n0).max(1);
@@ -348,13 +356,26 @@ pub struct IngestRun {
     pub cpu_secs: f64,
     pub vm_hwm: u64,
     pub pages_during: u64,
+    /// robots.txt fetches completed when the submit returned
+    pub robots_fetches: u64,
+    /// file descriptors the daemon holds when the submit returned (sockets mostly)
+    pub open_fds: usize,
     pub submit_status: String,
 }
 
 /// `frontierd submit` of the list to a freshly started daemon (crawling meanwhile).
-pub fn ingest(cfg: &DaemonConfig, list: &Path, lines: u64) -> Result<IngestRun> {
+pub fn ingest(
+    cfg: &DaemonConfig,
+    list: &Path,
+    lines: u64,
+    perf_out: Option<(&Path, &str)>,
+) -> Result<IngestRun> {
     let d = Daemon::start(cfg, None)?;
     let pid = d.pid();
+    let perf = match perf_out {
+        Some((out, args)) => Some(start_perf(out, args, pid)?),
+        None => None,
+    };
     let wb0 = procfs::write_bytes(pid).unwrap_or(0);
     let wc0 = procfs::wchar(pid).unwrap_or(0);
     let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
@@ -368,6 +389,10 @@ pub fn ingest(cfg: &DaemonConfig, list: &Path, lines: u64) -> Result<IngestRun> 
         .status()
         .context("running frontierd submit")?;
     let secs = t0.elapsed().as_secs_f64();
+    stop_perf(perf);
+    let open_fds = fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     let write_bytes = procfs::write_bytes(pid).unwrap_or(0).saturating_sub(wb0);
     let wchar = procfs::wchar(pid).unwrap_or(0).saturating_sub(wc0);
     let cpu_secs = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
@@ -376,6 +401,7 @@ pub fn ingest(cfg: &DaemonConfig, list: &Path, lines: u64) -> Result<IngestRun> 
     tail.poll()?;
     let stats = d.get("/v1/stats")?;
     let accepted = stats["accepted"].as_u64().unwrap_or(0);
+    let robots_fetches = stats["robots_fetches"].as_u64().unwrap_or(0);
     d.stop(Duration::from_secs(60));
     Ok(IngestRun {
         lines,
@@ -386,6 +412,8 @@ pub fn ingest(cfg: &DaemonConfig, list: &Path, lines: u64) -> Result<IngestRun> 
         cpu_secs,
         vm_hwm,
         pages_during: tail.fetched,
+        robots_fetches,
+        open_fds,
         submit_status: status.to_string(),
     })
 }

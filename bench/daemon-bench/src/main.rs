@@ -202,7 +202,16 @@ fn bench(cli: &Cli) -> Result<()> {
             "ingest: frontierd submit of {} URLs over {hosts} hosts, {w} workers",
             cli.urls
         );
-        let r = daemon::ingest(&daemon_cfg(w), &list, cli.urls)?;
+        if let Some(d) = &cli.perf {
+            fs::create_dir_all(d)?;
+        }
+        let perf_out = cli.perf.as_ref().map(|d| d.join("perf-ingest.data"));
+        let r = daemon::ingest(
+            &daemon_cfg(w),
+            &list,
+            cli.urls,
+            perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
+        )?;
         let load_end = procfs::loadavg();
         println!();
         println!("| measure | value |");
@@ -232,6 +241,14 @@ fn bench(cli: &Cli) -> Result<()> {
         );
         println!("| VmHWM after the submit | {:.0} MB |", mb(r.vm_hwm));
         println!("| pages fetched during the submit | {} |", r.pages_during);
+        println!(
+            "| robots.txt fetched during the submit | {} |",
+            r.robots_fetches
+        );
+        println!(
+            "| open file descriptors after the submit | {} |",
+            r.open_fds
+        );
         println!("| load average start / end | {load_start} / {load_end} |");
         return Ok(());
     }
