@@ -57,6 +57,8 @@ data_dir = "{data}"
 
 [fetch]
 workers = {workers}
+# a contact that is not a placeholder (the daemon warns about example.org)
+user_agent = "frontierd-bench/0.1 (+https://daemon-bench.test/contact)"
 
 [politeness]
 min_delay = "0s"
