@@ -67,6 +67,33 @@ struct Rule {
     line: u32,
     /// Google adds `allow: <dir>/$` for `allow: <dir>/index.htm...`.
     synthesized: bool,
+    shape: Shape,
+}
+
+/// What is left to match once a rule's literal prefix is known to start the path: most
+/// rules are plain prefixes, and the prefix index has already proved those.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// No `*` and no final `$`: the literal prefix is the whole pattern.
+    Literal,
+    /// A literal then a final `$`: the path must be exactly the literal.
+    LiteralEnd,
+    /// Has a `*`: run [`glob_match`].
+    Glob,
+}
+
+impl Shape {
+    fn of(pattern: &[u8]) -> Shape {
+        let (body, anchored) = match pattern.strip_suffix(b"$") {
+            Some(body) => (body, true),
+            None => (pattern, false),
+        };
+        match (memchr::memchr(b'*', body), anchored) {
+            (Some(_), _) => Shape::Glob,
+            (None, false) => Shape::Literal,
+            (None, true) => Shape::LiteralEnd,
+        }
+    }
 }
 
 /// A rule as shown to people: kind, pattern, line, and whether frontierd derived it.
@@ -148,6 +175,13 @@ struct MatchIndex {
     /// Floating rules tried on every check, ascending: those with no literal piece long
     /// enough to index, or all of them when they are too few to be worth an automaton.
     always: Vec<u32>,
+    /// Per rule id: the [`bigram_set`] of its literal pieces. A rule can match only a
+    /// path whose set holds all of these, which rules most wildcard rules out in a few
+    /// instructions.
+    rule_bigrams: Vec<u128>,
+    /// Per entry of `prefixes`: its first 8 bytes as a big-endian number (zero-padded),
+    /// so that the binary search mostly compares integers.
+    prefix_keys: Vec<u64>,
 }
 
 /// The compiled robots.txt rules for one crawler. Cheap to query from many threads.
@@ -199,6 +233,7 @@ impl AgentPolicy {
                 len: source.pattern.len() as u32,
                 line: source.line,
                 synthesized: false,
+                shape: Shape::of(source.pattern),
             });
             if source.kind == RuleKind::Allow {
                 if let Some(dir) = index_page_directory(source.pattern) {
@@ -211,6 +246,7 @@ impl AgentPolicy {
                         len: dir.len() as u32 + 1,
                         line: source.line,
                         synthesized: true,
+                        shape: Shape::of(&arena[start as usize..]),
                     });
                 }
             }
@@ -270,27 +306,46 @@ impl AgentPolicy {
     fn deciding_rule(&self, path: &[u8]) -> Option<u32> {
         let mut best = u32::MAX;
         let index = &self.index;
-        let try_ids = |ids: &[u32], best: &mut u32| {
+        // The path's bigram set, computed the first time a wildcard rule is tried.
+        let mut path_bigrams: Option<u128> = None;
+        let mut glob = |id: u32| {
+            let needed = index.rule_bigrams[id as usize];
+            let have = *path_bigrams.get_or_insert_with(|| bigram_set(path));
+            have & needed == needed && glob_match(self.pattern(&self.rules[id as usize]), path)
+        };
+
+        // Candidates from the prefix index: their literal prefix starts the path, so only
+        // what follows it is left to match.
+        let mut entry = index.deepest_prefix_of(&self.arena, path);
+        while let Some(e) = entry {
+            let e = &index.prefixes[e as usize];
+            for &id in &index.prefix_rule_ids[e.rules_start as usize..e.rules_end as usize] {
+                if id >= best {
+                    break;
+                }
+                let matched = match self.rules[id as usize].shape {
+                    Shape::Literal => true,
+                    Shape::LiteralEnd => path.len() == e.len as usize,
+                    Shape::Glob => glob(id),
+                };
+                if matched {
+                    best = id;
+                    break;
+                }
+            }
+            entry = (e.parent != NO_PARENT).then_some(e.parent);
+        }
+        let mut try_ids = |ids: &[u32], best: &mut u32| {
             for &id in ids {
                 if id >= *best {
                     break;
                 }
-                if glob_match(self.pattern(&self.rules[id as usize]), path) {
+                if glob(id) {
                     *best = id;
                     break;
                 }
             }
         };
-
-        let mut entry = index.deepest_prefix_of(&self.arena, path);
-        while let Some(e) = entry {
-            let e = &index.prefixes[e as usize];
-            try_ids(
-                &index.prefix_rule_ids[e.rules_start as usize..e.rules_end as usize],
-                &mut best,
-            );
-            entry = (e.parent != NO_PARENT).then_some(e.parent);
-        }
         try_ids(&index.always, &mut best);
         if best <= index.floating_min_id {
             return (best != u32::MAX).then_some(best);
@@ -444,7 +499,22 @@ impl MatchIndex {
             floating_pieces.push((start as u32, piece.len() as u32));
         }
         let floating_min_id = floating_rule_ids.iter().copied().min().unwrap_or(u32::MAX);
+        let rule_bigrams = rules
+            .iter()
+            .map(|rule| {
+                let pattern = text(rule);
+                let body = pattern.strip_suffix(b"$").unwrap_or(pattern);
+                body.split(|&b| b == b'*')
+                    .fold(0, |set, piece| set | bigram_set(piece))
+            })
+            .collect();
+        let prefix_keys = prefixes
+            .iter()
+            .map(|e| key8(&arena[e.start as usize..(e.start + e.len) as usize]))
+            .collect();
         MatchIndex {
+            rule_bigrams,
+            prefix_keys,
             prefixes,
             prefix_rule_ids,
             floating: LazyAutomaton::default(),
@@ -496,8 +566,25 @@ impl MatchIndex {
     fn deepest_prefix_of(&self, arena: &[u8], path: &[u8]) -> Option<u32> {
         let at = |e: &PrefixEntry| &arena[e.start as usize..(e.start + e.len) as usize];
         // The last entry <= path: every entry that is a prefix of path sorts <= path.
-        let after = self.prefixes.partition_point(|e| at(e) <= path);
-        let mut candidate = after.checked_sub(1)? as u32;
+        // Keys order like the texts when they differ (see `key8`).
+        let path_key = key8(path);
+        let mut low = 0;
+        let mut high = self.prefixes.len();
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let key = self.prefix_keys[mid];
+            let entry_le_path = if key != path_key {
+                key < path_key
+            } else {
+                at(&self.prefixes[mid]) <= path
+            };
+            if entry_le_path {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        let mut candidate = low.checked_sub(1)? as u32;
         let shared = common_prefix_len(at(&self.prefixes[candidate as usize]), path);
         loop {
             let entry = &self.prefixes[candidate as usize];
@@ -510,6 +597,32 @@ impl MatchIndex {
             candidate = entry.parent;
         }
     }
+}
+
+/// The first 8 bytes of `bytes`, big-endian, zero-padded. If two keys differ, the texts
+/// compare the same way: the first differing byte is a real byte of both, or the end of
+/// the shorter text (padding 0) against a byte of the longer one.
+#[inline]
+fn key8(bytes: &[u8]) -> u64 {
+    match bytes.first_chunk::<8>() {
+        Some(chunk) => u64::from_be_bytes(*chunk),
+        None => {
+            let mut buf = [0u8; 8];
+            buf[..bytes.len()].copy_from_slice(bytes);
+            u64::from_be_bytes(buf)
+        }
+    }
+}
+
+/// A 128-bit set of the byte pairs (hashed) that occur in `bytes`. A pattern's literal
+/// pieces occur in every path it matches, so must their pairs: a pattern whose set is not
+/// contained in the path's cannot match.
+#[inline]
+fn bigram_set(bytes: &[u8]) -> u128 {
+    bytes.windows(2).fold(0u128, |set, pair| {
+        let hash = (u32::from(pair[0]) << 8 | u32::from(pair[1])).wrapping_mul(0x9E37_79B1);
+        set | 1u128 << (hash >> 25)
+    })
 }
 
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
@@ -528,7 +641,10 @@ pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
     };
     let mut pieces = body.split(|&b| b == b'*');
     let first = pieces.next().unwrap_or(&[]);
-    if !path.starts_with(first) {
+    if !path
+        .get(..first.len())
+        .is_some_and(|head| same_bytes(head, first))
+    {
         return false;
     }
     let Some(last_star) = memchr::memrchr(b'*', body) else {
@@ -537,6 +653,10 @@ pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
     let mut pos = first.len();
     if anchored {
         let last = &body[last_star + 1..];
+        // Necessary for the final test below, and cheaper than finding the middle pieces.
+        if !ends_with(path, last) {
+            return false;
+        }
         let middle = &body[first.len() + 1..last_star.max(first.len() + 1)];
         if last_star > first.len() {
             for piece in middle.split(|&b| b == b'*') {
@@ -546,7 +666,7 @@ pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
                 }
             }
         }
-        path.len() - pos >= last.len() && path.ends_with(last)
+        path.len() - pos >= last.len()
     } else {
         for piece in pieces {
             match find(&path[pos..], piece) {
@@ -556,6 +676,26 @@ pub fn glob_match(pattern: &[u8], path: &[u8]) -> bool {
         }
         true
     }
+}
+
+fn ends_with(text: &[u8], tail: &[u8]) -> bool {
+    text.len() >= tail.len() && same_bytes(&text[text.len() - tail.len()..], tail)
+}
+
+/// `a == b` for slices of equal length. Pieces and paths are short: comparing 8 bytes at
+/// a time inline beats a call to `memcmp`, which `==` on slices compiles to.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let word = |s: &[u8], at: usize| s[at..].first_chunk::<8>().map(|w| u64::from_ne_bytes(*w));
+    let mut at = 0;
+    while at + 8 <= a.len() {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    a[at..].iter().zip(&b[at..]).all(|(x, y)| x == y)
 }
 
 /// Leftmost occurrence of `needle`. Paths and pieces are short, so a `memchr` for the
@@ -570,7 +710,10 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     let mut from = 0;
     while let Some(i) = memchr::memchr(first, haystack.get(from..)?) {
         let at = from + i;
-        if haystack.get(at + 1..at + 1 + rest.len()) == Some(rest) {
+        if haystack
+            .get(at + 1..at + 1 + rest.len())
+            .is_some_and(|candidate| same_bytes(candidate, rest))
+        {
             return Some(at);
         }
         from = at + 1;
@@ -583,13 +726,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn path_params_query(url: &str) -> Cow<'_, str> {
     let bytes = url.as_bytes();
     let search_start = if bytes.starts_with(b"//") { 2 } else { 0 };
-    let first_delimiter = |from: usize| {
-        bytes
-            .get(from..)?
-            .iter()
-            .position(|b| matches!(b, b'/' | b'?' | b';'))
-            .map(|i| i + from)
-    };
+    let first_delimiter =
+        |from: usize| memchr::memchr3(b'/', b'?', b';', bytes.get(from..)?).map(|i| i + from);
     // Google looks for "://" and ignores it when a '/', '?' or ';' comes first. Since
     // "://" itself holds a '/', it counts exactly when the first delimiter is its '/'.
     let authority_start = match first_delimiter(search_start) {
