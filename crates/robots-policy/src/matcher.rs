@@ -128,8 +128,9 @@ struct PrefixEntry {
 
 const NO_PARENT: u32 = u32::MAX;
 
-/// Below this many floating rules, trying each beats building an automaton.
-const MIN_RULES_FOR_AUTOMATON: usize = 16;
+/// Below this many floating rules, trying each in turn, behind its bigram filter, beats
+/// scanning the path with an automaton (cnet, 37 floating rules: 2.6 M -> 4.4 M checks/s).
+const MIN_RULES_FOR_AUTOMATON: usize = 48;
 
 /// The floating rules' automaton, built on the first check that needs it, because building
 /// one costs more than parsing a small file: first a contiguous NFA (cheap to build), then,
