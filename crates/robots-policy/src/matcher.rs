@@ -732,7 +732,12 @@ pub fn path_params_query(url: &str) -> Cow<'_, str> {
     // Google looks for "://" and ignores it when a '/', '?' or ';' comes first. Since
     // "://" itself holds a '/', it counts exactly when the first delimiter is its '/'.
     let authority_start = match first_delimiter(search_start) {
-        Some(p) if p > search_start && bytes[p - 1] == b':' && bytes.get(p + 1) == Some(&b'/') => {
+        Some(p)
+            if bytes[p] == b'/'
+                && p > search_start
+                && bytes[p - 1] == b':'
+                && bytes.get(p + 1) == Some(&b'/') =>
+        {
             p + 2
         }
         _ => search_start,
@@ -758,6 +763,29 @@ pub fn path_params_query(url: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The prefix search relies on this: differing keys order like the texts.
+        #[test]
+        fn keys_order_like_texts(a in proptest::collection::vec(0u8..4, 0..12),
+                                 b in proptest::collection::vec(0u8..4, 0..12)) {
+            if key8(&a) != key8(&b) {
+                prop_assert_eq!(key8(&a) < key8(&b), a < b, "{:?} {:?}", a, b);
+            }
+        }
+
+        // The bigram filter must never reject a text that contains the piece.
+        #[test]
+        fn bigram_set_of_a_substring_is_contained(text in "[a-f/?=.%*$]{0,40}",
+                                                  from in 0usize..40, len in 0usize..20) {
+            let text = text.as_bytes();
+            let from = from.min(text.len());
+            let piece = &text[from..(from + len).min(text.len())];
+            prop_assert_eq!(bigram_set(text) & bigram_set(piece), bigram_set(piece));
+            prop_assert!(same_bytes(piece, &text[from..from + piece.len()]));
+        }
+    }
 
     #[test]
     fn path_extraction_like_google() {
@@ -788,6 +816,9 @@ mod tests {
             ("example.com/a;b#c", "/a;b"),
             ("//a/b/c", "/b/c"),
             ("http://example.com#frag/x", "/"),
+            // No "://" here: the ':' and '/' around the '?' are not one.
+            (":?/", "/?/"),
+            ("a:;/b", "/;/b"),
         ];
         for (url, want) in cases {
             assert_eq!(path_params_query(url), want, "{url}");

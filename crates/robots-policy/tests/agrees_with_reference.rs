@@ -109,3 +109,75 @@ fn large_generated_file_agrees_with_reference() {
         );
     }
 }
+
+/// Rules and paths from the words of real files, so that literal pieces are long and
+/// shared: exercises the prefix search past its 8-byte keys, the pair filter in front of
+/// wildcard rules, and both ways of finding floating rules (tried in turn below 48 of
+/// them, through the automaton above).
+fn word_pattern() -> impl Strategy<Value = String> {
+    let words = vec![
+        "/",
+        "wishlist",
+        "/wishlist",
+        "universal",
+        "/gp/",
+        "?ie=",
+        "UTF8",
+        "%2F",
+        "index.html",
+        "ab",
+        "b",
+        "-",
+        "*",
+    ];
+    (
+        select(vec!["/", "/", "*", "/*", "*/"]),
+        proptest::collection::vec(select(words), 0..5),
+        select(vec!["", "", "", "$"]),
+    )
+        .prop_map(|(start, parts, end)| format!("{start}{}{end}", parts.concat()))
+}
+
+fn word_path() -> impl Strategy<Value = String> {
+    let words = vec![
+        "/",
+        "wishlist",
+        "/wishlist",
+        "universal",
+        "/gp/",
+        "?ie=",
+        "UTF8",
+        "%2F",
+        "index.html",
+        "ab",
+        "b",
+        "-",
+        "Wishlist",
+    ];
+    proptest::collection::vec(select(words), 0..7).prop_map(|parts| format!("/{}", parts.concat()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn word_built_files_agree_with_reference(
+        rules in proptest::collection::vec(
+            (select(vec!["allow", "disallow"]), word_pattern()), 0..120),
+        paths in proptest::collection::vec(word_path(), 1..12),
+    ) {
+        let mut body = String::from("user-agent: *\n");
+        for (kind, pattern) in &rules {
+            body.push_str(&format!("{kind}: {pattern}\n"));
+        }
+        let policy = AgentPolicy::parse(body.as_bytes(), "foobot");
+        for path in &paths {
+            let url = format!("https://www.example.com{path}");
+            prop_assert_eq!(
+                policy.check_url(&url).allowed,
+                naive_allowed(body.as_bytes(), "foobot", &url, DEFAULT_MAX_BYTES),
+                "body {:?} url {}", body, url
+            );
+        }
+    }
+}
