@@ -159,7 +159,7 @@ fn main() {
                 let start = Instant::now();
                 let mut checks = 0usize;
                 while start.elapsed().as_secs() < secs as u64 {
-                    checks += urls.iter().filter(|u| ours.check_url(u).allowed).count() * 0;
+                    black_box(urls.iter().filter(|u| ours.check_url(u).allowed).count());
                     checks += urls.len();
                 }
                 println!(

@@ -88,10 +88,19 @@ impl Shape {
             Some(body) => (body, true),
             None => (pattern, false),
         };
-        match (memchr::memchr(b'*', body), anchored) {
-            (Some(_), _) => Shape::Glob,
-            (None, false) => Shape::Literal,
-            (None, true) => Shape::LiteralEnd,
+        let Some(star) = memchr::memchr(b'*', body) else {
+            return if anchored {
+                Shape::LiteralEnd
+            } else {
+                Shape::Literal
+            };
+        };
+        // Only stars after the literal (`/a*`, `/a**`, `/a*$`): they match any rest, so
+        // the pattern is the plain prefix.
+        if body[star..].iter().all(|&b| b == b'*') {
+            Shape::Literal
+        } else {
+            Shape::Glob
         }
     }
 }
@@ -822,6 +831,37 @@ mod tests {
         ];
         for (url, want) in cases {
             assert_eq!(path_params_query(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn shapes_that_need_no_glob_match_like_glob() {
+        let cases = [
+            ("/a", Shape::Literal),
+            ("/a*", Shape::Literal),
+            ("/a**", Shape::Literal),
+            ("/a*$", Shape::Literal),
+            ("/a$", Shape::LiteralEnd),
+            ("/a$$", Shape::LiteralEnd),
+            ("/a*b", Shape::Glob),
+            ("/a*$b", Shape::Glob),
+            ("/a*b$", Shape::Glob),
+        ];
+        for (pattern, shape) in cases {
+            assert_eq!(Shape::of(pattern.as_bytes()), shape, "{pattern}");
+            let literal = &pattern.as_bytes()[..literal_prefix_len(pattern.as_bytes())];
+            for path in ["/a", "/ab", "/a$", "/b", "/a/b$"] {
+                let by_shape = match shape {
+                    Shape::Literal => path.as_bytes().starts_with(literal),
+                    Shape::LiteralEnd => path.as_bytes() == literal,
+                    Shape::Glob => continue,
+                };
+                assert_eq!(
+                    by_shape,
+                    glob_match(pattern.as_bytes(), path.as_bytes()),
+                    "{pattern} {path}"
+                );
+            }
         }
     }
 
