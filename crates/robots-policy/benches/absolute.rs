@@ -9,7 +9,8 @@
 //! sides' wall time without skewing the figures much.
 //!
 //! Also timed, to tell where the time goes: ours on the pre-extracted paths
-//! (`AgentPolicy::check`) and `path_params_query` alone.
+//! (`AgentPolicy::check`) and `path_params_query` alone; and, so that a faster match is
+//! not bought with a slower parse, the parse of each side (CPU µs per file).
 //!
 //! Environment:
 //! - `FRONTIERD_ROBOTS_CORPUS`: corpus directory (see `common/mod.rs`).
@@ -87,6 +88,9 @@ struct Row {
     ours_path: f64,
     extract: f64,
     texting_url: f64,
+    /// Parses (`AgentPolicy::parse`) per CPU second, ours and texting_robots'.
+    parse_ours: f64,
+    parse_texting: f64,
     /// Median of the per-round ratio ours_url / texting_url.
     ratio: f64,
 }
@@ -114,6 +118,8 @@ fn measure(file: &CorpusFile, want_urls: usize, rounds: usize) -> Row {
 
     let (mut ours_url, mut ours_path, mut extract, mut texting_url, mut ratio) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut parse_ours, mut parse_texting) = (vec![], vec![]);
+    let one = [""];
     for _ in 0..rounds {
         let o = rate(&urls, |u| ours.check_url(u).allowed);
         let t = rate(&texting_urls, |u| theirs.allowed(u));
@@ -122,6 +128,14 @@ fn measure(file: &CorpusFile, want_urls: usize, rounds: usize) -> Row {
         ratio.push(o / t);
         ours_path.push(rate(&paths, |p| ours.check(p).allowed));
         extract.push(rate(&urls, |u| path_params_query(u).len() > 1));
+        parse_ours.push(rate(&one, |_| {
+            black_box(AgentPolicy::parse(black_box(&file.body), AGENT))
+                .crawl_delay()
+                .is_some()
+        }));
+        parse_texting.push(rate(&one, |_| {
+            texting_robots::Robot::new(AGENT, black_box(&file.body)).is_ok()
+        }));
     }
     Row {
         name: file.name.clone(),
@@ -130,6 +144,8 @@ fn measure(file: &CorpusFile, want_urls: usize, rounds: usize) -> Row {
         ours_path: median(&mut ours_path),
         extract: median(&mut extract),
         texting_url: median(&mut texting_url),
+        parse_ours: median(&mut parse_ours),
+        parse_texting: median(&mut parse_texting),
         ratio: median(&mut ratio),
     }
 }
@@ -173,9 +189,10 @@ fn main() {
     }
     println!(
         "| file | URLs | checks/s ours `check_url` | checks/s ours `check` (path) | \
-         `path_params_query`/s | checks/s texting_robots `allowed` | ratio (median round) |"
+         `path_params_query`/s | checks/s texting_robots `allowed` | ratio (median round) | \
+         parse µs ours | parse µs texting_robots |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows = Vec::new();
     for file in &corpus {
         if !filter.is_empty() && !filter.iter().any(|f| file.name.contains(f.as_str())) {
@@ -183,14 +200,16 @@ fn main() {
         }
         let row = measure(file, want_urls, rounds);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {:.1}x |",
+            "| {} | {} | {} | {} | {} | {} | {:.1}x | {:.1} | {:.1} |",
             row.name,
             row.urls,
             fmt_rate(row.ours_url),
             fmt_rate(row.ours_path),
             fmt_rate(row.extract),
             fmt_rate(row.texting_url),
-            row.ratio
+            row.ratio,
+            1e6 / row.parse_ours,
+            1e6 / row.parse_texting,
         );
         rows.push(row);
     }
@@ -200,13 +219,15 @@ fn main() {
         .collect();
     if !real.is_empty() {
         println!(
-            "| **geometric mean, {} real files** | | {} | {} | {} | {} | **{:.1}x** |",
+            "| **geometric mean, {} real files** | | {} | {} | {} | {} | **{:.1}x** | {:.1} | {:.1} |",
             real.len(),
             fmt_rate(geomean(real.iter().map(|r| r.ours_url))),
             fmt_rate(geomean(real.iter().map(|r| r.ours_path))),
             fmt_rate(geomean(real.iter().map(|r| r.extract))),
             fmt_rate(geomean(real.iter().map(|r| r.texting_url))),
             geomean(real.iter().map(|r| r.ratio)),
+            1e6 / geomean(real.iter().map(|r| r.parse_ours)),
+            1e6 / geomean(real.iter().map(|r| r.parse_texting)),
         );
     }
 }

@@ -509,9 +509,14 @@ impl MatchIndex {
             floating_pieces.push((start as u32, piece.len() as u32));
         }
         let floating_min_id = floating_rule_ids.iter().copied().min().unwrap_or(u32::MAX);
+        // Only rules that go through `glob_match` use theirs: no time spent on the others
+        // while parsing (an empty set filters nothing).
         let rule_bigrams = rules
             .iter()
             .map(|rule| {
+                if rule.shape != Shape::Glob {
+                    return 0;
+                }
                 let pattern = text(rule);
                 let body = pattern.strip_suffix(b"$").unwrap_or(pattern);
                 body.split(|&b| b == b'*')
