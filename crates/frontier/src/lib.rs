@@ -12,24 +12,34 @@
 //! milliseconds, from its caller), hand out a URL whose origin's robots verdict is not
 //! allow, hand two requests to one host inside its gap, or acknowledge a URL, a lease or a
 //! robots state before it is durable.
+//!
+//! The house: [`sched`] holds the rules (pure, no store), [`store`] what is durable (the
+//! engine, keys, encodings, journal, recovery); `intake.rs`, `dispatch.rs` and
+//! `complete.rs` join the two for each call of the public API (`api.rs`).
 
+mod api;
 pub mod canon;
-pub mod codec;
-pub mod commit;
+mod complete;
 pub mod config;
-pub mod failure;
-mod frontier;
-pub mod packed;
-pub mod robots;
+mod dispatch;
+mod error;
+pub mod events;
+mod intake;
+pub mod sched;
 pub mod store;
+mod work;
 
+#[cfg(test)]
+mod tests;
+
+pub use api::Frontier;
 pub use canon::{canonicalize, CanonicalUrl, PolitenessKeyMode, Rejection};
-pub use codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use config::{CrawlDelayOverCap, FrontierConfig};
-pub use failure::{FailureScope, NetworkFailure, PageOutcome};
-pub use frontier::{
-    keys, url_hash, EnqueueItem, EnqueueResult, Frontier, FrontierError, FrontierStats, LeaseId,
-    PageLease, QueueBreakdown, Result, RobotsLease, WorkItem,
-};
-pub use robots::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
-pub use store::{SledConfig, SledStore, Store, StoreError};
+pub use error::{FrontierError, Result};
+pub use events::FrontierStats;
+pub use sched::aside::QueueBreakdown;
+pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
+pub use sched::robots_gate::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
+pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
+pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};
+pub use work::{url_hash, EnqueueItem, EnqueueResult, LeaseId, PageLease, RobotsLease, WorkItem};

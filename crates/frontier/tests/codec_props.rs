@@ -1,4 +1,4 @@
-//! Property tests of the stored-record codecs (`frontier::codec`, `frontier::packed`):
+//! Property tests of the stored-record codecs (`frontier::codec`, `frontier::store::packed`):
 //! round trips of host records, queue entries, segments, intake records and seen buckets;
 //! the bucket operations against a `BTreeSet` model; and cut (truncated) values, which
 //! must be errors (or, for an intake record, a prefix of its entries), never a panic.
@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use frontier::packed::{
+use frontier::store::packed::{
     bucket_contains, decode_bucket, encode_bucket, encode_segment, intake_entries, merge_sorted,
     split_bucket, IntakeWriter, Segment, BUCKET_MAX, SEGMENT_MAX_ENTRIES,
 };

@@ -3,8 +3,8 @@
 //! same value (to the same bytes, for the formats without slack).
 #![no_main]
 
-use frontier::packed::{bucket_contains, decode_bucket, encode_bucket, intake_entries, Segment};
-use frontier::packed::{encode_segment, IntakeWriter};
+use frontier::store::packed::{bucket_contains, decode_bucket, encode_bucket, intake_entries, Segment};
+use frontier::store::packed::{encode_segment, IntakeWriter};
 use frontier::{DropRecord, HostRecord, QueueEntry};
 use libfuzzer_sys::fuzz_target;
 

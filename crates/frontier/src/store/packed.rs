@@ -15,7 +15,7 @@
 //!
 //! Every decoder here checks lengths and returns a [`CodecError`] instead of panicking.
 
-use crate::codec::{CodecError, QueueEntry};
+use crate::store::codec::{CodecError, QueueEntry};
 
 /// Segment format version byte (distinct from a single queue entry's 1 or 2, which older
 /// stores kept one per key: such a value reads as a one-entry segment; entries of version 3

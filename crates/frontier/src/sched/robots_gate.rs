@@ -75,8 +75,8 @@ impl CachedOrigin {
 }
 
 /// Outcome of gating one URL.
-#[derive(Clone)]
-pub enum Gate {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RobotsVerdict {
     /// Fetch robots.txt first.
     FetchRobots,
     /// Hold (until the given instant, if known).
@@ -166,18 +166,18 @@ impl RobotsCache {
             .insert(origin.to_string(), CachedOrigin::new(state));
     }
 
-    /// Gate `path_and_query` of an origin whose entry is `entry`.
-    pub fn gate(
+    /// The verdict on `path_and_query` of an origin whose entry is `entry`.
+    pub fn verdict(
         backend: &dyn RobotsBackend,
         agent: &str,
         entry: &mut CachedOrigin,
         path_and_query: &str,
         now_ms: u64,
-    ) -> Gate {
+    ) -> RobotsVerdict {
         match entry.state.decide(now_ms) {
-            RobotsDecision::FetchNow => Gate::FetchRobots,
-            RobotsDecision::Hold(t) => Gate::Hold(t),
-            RobotsDecision::AllowAll => Gate::Allow(None),
+            RobotsDecision::FetchNow => RobotsVerdict::FetchRobots,
+            RobotsDecision::Hold(t) => RobotsVerdict::Hold(t),
+            RobotsDecision::AllowAll => RobotsVerdict::Allow(None),
             RobotsDecision::Obey(body) => {
                 let (ptr, len) = (body.as_ptr() as usize, body.len());
                 let policy = match &entry.policy {
@@ -189,8 +189,8 @@ impl RobotsCache {
                     }
                 };
                 match policy.check(path_and_query) {
-                    Ok(()) => Gate::Allow(policy.crawl_delay()),
-                    Err(rule) => Gate::Disallow(rule),
+                    Ok(()) => RobotsVerdict::Allow(policy.crawl_delay()),
+                    Err(rule) => RobotsVerdict::Disallow(rule),
                 }
             }
         }

@@ -1,0 +1,455 @@
+//! The frontier's public face: open, inspect, pause.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::canon::*;
+use crate::config::*;
+use crate::error::*;
+use crate::events::*;
+use crate::intake::*;
+use crate::sched::aside::QueueBreakdown;
+use crate::sched::hosts;
+use crate::sched::hosts::*;
+use crate::sched::robots_gate::*;
+use crate::store::codec::*;
+use crate::store::commit::GroupCommit;
+use crate::store::journal::*;
+use crate::store::keys;
+use crate::store::packed::*;
+use crate::store::reclaim::Reclaimer;
+use crate::store::sled::SledStore;
+use crate::store::{Batch, Store};
+use crate::work::*;
+use governor::clock::FakeRelativeClock;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+pub(crate) struct Inner {
+    pub(crate) hosts: HashMap<u64, HostMem>,
+    pub(crate) by_key: HashMap<Arc<str>, u64>,
+    pub(crate) heap: BinaryHeap<Reverse<(u64, u64)>>,
+    pub(crate) next_host_id: u64,
+    pub(crate) robots: RobotsCache,
+    pub(crate) clock_ms: Option<u64>,
+    pub(crate) rng: StdRng,
+    pub(crate) stats: FrontierStats,
+    /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
+    pub(crate) paused: HashSet<Arc<str>>,
+    /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
+    pub(crate) drop_events: Vec<DropRecord>,
+    pub(crate) journal: Journal,
+    pub(crate) seen: SeenSet,
+    pub(crate) intake: IntakeLog,
+}
+
+/// Most drop events kept for [`Frontier::take_drops`]; older ones are discarded.
+pub(crate) const MAX_DROP_EVENTS: usize = 100_000;
+
+impl Inner {
+    pub(crate) fn push_drop(&mut self, rec: DropRecord) {
+        if self.drop_events.len() < MAX_DROP_EVENTS {
+            self.drop_events.push(rec);
+        }
+    }
+}
+
+pub(crate) type Limiter = RateLimiter<
+    NotKeyed,
+    InMemoryState,
+    FakeRelativeClock,
+    governor::middleware::NoOpMiddleware<governor::nanos::Nanos>,
+>;
+
+/// The frontier. All methods take `now_ms` (unix milliseconds) from the caller.
+pub struct Frontier {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) cfg: FrontierConfig,
+    pub(crate) commit: GroupCommit,
+    pub(crate) inner: Mutex<Inner>,
+    pub(crate) limiter: Option<(Limiter, FakeRelativeClock)>,
+    pub(crate) reclaimer: Reclaimer,
+}
+
+impl Frontier {
+    /// Put host `id` into the ready heap if it may go (see [`hosts::schedule`]).
+    pub(crate) fn schedule(&self, inner: &mut Inner, id: u64) {
+        let Inner {
+            hosts,
+            heap,
+            paused,
+            ..
+        } = inner;
+        if let Some(h) = hosts.get_mut(&id) {
+            let is_paused = paused.contains(&h.key);
+            hosts::schedule(h, id, heap, self.cfg.max_in_flight_per_host, is_paused);
+        }
+    }
+
+    /// Open (or create) the frontier at `cfg.path` with sled and the robots-policy backend.
+    pub fn open(cfg: FrontierConfig) -> Result<Frontier> {
+        Self::open_with(cfg, Arc::new(PolicyRobots::default()))
+    }
+
+    /// Open with a given robots backend.
+    pub fn open_with(cfg: FrontierConfig, robots: Arc<dyn RobotsBackend>) -> Result<Frontier> {
+        let store: Arc<dyn Store> = Arc::new(SledStore::open(&cfg.path, &cfg.sled)?);
+        Self::open_store(cfg, store, robots)
+    }
+
+    /// Open on any [`Store`]. Every lease left in flight returns to the head of its queue.
+    pub fn open_store(
+        cfg: FrontierConfig,
+        store: Arc<dyn Store>,
+        robots: Arc<dyn RobotsBackend>,
+    ) -> Result<Frontier> {
+        let next_host_id = match store.get(keys::NEXT_HOST_ID)? {
+            Some(v) if v.len() == 8 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&v);
+                u64::from_le_bytes(a)
+            }
+            _ => 1,
+        };
+        let limiter = cfg.global_rate_per_sec.map(|rate| {
+            let clock = FakeRelativeClock::default();
+            let quota = Quota::per_second(rate).allow_burst(cfg.global_burst.unwrap_or(rate));
+            (RateLimiter::direct_with_clock(quota, &clock), clock)
+        });
+        let rng = match cfg.seed {
+            Some(s) => StdRng::seed_from_u64(s),
+            None => StdRng::from_entropy(),
+        };
+        let inner = Inner {
+            hosts: HashMap::new(),
+            by_key: HashMap::new(),
+            heap: BinaryHeap::new(),
+            next_host_id,
+            robots: RobotsCache::new(robots, &cfg.user_agent, cfg.robots_cache_origins),
+            clock_ms: None,
+            rng,
+            stats: FrontierStats::default(),
+            paused: HashSet::new(),
+            drop_events: Vec::new(),
+            journal: Journal {
+                next_seq: 0,
+                first_seq: 0,
+                bytes: 0,
+                dirty: HashSet::new(),
+                evicted: HashMap::new(),
+                min_bytes: cfg.journal_checkpoint_bytes,
+            },
+            seen: SeenSet {
+                starts: vec![0],
+                recent: HashSet128::default(),
+                legacy: false,
+            },
+            intake: IntakeLog {
+                next_seq: 0,
+                first_seq: 0,
+                bytes: 0,
+            },
+        };
+        let f = Frontier {
+            reclaimer: Reclaimer::start(store.clone()),
+            store,
+            cfg,
+            commit: GroupCommit::default(),
+            inner: Mutex::new(inner),
+            limiter,
+        };
+        f.recover()?;
+        Ok(f)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &FrontierConfig {
+        &self.cfg
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> FrontierStats {
+        self.inner.lock().stats.clone()
+    }
+
+    /// Number of hosts held in memory (hosts with queued or in-flight work).
+    pub fn hosts_in_memory(&self) -> usize {
+        self.inner.lock().hosts.len()
+    }
+
+    /// Flushes performed by group commit.
+    pub fn flushes(&self) -> u64 {
+        self.commit.flushes()
+    }
+
+    /// Bytes the store uses on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.store.size_on_disk()?)
+    }
+
+    /// Earliest instant at which some host becomes ready (None if nothing is queued).
+    pub fn next_ready_at(&self) -> Option<u64> {
+        let inner = self.inner.lock();
+        inner.heap.peek().map(|Reverse((t, _))| *t)
+    }
+
+    // ---------------------------------------------------------------- inspection
+
+    /// Whether a URL (any spelling) is in the seen-set.
+    pub fn is_seen(&self, url: &str) -> Result<bool> {
+        match canonicalize(url, self.cfg.max_url_len) {
+            Err(_) => Ok(false),
+            Ok(c) => {
+                let hash = url_hash(c.as_str());
+                let inner = self.inner.lock();
+                Ok(self
+                    .seen_hashes(&inner, std::iter::once(hash))?
+                    .contains(&hash))
+            }
+        }
+    }
+
+    /// The drop / give-up record of a URL, if any.
+    pub fn drop_record(&self, url: &str) -> Result<Option<DropRecord>> {
+        let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+            return Ok(None);
+        };
+        match self.store.get(&keys::dropped(url_hash(c.as_str())))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(DropRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored record of a politeness key.
+    pub fn host_record(&self, key: &str) -> Result<Option<HostRecord>> {
+        // under the lock: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+            return Ok(Some(h.rec));
+        }
+        if let Some(v) = inner.journal.evicted.get(key) {
+            return Ok(Some(HostRecord::decode(v)?));
+        }
+        match self.store.get(&keys::host(key))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(HostRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored robots record of an origin (the backend's encoding).
+    pub fn robots_record(&self, origin: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.get(&keys::robots(origin))?)
+    }
+
+    /// URLs dropped (robots, skipped host) or given up since the last call, oldest first,
+    /// each durable before it is listed. Bounded: past 100 000 untaken events the newest
+    /// are not kept (the store still has every [`DropRecord`]).
+    pub fn take_drops(&self) -> Vec<DropRecord> {
+        std::mem::take(&mut self.inner.lock().drop_events)
+    }
+
+    /// The caller has durably logged these drops (from [`Frontier::take_drops`]): they are
+    /// not reported again after a restart. Drops taken but never acknowledged (a crash
+    /// between the take and the log) are reported again at the next open.
+    pub fn drops_logged(&self, drops: &[DropRecord]) -> Result<()> {
+        if drops.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Batch::new();
+        for d in drops {
+            batch.del(keys::unlogged(url_hash(&d.url)));
+        }
+        batch.cut();
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// Stop handing out URLs of a politeness key (in flight ones finish). Durable before it
+    /// returns: the pause survives a restart. Returns false if it was already paused.
+    pub fn pause(&self, key: &str) -> Result<bool> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let added = inner.paused.insert(Arc::from(key));
+        if let Some(&id) = inner.by_key.get(key) {
+            if let Some(h) = inner.hosts.get_mut(&id) {
+                h.scheduled = None;
+            }
+        }
+        if added {
+            let mut batch = Batch::new();
+            batch.put(keys::paused(key), Vec::new());
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        Ok(added)
+    }
+
+    /// Undo [`Frontier::pause`], durably. Returns false if it was not paused.
+    pub fn resume(&self, key: &str) -> Result<bool> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let removed = inner.paused.remove(key);
+        if removed {
+            let mut batch = Batch::new();
+            batch.del(keys::paused(key));
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        if let Some(&id) = inner.by_key.get(key) {
+            self.schedule(inner, id);
+        }
+        Ok(removed)
+    }
+
+    /// Whether a politeness key is paused.
+    pub fn is_paused(&self, key: &str) -> bool {
+        self.inner.lock().paused.contains(key)
+    }
+
+    /// Politeness keys (in key order) with their records, up to `limit`, starting after
+    /// `after` when given.
+    pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
+        // held throughout: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        let wanted = |key: &str| after.is_none_or(|a| key > a);
+        let mut out: std::collections::BTreeMap<String, HostRecord> = Default::default();
+        // the first `limit` stored keys after `after` ...
+        let mut from_store = 0usize;
+        for kv in self.store.scan_prefix(b"H") {
+            if from_store >= limit {
+                break;
+            }
+            let (k, v) = kv?;
+            let key = String::from_utf8_lossy(&k[1..]).into_owned();
+            if !wanted(&key) {
+                continue;
+            }
+            from_store += 1;
+            out.insert(key, HostRecord::decode(&v)?);
+        }
+        // ... merged with the records that are newer than `H` (in memory, or journaled)
+        for (key, v) in &inner.journal.evicted {
+            if wanted(key) {
+                out.insert(key.to_string(), HostRecord::decode(v)?);
+            }
+        }
+        for h in inner.hosts.values() {
+            if wanted(&h.key) {
+                out.insert(h.key.to_string(), h.rec);
+            }
+        }
+        Ok(out.into_iter().take(limit).collect())
+    }
+
+    /// Stored robots records (origin, encoded state), in origin order, up to `limit`.
+    pub fn robots_records(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for kv in self.store.scan_prefix(b"R") {
+            if out.len() >= limit {
+                break;
+            }
+            let (k, v) = kv?;
+            out.push((String::from_utf8_lossy(&k[1..]).into_owned(), v));
+        }
+        Ok(out)
+    }
+
+    /// Every queued (not in flight) URL of a politeness key: in queue order, then those
+    /// waiting out a retry back-off or set aside while their origin is held.
+    pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
+        let inner = self.inner.lock();
+        let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
+            return Ok(Vec::new());
+        };
+        let id = h.rec.id;
+        let mut out = Vec::new();
+        for &seq in &h.front {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
+        }
+        let head = h.rec.head_seq;
+        for &(first, n) in &h.segs {
+            if first + n <= head {
+                continue;
+            }
+            let Some(v) = self.store.get(&keys::queued(id, first))? else {
+                continue;
+            };
+            let seg = Segment::parse(&v)?;
+            for i in head.saturating_sub(first)..n {
+                out.push(seg.entry(i as usize)?.url);
+            }
+        }
+        for b in h.pending.from(head) {
+            out.push(QueueEntry::decode(b)?.url);
+        }
+        // then the URLs waiting out their own retry back-off, and those of held origins
+        let mut aside: Vec<u64> = h.delayed.iter().map(|d| d.seq).collect();
+        for p in h.parked.values() {
+            aside.extend(&p.seqs);
+        }
+        for seq in aside {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Queued URLs split by what they wait for at `now_ms`, from the hosts in memory.
+    pub fn queue_breakdown(&self, now_ms: u64) -> Result<QueueBreakdown> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut out = QueueBreakdown::default();
+        let mut robots_of: Vec<(Arc<str>, u64)> = Vec::new();
+        for h in inner.hosts.values() {
+            let queued = h.rec.counters.queued;
+            if inner.paused.contains(&h.key) {
+                out.paused += queued;
+                continue;
+            }
+            let mut rest = queued;
+            for (origin, p) in &h.parked {
+                let n = (p.seqs.len() as u64).min(rest);
+                robots_of.push((origin.clone(), n));
+                rest -= n;
+            }
+            let delayed = (h.delayed.len() as u64).min(rest);
+            out.politeness += delayed;
+            rest -= delayed;
+            let blocking_origin = h
+                .robots_pending
+                .as_deref()
+                .map(Arc::from)
+                .or_else(|| h.held_origin.clone().filter(|_| h.hold_until_ms > now_ms));
+            if let Some(origin) = blocking_origin {
+                robots_of.push((origin, rest));
+                continue;
+            }
+            let ready = h.rec.next_allowed_ms.max(h.rec.backoff_until_ms);
+            if ready > now_ms || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
+                out.politeness += rest;
+            } else {
+                out.eligible += rest;
+            }
+        }
+        for (origin, n) in robots_of {
+            if n == 0 {
+                continue;
+            }
+            let store = &self.store;
+            let entry = inner.robots.entry(&origin, || {
+                store
+                    .get(&keys::robots(&origin))
+                    .map_err(FrontierError::from)
+            })?;
+            *out.robots.entry(entry.state.kind()).or_default() += n;
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,267 @@
+//! Completion: what a fetch outcome does to its URL and host.
+
+use crate::api::*;
+use crate::error::*;
+use crate::sched::aside::*;
+use crate::sched::failure::*;
+use crate::sched::politeness;
+use crate::sched::robots_gate::*;
+use crate::store::codec::*;
+use crate::store::keys;
+use crate::store::Batch;
+use crate::work::*;
+use rand::Rng;
+
+impl Frontier {
+    // ---------------------------------------------------------------- completion
+
+    /// Report how a page lease ended. Durable on return.
+    pub fn complete(&self, lease: LeaseId, outcome: PageOutcome, now_ms: u64) -> Result<()> {
+        self.complete_batch(&[(lease, outcome)], now_ms)
+    }
+
+    /// Report several page leases at once (one flush).
+    pub fn complete_batch(&self, done: &[(LeaseId, PageOutcome)], now_ms: u64) -> Result<()> {
+        let mut batch = Batch::new();
+        let mut dead = Vec::new();
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let mut dirty = Vec::with_capacity(done.len());
+            for (lease, outcome) in done {
+                let (id, seq) = (lease.host_id, lease.seq);
+                let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
+                    return Err(FrontierError::UnknownLease(*lease));
+                };
+                let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
+                    return Err(FrontierError::UnknownLease(*lease));
+                };
+                let done_ok = matches!(outcome, PageOutcome::Done { .. });
+                // a retry needs the entry (attempts, URL); a success does not
+                let entry = if done_ok {
+                    None
+                } else {
+                    match self.entry_bytes(id, h, seq)? {
+                        Some(v) => Some(QueueEntry::decode(&v)?),
+                        None => return Err(FrontierError::UnknownLease(*lease)),
+                    }
+                };
+                h.leased.swap_remove(pos);
+                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                // a slot is free: the next URL's politeness wait starts now
+                h.free_since_ms = now_ms;
+                // and whatever was set aside may be looked at again
+                h.hold_until_ms = 0;
+                if outcome.host_answered() {
+                    h.timeouts.clear();
+                }
+                if let PageOutcome::Done { response_ms } = outcome {
+                    if h.forget_retry(seq) {
+                        batch.del(keys::retry(id, seq));
+                    }
+                    batch.cut();
+                    h.rec.last_response_ms = *response_ms;
+                    h.rec.backoff_level = 0;
+                    h.rec.counters.completed += 1;
+                    h.rec.next_allowed_ms = h
+                        .rec
+                        .next_allowed_ms
+                        .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
+                    inner.stats.completed += 1;
+                    dirty.push(lease.host_id);
+                    continue;
+                }
+                if let PageOutcome::Throttled { response_ms, .. } = outcome {
+                    h.rec.last_response_ms = *response_ms;
+                }
+                if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.timeouts.contains(&seq) {
+                    h.timeouts.push(seq);
+                }
+                let scope = outcome.scope(h.timeouts.len()).unwrap_or(FailureScope::Url);
+                let why = outcome.reason();
+                let jitter: f64 = inner.rng.gen_range(0.0..0.25);
+                if scope == FailureScope::Host {
+                    // server-wide: the host backs off (Retry-After, capped, or exponential
+                    // with jitter)
+                    h.rec.backoff_level += 1;
+                    let wait = match outcome {
+                        PageOutcome::Throttled {
+                            retry_after: Some(d),
+                            ..
+                        } => (d.as_millis() as u64).min(self.cfg.retry_after_cap_ms),
+                        _ => backoff_step_ms(
+                            self.cfg.backoff_base_ms,
+                            self.cfg.backoff_max_ms,
+                            h.rec.backoff_level,
+                            jitter,
+                        ),
+                    };
+                    h.rec.backoff_until_ms = now_ms + wait;
+                    tracing::info!(host = %h.key, level = h.rec.backoff_level, wait_ms = wait, %why, "host backs off");
+                }
+                // either way the host keeps its normal gap after this request
+                h.rec.next_allowed_ms = h
+                    .rec
+                    .next_allowed_ms
+                    .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
+                let Some(mut entry) = entry else {
+                    continue;
+                };
+                entry.attempts += 1;
+                if entry.attempts >= self.cfg.max_attempts {
+                    if h.forget_retry(seq) {
+                        batch.del(keys::retry(id, seq));
+                    }
+                    h.timeouts.retain(|&s| s != seq);
+                    tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
+                    // drop_entry bookkeeping without touching the queue key
+                    let hash = url_hash(&entry.url);
+                    let detail = format!("{} attempts, last: {why}", entry.attempts);
+                    let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
+                    batch.put(keys::dropped(hash), rec.encode());
+                    batch.put(keys::unlogged(hash), Vec::new());
+                    batch.cut();
+                    h.rec.counters.given_up += 1;
+                    inner.stats.given_up += 1;
+                    inner.push_drop(rec);
+                } else {
+                    // a retry entry with the attempts raised
+                    batch.put(keys::retry(id, seq), entry.encode());
+                    batch.cut();
+                    if !h.retries.contains(&seq) {
+                        h.retries.push(seq);
+                    }
+                    match scope {
+                        // the URL was not at fault: back to the front of its queue
+                        FailureScope::Host => {
+                            let at = h.front.partition_point(|&s| s < seq);
+                            h.front.insert(at, seq);
+                        }
+                        // the URL's own back-off, behind the URLs queued before it failed
+                        FailureScope::Url => {
+                            let wait = backoff_step_ms(
+                                self.cfg.backoff_base_ms,
+                                self.cfg.backoff_max_ms,
+                                u64::from(entry.attempts),
+                                jitter,
+                            );
+                            tracing::debug!(url = %entry.url, wait_ms = wait, %why, "URL retried later");
+                            h.delayed.push(Delayed {
+                                seq,
+                                due_ms: now_ms + wait,
+                                behind: h.pending.end(),
+                            });
+                        }
+                    }
+                    h.rec.counters.queued += 1;
+                    h.rec.counters.retried += 1;
+                    inner.stats.retried += 1;
+                }
+                dirty.push(lease.host_id);
+            }
+            for &id in &dirty {
+                self.schedule(inner, id);
+            }
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        // only now: the completions that made these segments dead are durable
+        self.reclaimer.delete(dead);
+        Ok(())
+    }
+
+    /// Report the outcome of a robots.txt fetch handed out by `next`. The new robots state
+    /// is durable before any URL is gated by it.
+    pub fn complete_robots(
+        &self,
+        lease: &RobotsLease,
+        outcome: &RobotsFetchOutcome,
+        response_ms: u64,
+        now_ms: u64,
+    ) -> Result<()> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let pending = inner
+            .hosts
+            .get(&lease.host_id)
+            .and_then(|h| h.robots_pending.as_deref())
+            == Some(lease.origin.as_str());
+        if !pending {
+            return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
+        }
+        let mut batch = Batch::new();
+        let state = self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
+        // robots.txt was a request to the site: the gap after it is the crawl-delay it
+        // just gave (capped), from its answer on, like after any page
+        let crawl_delay = RobotsCache::crawl_delay_of(
+            inner.robots.backend().as_ref(),
+            &self.cfg.user_agent,
+            state.as_ref(),
+            now_ms,
+        )
+        .map(|d| (d.as_millis() as u64).min(self.cfg.max_crawl_delay_ms));
+        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+            h.robots_pending = None;
+            h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            h.free_since_ms = now_ms;
+            h.rec.last_response_ms = response_ms;
+            // (the record's crawl-delay, and the clamp count, are set when the first page
+            // is handed out, as for every page)
+            let gap = politeness::gap_ms(&self.cfg, &h.rec).max(crawl_delay.unwrap_or(0));
+            h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
+            h.hold_until_ms = 0;
+        }
+        Self::journal_hosts(inner, &[lease.host_id], &mut batch);
+        // a host left with nothing to do leaves memory (nothing to schedule then)
+        Self::maybe_evict(inner, lease.host_id);
+        Self::maybe_checkpoint(inner, &mut batch);
+        // durable before it acts: flush while still holding the scheduler lock
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        inner.robots.put(&lease.origin, state);
+        self.schedule(inner, lease.host_id);
+        Ok(())
+    }
+
+    pub(crate) fn apply_robots(
+        &self,
+        inner: &mut Inner,
+        origin: &str,
+        outcome: &RobotsFetchOutcome,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<Box<dyn OriginState>> {
+        let backend = inner.robots.backend().clone();
+        let mut state = match self.store.get(&keys::robots(origin))? {
+            Some(b) => backend.decode(&b)?,
+            None => backend.unknown(),
+        };
+        let jitter: u64 = inner.rng.gen();
+        state.apply(outcome, now_ms, jitter);
+        tracing::info!(%origin, state = state.kind(), "robots state changed");
+        batch.put(keys::robots(origin), state.encode());
+        Ok(state)
+    }
+
+    /// Record robots outcomes for origins without a lease (seeding, tests, benchmarks).
+    /// Durable on return.
+    pub fn set_robots(&self, outcomes: &[(&str, RobotsFetchOutcome)], now_ms: u64) -> Result<()> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut batch = Batch::new();
+        let mut states = Vec::with_capacity(outcomes.len());
+        for (origin, outcome) in outcomes {
+            let st = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
+            states.push((*origin, st));
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        for (origin, st) in states {
+            inner.robots.put(origin, st);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! Dispatch: the next URLs to fetch, through the robots gate and politeness.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+
+use crate::api::*;
+use crate::canon::*;
+use crate::error::*;
+use crate::sched;
+use crate::sched::aside::*;
+use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
+use crate::sched::hosts::*;
+use crate::sched::politeness;
+use crate::sched::robots_gate::*;
+use crate::store::codec::*;
+use crate::store::keys;
+use crate::store::packed::*;
+use crate::store::Batch;
+use crate::work::*;
+use std::time::Duration;
+
+impl Frontier {
+    // ---------------------------------------------------------------- dispatch
+
+    /// One unit of work that may be done now, if any.
+    pub fn next(&self, now_ms: u64) -> Result<Option<WorkItem>> {
+        Ok(self.next_batch(now_ms, 1)?.pop())
+    }
+
+    /// Up to `max` units of work that may be done now. Leases are durable on return.
+    pub fn next_batch(&self, now_ms: u64, max: usize) -> Result<Vec<WorkItem>> {
+        let mut items = Vec::new();
+        let mut batch = Batch::new();
+        let mut dead = Vec::new();
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            if let Some((_, clock)) = &self.limiter {
+                let last = inner.clock_ms.unwrap_or(now_ms);
+                if now_ms > last {
+                    clock.advance(Duration::from_millis(now_ms - last));
+                }
+                inner.clock_ms = Some(last.max(now_ms));
+            }
+            let mut dirty: Vec<u64> = Vec::new();
+            'hosts: while items.len() < max {
+                let Some(&Reverse((ready, id))) = inner.heap.peek() else {
+                    break;
+                };
+                if ready > now_ms {
+                    break;
+                }
+                inner.heap.pop();
+                match inner.hosts.get_mut(&id) {
+                    Some(h) if h.scheduled == Some(ready) => h.scheduled = None,
+                    _ => continue,
+                }
+                let mut drops = 0usize;
+                let mut parked_now = 0usize;
+                self.release_parked(inner, id, now_ms)?;
+                loop {
+                    let Some(h) = inner.hosts.get_mut(&id) else {
+                        continue 'hosts;
+                    };
+                    let head_entry = self.head_entry(id, h, now_ms)?;
+                    let Some((seq, entry, from)) = head_entry else {
+                        match h.set_aside_wake() {
+                            // only URLs of held origins or waiting retries: look again
+                            // when the first of them may go
+                            Some(wake) => {
+                                h.hold_until_ms = wake.max(now_ms + 1);
+                                self.schedule(inner, id);
+                            }
+                            None => {
+                                // nothing queued after all: fix the count
+                                h.rec.counters.queued = 0;
+                                dirty.push(id);
+                            }
+                        }
+                        continue 'hosts;
+                    };
+                    let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
+                        // not canonical: cannot happen for what we stored; drop it
+                        tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
+                        h.consume(seq, from);
+                        if h.forget_retry(seq) {
+                            batch.del(keys::retry(id, seq));
+                        }
+                        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                        dirty.push(id);
+                        continue;
+                    };
+                    let path = &entry.url[origin.len()..];
+                    let store = &self.store;
+                    inner.robots.entry(&origin, || {
+                        store
+                            .get(&keys::robots(&origin))
+                            .map_err(FrontierError::from)
+                    })?;
+                    let verdict = match inner.robots.parts(&origin) {
+                        Some((backend, agent, e)) => {
+                            RobotsCache::verdict(backend, agent, e, path, now_ms)
+                        }
+                        None => RobotsVerdict::FetchRobots,
+                    };
+                    let Some(h) = inner.hosts.get_mut(&id) else {
+                        continue 'hosts;
+                    };
+                    let step = sched::dispatch::decide(
+                        verdict,
+                        &self.cfg,
+                        h.rec.crawl_delay_ms,
+                        parked_now,
+                        now_ms,
+                    );
+                    match step {
+                        Step::Sleep { until_ms } => {
+                            // enough set aside for one visit: look again later
+                            h.hold_until_ms = until_ms;
+                            h.held_origin = Some(Arc::from(origin.as_str()));
+                            self.schedule(inner, id);
+                            continue 'hosts;
+                        }
+                        Step::SetAside { until_ms } => {
+                            // a held origin holds its own URLs only: set this one aside
+                            // and go on with the host's next URL
+                            if h.keep_entry(seq) {
+                                batch.put(keys::retry(id, seq), entry.encode());
+                                batch.cut();
+                            }
+                            h.consume(seq, from);
+                            if h.park(&origin, seq, until_ms) {
+                                tracing::info!(%origin, until_ms, "robots.txt holds the origin: its URLs are set aside, the host's other origins go on");
+                            }
+                            parked_now += 1;
+                            dirty.push(id);
+                            continue;
+                        }
+                        Step::Drop { reason, detail } => {
+                            if reason == DropReason::CrawlDelayTooLong {
+                                h.rec.skipped = 1;
+                                h.rec.counters.crawl_delay_skipped += 1;
+                                inner.stats.crawl_delay_skipped += 1;
+                            }
+                            let rec = Self::drop_entry(
+                                &mut batch,
+                                (id, h),
+                                (seq, from),
+                                entry,
+                                reason,
+                                detail,
+                                now_ms,
+                            );
+                            inner.push_drop(rec);
+                            inner.stats.dropped += 1;
+                            dirty.push(id);
+                            drops += 1;
+                            if drops >= DROPS_PER_VISIT {
+                                self.schedule(inner, id);
+                                continue 'hosts;
+                            }
+                            continue;
+                        }
+                        Step::FetchRobots => {
+                            if !self.quota_ok(inner) {
+                                inner.heap.push(Reverse((ready, id)));
+                                if let Some(h) = inner.hosts.get_mut(&id) {
+                                    h.scheduled = Some(ready);
+                                }
+                                break 'hosts;
+                            }
+                            let Some(h) = inner.hosts.get_mut(&id) else {
+                                continue 'hosts;
+                            };
+                            h.robots_pending = Some(origin.clone());
+                            h.rec.in_flight += 1;
+                            h.rec.counters.robots_fetches += 1;
+                            h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
+                            inner.stats.robots_fetches += 1;
+                            dirty.push(id);
+                            items.push(WorkItem::Robots(RobotsLease {
+                                host_id: id,
+                                url: format!("{origin}/robots.txt"),
+                                origin,
+                            }));
+                            continue 'hosts;
+                        }
+                        Step::Lease {
+                            crawl_delay_ms,
+                            clamped,
+                        } => {
+                            if clamped {
+                                h.rec.counters.crawl_delay_clamped += 1;
+                                inner.stats.crawl_delay_clamped += 1;
+                            }
+                            h.rec.crawl_delay_ms = crawl_delay_ms;
+                            h.rec.skipped = 0;
+                            if !self.quota_ok(inner) {
+                                inner.heap.push(Reverse((ready, id)));
+                                if let Some(h) = inner.hosts.get_mut(&id) {
+                                    h.scheduled = Some(ready);
+                                }
+                                dirty.push(id);
+                                break 'hosts;
+                            }
+                            let Some(h) = inner.hosts.get_mut(&id) else {
+                                continue 'hosts;
+                            };
+                            // the lease is the host record's lease list (written below with
+                            // the record); the entry stays until completion
+                            let politeness_wait_ms =
+                                ready.min(now_ms).saturating_sub(h.free_since_ms);
+                            h.leased.push(seq);
+                            h.consume(seq, from);
+                            h.held_origin = None;
+                            h.rec.in_flight += 1;
+                            h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                            h.rec.counters.dispatched += 1;
+                            h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
+                            inner.stats.dispatched += 1;
+                            dirty.push(id);
+                            items.push(WorkItem::Page(PageLease {
+                                id: LeaseId { host_id: id, seq },
+                                url: entry.url,
+                                attempt: entry.attempts + 1,
+                                depth: entry.depth,
+                                via: entry.via,
+                                hops: entry.hops,
+                                politeness_wait_ms,
+                            }));
+                            self.schedule(inner, id);
+                            continue 'hosts;
+                        }
+                    }
+                }
+            }
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            if batch.is_empty() {
+                return Ok(items);
+            }
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        // only now: the head moves that made these segments dead are durable
+        self.reclaimer.delete(dead);
+        Ok(items)
+    }
+
+    /// The encoded entry with sequence `seq` of host `id`: its retry entry, its pending
+    /// entry, or its place in a segment.
+    pub(crate) fn entry_bytes(&self, id: u64, h: &HostMem, seq: u64) -> Result<Option<Vec<u8>>> {
+        if h.retries.contains(&seq) {
+            return Ok(self.store.get(&keys::retry(id, seq))?);
+        }
+        if let Some(b) = h.pending.get(seq) {
+            return Ok(Some(b.to_vec()));
+        }
+        let i = h.segs.partition_point(|&(f, _)| f <= seq);
+        let Some(&(first, n)) = i.checked_sub(1).and_then(|i| h.segs.get(i)) else {
+            return Ok(None);
+        };
+        if seq >= first + n {
+            return Ok(None);
+        }
+        let Some(v) = self.store.get(&keys::queued(id, first))? else {
+            return Ok(None);
+        };
+        let seg = Segment::parse(&v)?;
+        Ok(Some(seg.raw((seq - first) as usize)?.to_vec()))
+    }
+
+    pub(crate) fn quota_ok(&self, inner: &mut Inner) -> bool {
+        match &self.limiter {
+            None => true,
+            Some((l, _)) => {
+                let ok = l.check().is_ok();
+                if !ok {
+                    inner.stats.rate_limited += 1;
+                }
+                ok
+            }
+        }
+    }
+
+    pub(crate) fn drop_entry(
+        batch: &mut Batch,
+        (id, h): (u64, &mut HostMem),
+        (seq, from): (u64, Source),
+        entry: QueueEntry,
+        reason: DropReason,
+        detail: String,
+        now_ms: u64,
+    ) -> DropRecord {
+        tracing::debug!(url = %entry.url, reason = reason.code(), %detail, "URL dropped");
+        h.consume(seq, from);
+        if h.forget_retry(seq) {
+            batch.del(keys::retry(id, seq));
+        }
+        let hash = url_hash(&entry.url);
+        let rec = DropRecord::of(entry, reason, detail, now_ms);
+        batch.put(keys::dropped(hash), rec.encode());
+        batch.put(keys::unlogged(hash), Vec::new());
+        batch.cut();
+        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+        match reason {
+            DropReason::GaveUp => h.rec.counters.given_up += 1,
+            _ => h.rec.counters.dropped += 1,
+        }
+        rec
+    }
+
+    /// The next entry to hand out: the front (returned leases, host-throttled retries,
+    /// released URLs of held origins) first, then a per-URL retry that is due, then the
+    /// head of the queue.
+    pub(crate) fn head_entry(
+        &self,
+        id: u64,
+        h: &mut HostMem,
+        now_ms: u64,
+    ) -> Result<Option<(u64, QueueEntry, Source)>> {
+        while let Some(&seq) = h.front.first() {
+            match self.entry_bytes(id, h, seq)? {
+                Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, Source::Front))),
+                None => {
+                    tracing::error!(host = %h.key, seq, "returned URL has no entry; skipped");
+                    h.front.remove(0);
+                }
+            }
+        }
+        while let Some(i) = h.due_retry(now_ms) {
+            let seq = h.delayed[i].seq;
+            match self.entry_bytes(id, h, seq)? {
+                Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, Source::Delayed))),
+                None => {
+                    tracing::error!(host = %h.key, seq, "retried URL has no entry; skipped");
+                    h.delayed.swap_remove(i);
+                }
+            }
+        }
+        while let Some(seq) = h.next_seq_from(h.rec.head_seq) {
+            match self.entry_bytes(id, h, seq)? {
+                Some(b) => {
+                    h.rec.head_seq = seq;
+                    return Ok(Some((seq, QueueEntry::decode(&b)?, Source::Head)));
+                }
+                None => h.rec.head_seq = seq + 1,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Origins whose URLs were set aside and whose robots state no longer holds them: the
+    /// URLs go back to the front (they are older than the head), to be gated again.
+    pub(crate) fn release_parked(&self, inner: &mut Inner, id: u64, now_ms: u64) -> Result<()> {
+        let due = match inner.hosts.get(&id) {
+            Some(h) => h.parked_due(now_ms),
+            None => return Ok(()),
+        };
+        for origin in due {
+            let store = &self.store;
+            let entry = inner.robots.entry(&origin, || {
+                store
+                    .get(&keys::robots(&origin))
+                    .map_err(FrontierError::from)
+            })?;
+            let held_until = match entry.state.decide(now_ms) {
+                RobotsDecision::Hold(until) => {
+                    Some(until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms))
+                }
+                _ => None,
+            };
+            let Some(h) = inner.hosts.get_mut(&id) else {
+                return Ok(());
+            };
+            let back = h.recheck_parked(&origin, held_until, now_ms);
+            if back > 0 {
+                tracing::info!(%origin, urls = back, "origin no longer held: its set-aside URLs go back to the front");
+            }
+        }
+        Ok(())
+    }
+}

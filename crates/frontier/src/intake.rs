@@ -1,0 +1,391 @@
+//! Intake: canonicalize, dedup against the seen-set, queue durably, fold the intake log.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::api::*;
+use crate::canon::*;
+use crate::error::*;
+use crate::sched::hosts::*;
+use crate::store::codec::*;
+use crate::store::journal::*;
+use crate::store::keys;
+use crate::store::packed::{self, *};
+use crate::store::Batch;
+use crate::work::*;
+
+/// A set of URL hashes. They are xxh3-128 outputs, already uniform, so the set hashes them
+/// by taking their low 64 bits instead of running SipHash over 16 bytes.
+pub(crate) type HashSet128 = HashSet<u128, std::hash::BuildHasherDefault<UrlHashHasher>>;
+
+/// Hasher for [`HashSet128`]: the low 64 bits of the u128 written.
+#[derive(Default)]
+pub(crate) struct UrlHashHasher(u64);
+
+impl std::hash::Hasher for UrlHashHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // not reached for u128 keys; a fallback that still mixes every byte
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
+/// The seen-set's in-memory part: the bucket directory and the hashes not yet folded.
+pub(crate) struct SeenSet {
+    /// Lowest hash of each stored bucket, sorted; always starts with 0.
+    pub(crate) starts: Vec<u128>,
+    /// Hashes queued since the last fold (their URLs are in the intake log).
+    pub(crate) recent: HashSet128,
+    /// The store has per-URL `S` keys from an older version.
+    pub(crate) legacy: bool,
+}
+
+impl SeenSet {
+    pub(crate) fn bucket_of(&self, hash: u128) -> u128 {
+        let i = self.starts.partition_point(|&s| s <= hash);
+        self.starts[i.saturating_sub(1)]
+    }
+}
+
+/// The intake log since the last fold.
+pub(crate) struct IntakeLog {
+    /// Sequence of the next `W` record.
+    pub(crate) next_seq: u64,
+    /// Oldest `W` record not yet folded.
+    pub(crate) first_seq: u64,
+    /// Bytes written to `W` records since the last fold.
+    pub(crate) bytes: u64,
+}
+
+impl Frontier {
+    // ---------------------------------------------------------------- enqueue
+
+    /// Offer a batch of URLs. Returns once every queued URL is durable; results are in
+    /// input order. Concurrent callers share flushes (group commit).
+    pub fn enqueue_batch<S: AsRef<str>>(
+        &self,
+        urls: &[S],
+        now_ms: u64,
+    ) -> Result<Vec<EnqueueResult>> {
+        let items: Vec<EnqueueItem> = urls.iter().map(|u| EnqueueItem::seed(u.as_ref())).collect();
+        self.enqueue_items(&items, now_ms)
+    }
+
+    /// [`Frontier::enqueue_batch`] with where each URL came from (link depth, via, hop
+    /// path), kept in the queue entry and returned on the page lease.
+    pub fn enqueue_items(&self, items: &[EnqueueItem], now_ms: u64) -> Result<Vec<EnqueueResult>> {
+        // canonicalize and hash outside the lock
+        let prepared: Vec<std::result::Result<(CanonicalUrl, u128, &EnqueueItem), Rejection>> =
+            items
+                .iter()
+                .map(|item| {
+                    canonicalize(&item.url, self.cfg.max_url_len).map(|c| {
+                        let h = url_hash(c.as_str());
+                        (c, h, item)
+                    })
+                })
+                .collect();
+        let mut results = Vec::with_capacity(items.len());
+        let ticket;
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let seen = self.seen_hashes(
+                inner,
+                prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)),
+            )?;
+            let mut in_batch =
+                HashSet128::with_capacity_and_hasher(items.len(), Default::default());
+            let mut dirty: Vec<u64> = Vec::new();
+            let old_next_id = inner.next_host_id;
+            let mut log = IntakeWriter::default();
+            let mut buf = Vec::new();
+            for p in prepared {
+                let (canon, hash, item) = match p {
+                    Err(r) => {
+                        inner.stats.rejected += 1;
+                        results.push(EnqueueResult::Rejected(r));
+                        continue;
+                    }
+                    Ok(x) => x,
+                };
+                if in_batch.contains(&hash) || seen.contains(&hash) {
+                    inner.stats.duplicates += 1;
+                    results.push(EnqueueResult::Duplicate);
+                    continue;
+                }
+                in_batch.insert(hash);
+                let pkey = politeness_key_of(&canon, self.cfg.key_mode);
+                let id = self.host_id_for(inner, pkey)?;
+                let Some(h) = inner.hosts.get_mut(&id) else {
+                    continue;
+                };
+                if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
+                    // new work for an idle host: its politeness wait starts now
+                    h.free_since_ms = now_ms;
+                }
+                // a host asleep because only set-aside URLs were left has work again
+                if h.held_origin.is_none() {
+                    h.hold_until_ms = 0;
+                }
+                let seq = h.pending.end();
+                h.rec.counters.enqueued += 1;
+                h.rec.counters.queued += 1;
+                buf.clear();
+                QueueEntry::new(
+                    canon.into_string(),
+                    item.depth,
+                    item.via.clone(),
+                    item.hops.clone(),
+                )
+                .encode_into(&mut buf);
+                h.pending.push(&buf);
+                log.push(id, seq, &buf);
+                dirty.push(id);
+                inner.stats.enqueued += 1;
+                results.push(EnqueueResult::Queued);
+            }
+            inner.seen.recent.extend(in_batch);
+            if log.is_empty() {
+                return Ok(results);
+            }
+            // host records (journal) and the id counter go first: a crash inside the
+            // apply must not leave log entries of a host id that no record names
+            let mut batch = Batch::new();
+            dirty.sort_unstable();
+            dirty.dedup();
+            // Only new hosts are journaled here (the id must be durable with the first
+            // queue entry). Enqueue only moves an existing host's `enqueued`/`queued`
+            // counters, which reach the journal with its next lease or completion; at open
+            // `queued` is recounted from the queue itself.
+            let created: Vec<u64> = dirty
+                .iter()
+                .copied()
+                .filter(|&id| id >= old_next_id)
+                .collect();
+            Self::journal_hosts(inner, &created, &mut batch);
+            for id in dirty {
+                self.schedule(inner, id);
+            }
+            if inner.next_host_id != old_next_id {
+                batch.put(
+                    keys::NEXT_HOST_ID.to_vec(),
+                    inner.next_host_id.to_le_bytes().to_vec(),
+                );
+            }
+            batch.cut();
+            // the whole batch's URLs: one record
+            let record = log.finish();
+            inner.intake.bytes += record.len() as u64;
+            batch.put(keys::intake(inner.intake.next_seq), record);
+            inner.intake.next_seq += 1;
+            batch.cut();
+            Self::maybe_checkpoint(inner, &mut batch);
+            if inner.intake.bytes >= self.cfg.intake_buffer_bytes {
+                self.fold(inner, &mut batch)?;
+            }
+            self.store.apply(batch)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        Ok(results)
+    }
+
+    /// Which of `hashes` the seen-set holds: queued since the last fold (`recent`), or in
+    /// the stored buckets (and per-URL keys of older versions), each bucket read once, in
+    /// hash order.
+    pub(crate) fn seen_hashes(
+        &self,
+        inner: &Inner,
+        hashes: impl Iterator<Item = u128>,
+    ) -> Result<HashSet128> {
+        let mut found = HashSet128::default();
+        let mut todo: Vec<u128> = Vec::new();
+        for h in hashes {
+            if inner.seen.recent.contains(&h) {
+                found.insert(h);
+            } else {
+                todo.push(h);
+            }
+        }
+        todo.sort_unstable();
+        todo.dedup();
+        // one read per bucket: the sorted hashes of one bucket are consecutive
+        let mut i = 0;
+        while i < todo.len() {
+            let start = inner.seen.bucket_of(todo[i]);
+            let n = todo[i..]
+                .iter()
+                .take_while(|&&h| inner.seen.bucket_of(h) == start)
+                .count();
+            let group = &todo[i..i + n];
+            let mut bad = None;
+            self.store.read_with(&keys::seen_bucket(start), &mut |v| {
+                let Some(v) = v else { return };
+                for &h in group {
+                    match packed::bucket_contains(v, h) {
+                        Ok(true) => {
+                            found.insert(h);
+                        }
+                        Ok(false) => {}
+                        Err(e) => bad = Some(e),
+                    }
+                }
+            })?;
+            if let Some(e) = bad {
+                return Err(e.into());
+            }
+            if inner.seen.legacy {
+                for &h in group {
+                    if !found.contains(&h) && self.store.contains(&keys::seen(h))? {
+                        found.insert(h);
+                    }
+                }
+            }
+            i += n;
+        }
+        Ok(found)
+    }
+
+    /// Fold the intake log: every host's pending entries that may still be needed become
+    /// queue segments, the hashes queued since the last fold are merged into the seen
+    /// buckets, and the log records go, in that order. A crash part way leaves a prefix;
+    /// what is missing is replayed from the log at open, and replay skips what segments
+    /// already hold.
+    ///
+    /// The fold goes to the store in pieces of about [`FOLD_PIECE_BYTES`] as it is built
+    /// (after the caller's `batch`, which it applies first and leaves empty), so its memory
+    /// does not grow with the seen-set it rewrites; the caller's flush makes it durable.
+    pub(crate) fn fold(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
+        let mut out = std::mem::take(batch);
+        out.cut();
+        let mut held = 0usize;
+        let spill = |out: &mut Batch, held: &mut usize, more: usize| -> Result<()> {
+            *held += more;
+            if *held >= FOLD_PIECE_BYTES {
+                self.store.apply(std::mem::take(out))?;
+                *held = 0;
+            }
+            Ok(())
+        };
+        let mut ids: Vec<u64> = inner
+            .hosts
+            .iter()
+            .filter(|(_, h)| !h.pending.is_empty())
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        let mut segments = 0usize;
+        for id in ids {
+            let Some(h) = inner.hosts.get_mut(&id) else {
+                continue;
+            };
+            let from = h.live_from().max(h.pending.first);
+            let entries: Vec<&[u8]> = h.pending.from(from).collect();
+            let mut first = h.pending.end() - entries.len() as u64;
+            let mut bytes = 0;
+            for chunk in entries.chunks(packed::SEGMENT_MAX_ENTRIES) {
+                let seg = packed::encode_segment(chunk.iter().copied());
+                bytes += seg.len();
+                out.put(keys::queued(id, first), seg);
+                h.segs.push_back((first, chunk.len() as u64));
+                first += chunk.len() as u64;
+                segments += 1;
+            }
+            out.cut();
+            let end = h.pending.end();
+            h.pending.reset(end);
+            spill(&mut out, &mut held, bytes)?;
+        }
+        // seen buckets
+        let mut new: Vec<u128> = inner.seen.recent.drain().collect();
+        new.sort_unstable();
+        let mut added = Vec::new();
+        let mut i = 0;
+        while i < new.len() {
+            let start = inner.seen.bucket_of(new[i]);
+            let next = inner
+                .seen
+                .starts
+                .get(inner.seen.starts.partition_point(|&s| s <= start))
+                .copied();
+            let j = match next {
+                Some(n) => i + new[i..].partition_point(|&h| h < n),
+                None => new.len(),
+            };
+            let old = match self.store.get(&keys::seen_bucket(start))? {
+                Some(v) => packed::decode_bucket(&v)?,
+                None => Vec::new(),
+            };
+            let merged = packed::merge_sorted(&old, &new[i..j]);
+            for (s, part) in packed::split_bucket(start, merged) {
+                let v = packed::encode_bucket(&part);
+                let bytes = v.len();
+                out.put(keys::seen_bucket(s), v);
+                out.cut();
+                if s != start {
+                    added.push(s);
+                }
+                spill(&mut out, &mut held, bytes)?;
+            }
+            i = j;
+        }
+        inner.seen.starts.extend(added);
+        inner.seen.starts.sort_unstable();
+        // the log
+        for seq in inner.intake.first_seq..inner.intake.next_seq {
+            out.del(keys::intake(seq));
+            out.cut();
+        }
+        self.store.apply(out)?;
+        tracing::debug!(
+            segments,
+            hashes = new.len(),
+            log_bytes = inner.intake.bytes,
+            "intake log folded"
+        );
+        inner.intake.first_seq = inner.intake.next_seq;
+        inner.intake.bytes = 0;
+        Ok(())
+    }
+
+    /// The in-memory id of a politeness key, loading or creating its record.
+    pub(crate) fn host_id_for(&self, inner: &mut Inner, pkey: &str) -> Result<u64> {
+        if let Some(&id) = inner.by_key.get(pkey) {
+            return Ok(id);
+        }
+        let journaled = inner.journal.evicted.remove(pkey);
+        let from_journal = journaled.is_some();
+        let stored = match journaled {
+            Some(v) => Some(v),
+            None => self.store.get(&keys::host(pkey))?,
+        };
+        let rec = match stored {
+            Some(v) => HostRecord::decode(&v)?,
+            None => {
+                let id = inner.next_host_id;
+                inner.next_host_id += 1;
+                HostRecord {
+                    id,
+                    ..HostRecord::default()
+                }
+            }
+        };
+        let key: Arc<str> = Arc::from(pkey);
+        let id = rec.id;
+        if from_journal {
+            // its latest record is still only in the journal
+            inner.journal.dirty.insert(id);
+        }
+        inner.by_key.insert(key.clone(), id);
+        inner.hosts.insert(id, HostMem::empty(key, rec));
+        Ok(id)
+    }
+}

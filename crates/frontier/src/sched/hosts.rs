@@ -1,0 +1,193 @@
+//! One politeness key in memory: its record, queue positions, leases, what is set aside.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::sched::aside::*;
+use crate::store::codec::*;
+use crate::store::packed::*;
+
+pub(crate) struct HostMem {
+    pub(crate) key: Arc<str>,
+    /// The record; `rec.head_seq` is the queue's head (next sequence to hand out).
+    pub(crate) rec: HostRecord,
+    /// Entries not yet folded into segments (durable in the intake log). Every sequence
+    /// below `pending.first` is in a segment or was handed out; the next sequence to
+    /// assign is `pending.end()`.
+    pub(crate) pending: Pending,
+    /// The host's stored segments, oldest first: (first sequence, entry count).
+    pub(crate) segs: VecDeque<(u64, u64)>,
+    /// Sequences below the head to hand out before it, lowest first: leases returned at
+    /// open and URLs waiting for a retry.
+    pub(crate) front: Vec<u64>,
+    /// Sequences with a `T` retry entry (attempts raised) in the store.
+    pub(crate) retries: Vec<u64>,
+    pub(crate) scheduled: Option<u64>,
+    pub(crate) hold_until_ms: u64,
+    pub(crate) robots_pending: Option<String>,
+    /// Since when the host has had a free slot and work (ms): the start of the politeness
+    /// wait reported on the next page lease.
+    pub(crate) free_since_ms: u64,
+    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
+    /// persisted in the host record: a lease costs no write beyond the host record.
+    pub(crate) leased: Vec<u64>,
+    /// URLs set aside because their origin's robots state holds them, so the host's other
+    /// origins go on: origin -> when to look again, sequences. Each has a `T` entry (at
+    /// open it comes back through the front, and is set aside again if still held).
+    pub(crate) parked: HashMap<Arc<str>, Parked>,
+    /// URLs waiting out their own back-off after a per-URL failure, each with a `T` entry
+    /// (at open they come back through the front).
+    pub(crate) delayed: Vec<Delayed>,
+    /// Different sequences that timed out since the host last answered.
+    pub(crate) timeouts: Vec<u64>,
+    /// The origin whose robots state held the host's next URL when nothing else could go
+    /// (for the queue breakdown).
+    pub(crate) held_origin: Option<Arc<str>>,
+}
+
+impl HostMem {
+    /// A host with an empty queue whose head is `rec.head_seq`.
+    pub(crate) fn empty(key: Arc<str>, rec: HostRecord) -> HostMem {
+        HostMem {
+            key,
+            pending: Pending::starting_at(rec.head_seq),
+            rec,
+            segs: VecDeque::new(),
+            front: Vec::new(),
+            retries: Vec::new(),
+            scheduled: None,
+            hold_until_ms: 0,
+            robots_pending: None,
+            free_since_ms: 0,
+            leased: Vec::new(),
+            parked: HashMap::new(),
+            delayed: Vec::new(),
+            timeouts: Vec::new(),
+            held_origin: None,
+        }
+    }
+
+    /// The stored value of the host record. Its lease list holds the leases in flight and
+    /// the front: both come back to the front at open.
+    pub(crate) fn value(&self) -> Vec<u8> {
+        self.rec.encode_with_leases(&self.owed())
+    }
+
+    /// Sequences below the head that are still owed: leased or in the front.
+    pub(crate) fn owed(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.leased.iter().chain(&self.front).copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Lowest sequence whose entry may still be needed: the head, a returned or retried
+    /// URL, or a lease in flight (a failed lease is retried from its entry).
+    pub(crate) fn live_from(&self) -> u64 {
+        let mut live = self.rec.head_seq;
+        if let Some(&f) = self.front.first() {
+            live = live.min(f);
+        }
+        if let Some(&l) = self.leased.iter().min() {
+            live = live.min(l);
+        }
+        live
+    }
+
+    /// The smallest stored or pending sequence at or after `from`.
+    pub(crate) fn next_seq_from(&self, from: u64) -> Option<u64> {
+        let i = self.segs.partition_point(|&(f, _)| f <= from);
+        if i > 0 {
+            let (f, n) = self.segs[i - 1];
+            if from < f + n {
+                return Some(from);
+            }
+        }
+        if let Some(&(f, _)) = self.segs.get(i) {
+            return Some(f);
+        }
+        if from < self.pending.end() {
+            return Some(from.max(self.pending.first));
+        }
+        None
+    }
+
+    /// Take `seq` off the queue: out of `front` or the delayed retries, or past the head.
+    pub(crate) fn consume(&mut self, seq: u64, from: Source) {
+        match from {
+            Source::Front => self.front.retain(|&s| s != seq),
+            Source::Delayed => self.delayed.retain(|d| d.seq != seq),
+            Source::Head => self.rec.head_seq = self.rec.head_seq.max(seq + 1),
+        }
+    }
+
+    /// `seq` is done for good: its retry entry, if any, goes.
+    /// Returns whether it had one (the caller deletes its `T` key).
+    pub(crate) fn forget_retry(&mut self, seq: u64) -> bool {
+        match self.retries.iter().position(|&s| s == seq) {
+            Some(p) => {
+                self.retries.swap_remove(p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forget the segments nothing live points into any more; returns their first
+    /// sequences (the caller deletes their keys).
+    pub(crate) fn drop_dead_segments(&mut self) -> Vec<u64> {
+        let live = self.live_from();
+        let mut dead = Vec::new();
+        while let Some(&(f, n)) = self.segs.front() {
+            if f + n > live {
+                break;
+            }
+            dead.push(f);
+            self.segs.pop_front();
+        }
+        dead
+    }
+}
+
+/// The ready heap: (instant the host may go, host id), earliest first. A host is in it at
+/// most once with its current instant (`HostMem::scheduled`); stale entries are skipped
+/// when popped.
+pub(crate) type ReadyHeap = BinaryHeap<Reverse<(u64, u64)>>;
+
+/// The instant host `h` may go next, or None if it cannot go at all now (nothing queued,
+/// every slot taken, its robots.txt in flight, or paused).
+pub(crate) fn ready_at(h: &HostMem, max_in_flight: u64, paused: bool) -> Option<u64> {
+    if h.rec.counters.queued == 0
+        || h.rec.in_flight >= max_in_flight
+        || h.robots_pending.is_some()
+        || paused
+    {
+        return None;
+    }
+    Some(
+        h.rec
+            .next_allowed_ms
+            .max(h.rec.backoff_until_ms)
+            .max(h.hold_until_ms),
+    )
+}
+
+/// Put host `id` into the ready heap if it has queued work and a free slot (once per
+/// instant).
+pub(crate) fn schedule(
+    h: &mut HostMem,
+    id: u64,
+    heap: &mut ReadyHeap,
+    max_in_flight: u64,
+    paused: bool,
+) {
+    let Some(ready) = ready_at(h, max_in_flight, paused) else {
+        h.scheduled = None;
+        return;
+    };
+    if h.scheduled == Some(ready) {
+        return;
+    }
+    h.scheduled = Some(ready);
+    heap.push(Reverse((ready, id)));
+}

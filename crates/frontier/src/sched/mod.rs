@@ -1,0 +1,14 @@
+//! The scheduler's rules: which URL of which host goes next, and what an outcome does to
+//! a host. Pure: every function takes `now_ms` and in-memory state, and returns what to
+//! do; nothing here reads or writes the store (the callers in `dispatch.rs` and
+//! `complete.rs` persist what it decides).
+
+pub mod aside;
+pub mod dispatch;
+pub mod failure;
+pub(crate) mod hosts;
+pub mod politeness;
+pub mod robots_gate;
+
+#[cfg(test)]
+mod tests;

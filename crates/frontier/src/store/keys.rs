@@ -1,0 +1,90 @@
+//! Store key layout. The first byte names the record kind.
+
+/// A key: the record kind's tag byte followed by the parts, back to back.
+fn tagged(tag: u8, parts: &[&[u8]]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+    k.push(tag);
+    for part in parts {
+        k.extend_from_slice(part);
+    }
+    k
+}
+/// Seen-set as older stores kept it: `S` + 128-bit xxh3 of the canonical URL
+/// (big-endian) -> empty. Still read (a store that has them keeps answering for
+/// them); no longer written.
+pub fn seen(hash: u128) -> Vec<u8> {
+    tagged(b'S', &[&hash.to_be_bytes()])
+}
+/// Seen bucket: `B` + lowest hash it covers (u128 BE) -> sorted hashes (see
+/// `packed.rs`). The buckets partition the hash space.
+pub fn seen_bucket(start: u128) -> Vec<u8> {
+    tagged(b'B', &[&start.to_be_bytes()])
+}
+/// Intake-log record: `W` + sequence (u64 BE) -> the entries one enqueue queued.
+pub fn intake(seq: u64) -> Vec<u8> {
+    tagged(b'W', &[&seq.to_be_bytes()])
+}
+/// Retry entry: `T` + host id + sequence -> [`crate::QueueEntry`] with its attempts
+/// raised; it overrides the entry at that sequence until the URL completes.
+pub fn retry(id: u64, seq: u64) -> Vec<u8> {
+    idseq(b'T', id, seq)
+}
+/// Host record: `H` + politeness key -> [`crate::HostRecord`].
+pub fn host(key: &str) -> Vec<u8> {
+    tagged(b'H', &[key.as_bytes()])
+}
+fn idseq(tag: u8, id: u64, seq: u64) -> Vec<u8> {
+    tagged(tag, &[&id.to_be_bytes(), &seq.to_be_bytes()])
+}
+/// Queue segment: `Q` + host id + sequence of its first entry -> consecutive entries
+/// (see `packed.rs`; older stores have one [`crate::QueueEntry`] per key here, which
+/// reads as a one-entry segment).
+pub fn queued(id: u64, seq: u64) -> Vec<u8> {
+    idseq(b'Q', id, seq)
+}
+/// Leased URL: `L` + host id + sequence (written by older versions only; such leases are
+/// returned to their queues at open. Leases now live in the host record).
+pub fn leased(id: u64, seq: u64) -> Vec<u8> {
+    idseq(b'L', id, seq)
+}
+/// Robots record: `R` + origin -> the robots backend's encoded state.
+pub fn robots(origin: &str) -> Vec<u8> {
+    tagged(b'R', &[origin.as_bytes()])
+}
+/// Dropped / given-up URL: `D` + 128-bit hash -> [`crate::DropRecord`].
+pub fn dropped(hash: u128) -> Vec<u8> {
+    tagged(b'D', &[&hash.to_be_bytes()])
+}
+/// A drop not yet written to the caller's log: `U` + 128-bit hash -> empty. Put in the
+/// same batch as the [`dropped`] record, deleted by [`crate::Frontier::drops_logged`];
+/// those left at open are reported again by `take_drops` (at-least-once).
+pub fn unlogged(hash: u128) -> Vec<u8> {
+    tagged(b'U', &[&hash.to_be_bytes()])
+}
+/// Paused politeness key: `P` + key -> empty (an operator's pause survives restarts).
+pub fn paused(key: &str) -> Vec<u8> {
+    tagged(b'P', &[key.as_bytes()])
+}
+/// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
+/// `docs/frontier.md`, "Host-record journal").
+pub fn journal(seq: u64) -> Vec<u8> {
+    tagged(b'J', &[&seq.to_be_bytes()])
+}
+/// Parse a journal key.
+pub fn parse_journal(k: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = k.get(1..9)?.try_into().ok()?;
+    (k.len() == 9 && k[0] == b'J').then(|| u64::from_be_bytes(b))
+}
+/// Next host id counter.
+pub const NEXT_HOST_ID: &[u8] = b"M\0next_host_id";
+/// Parse `tag + id + seq`.
+pub fn parse_idseq(k: &[u8]) -> Option<(u64, u64)> {
+    if k.len() != 17 {
+        return None;
+    }
+    let mut a = [0u8; 8];
+    let mut b = [0u8; 8];
+    a.copy_from_slice(&k[1..9]);
+    b.copy_from_slice(&k[9..17]);
+    Some((u64::from_be_bytes(a), u64::from_be_bytes(b)))
+}

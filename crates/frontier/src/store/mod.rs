@@ -1,0 +1,144 @@
+//! The store layer: the storage engine behind a small trait ([`sled`] on disk, [`mem`] in
+//! memory for tests), the key schema ([`keys`]), the record encodings ([`codec`],
+//! [`packed`]), the host-record journal, recovery at open, group commit and the segment
+//! reclaimer.
+//!
+//! The frontier keeps everything in one ordered key space; the first byte of a key names
+//! the record kind (see [`keys`]). One [`Batch`] is applied atomically, and
+//! [`Store::flush`] makes everything applied so far durable.
+
+pub mod codec;
+pub(crate) mod commit;
+pub(crate) mod journal;
+pub mod keys;
+pub mod mem;
+pub mod packed;
+pub(crate) mod reclaim;
+pub(crate) mod recover;
+pub mod sled;
+
+pub use self::mem::MemStore;
+pub use self::sled::{SledConfig, SledStore};
+
+/// A storage failure, with the operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("store {op} failed: {source}")]
+pub struct StoreError {
+    /// What the frontier was doing.
+    pub op: &'static str,
+    /// Engine error.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StoreError {
+    pub(crate) fn sled(op: &'static str, e: ::sled::Error) -> StoreError {
+        StoreError {
+            op,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// One write in a batch.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Insert or overwrite.
+    Put(Vec<u8>, Vec<u8>),
+    /// Remove (absent keys are fine).
+    Del(Vec<u8>),
+}
+
+/// Writes applied atomically, or, where the writer marked [`Batch::cut`] points, atomically
+/// between them: a crash during [`Store::apply`] may leave the batch applied up to some cut
+/// (never up to a point in between). Nothing is acknowledged before the following flush, so
+/// cuts only bound how much one engine call holds; the frontier puts them between
+/// self-contained units (one URL's seen key and queue entry, one host record, ...).
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    ops: Vec<Op>,
+    cuts: Vec<usize>,
+}
+
+impl Batch {
+    /// Empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+    /// Queue an insert.
+    pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.ops.push(Op::Put(k, v));
+    }
+    /// Queue a removal.
+    pub fn del(&mut self, k: Vec<u8>) {
+        self.ops.push(Op::Del(k));
+    }
+    /// Mark the end of a self-contained unit: the engine may commit what precedes it
+    /// separately from what follows.
+    pub fn cut(&mut self) {
+        if self.cuts.last() != Some(&self.ops.len()) && !self.ops.is_empty() {
+            self.cuts.push(self.ops.len());
+        }
+    }
+    /// Append another batch (its cuts kept), with a cut between the two.
+    pub fn append(&mut self, other: Batch) {
+        self.cut();
+        let base = self.ops.len();
+        self.ops.extend(other.ops);
+        self.cuts.extend(other.cuts.into_iter().map(|c| c + base));
+    }
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    /// No operations.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    /// The operations.
+    pub fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+    /// The operations and the cut points (indices into the operations).
+    pub fn into_parts(self) -> (Vec<Op>, Vec<usize>) {
+        (self.ops, self.cuts)
+    }
+}
+
+/// Key/value pairs returned by scans.
+pub type Kv = (Vec<u8>, Vec<u8>);
+
+/// The engine interface the frontier needs.
+pub trait Store: Send + Sync {
+    /// Point read.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Point read without copying the value: `f` sees it (or `None`) while the engine
+    /// holds it. For large values read only in part (a seen bucket searched for a few
+    /// hashes).
+    fn read_with(&self, key: &[u8], f: &mut dyn FnMut(Option<&[u8]>)) -> Result<(), StoreError>;
+    /// Whether a key exists.
+    fn contains(&self, key: &[u8]) -> Result<bool, StoreError>;
+    /// Smallest key in `[from, to)`.
+    fn first_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError>;
+    /// Largest key in `[from, to)`.
+    fn last_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError>;
+    /// All pairs whose key starts with `prefix`, in key order.
+    fn scan_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a>;
+    /// Visit the pairs whose key starts with `prefix`, in key order, without copying them
+    /// (a scan at open that needs only keys or a value's header).
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), StoreError>;
+    /// Apply a batch atomically (all or nothing, also across a crash), or atomically between
+    /// its [`Batch::cut`] points.
+    fn apply(&self, batch: Batch) -> Result<(), StoreError>;
+    /// Make every applied write durable.
+    fn flush(&self) -> Result<(), StoreError>;
+    /// Bytes used on disk.
+    fn size_on_disk(&self) -> Result<u64, StoreError>;
+}

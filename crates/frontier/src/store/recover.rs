@@ -1,0 +1,307 @@
+//! Opening a store: rebuild the in-memory state from what is durable.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::api::*;
+use crate::error::*;
+use crate::sched::aside::*;
+use crate::sched::hosts::*;
+use crate::store::codec::*;
+use crate::store::journal::*;
+use crate::store::keys;
+use crate::store::packed::{self, *};
+use crate::store::Batch;
+use crate::work::*;
+
+impl Frontier {
+    pub(crate) fn recover(&self) -> Result<()> {
+        let mut inner = self.inner.lock();
+        for kv in self.store.scan_prefix(b"P") {
+            let (k, _) = kv?;
+            if let Ok(key) = std::str::from_utf8(&k[1..]) {
+                inner.paused.insert(Arc::from(key));
+            }
+        }
+        let mut batch = Batch::new();
+        // 1. queue segments (and one-entry values of older versions), by host id
+        let mut segs: HashMap<u64, VecDeque<(u64, u64)>> = HashMap::new();
+        // (only each value's header is needed: visited in place, not copied)
+        let mut bad = None;
+        self.store.visit_prefix(b"Q", &mut |k, v| {
+            let Some((id, first)) = keys::parse_idseq(k) else {
+                return;
+            };
+            match Segment::parse(v) {
+                Ok(seg) => segs
+                    .entry(id)
+                    .or_default()
+                    .push_back((first, seg.len() as u64)),
+                Err(e) => bad = Some(e),
+            }
+        })?;
+        if let Some(e) = bad {
+            return Err(e.into());
+        }
+        // leases of older versions (`L` keys) become one-entry segments again
+        for kv in self.store.scan_prefix(b"L") {
+            let (k, v) = kv?;
+            let Some((id, seq)) = keys::parse_idseq(&k) else {
+                continue;
+            };
+            batch.del(k);
+            batch.put(keys::queued(id, seq), v);
+            batch.cut();
+            let q = segs.entry(id).or_default();
+            let at = q.partition_point(|&(f, _)| f < seq);
+            q.insert(at, (seq, 1));
+        }
+        // 2. retry entries
+        let mut retries: HashMap<u64, Vec<u64>> = HashMap::new();
+        for kv in self.store.scan_prefix(b"T") {
+            let (k, _) = kv?;
+            if let Some((id, seq)) = keys::parse_idseq(&k) {
+                retries.entry(id).or_default().push(seq);
+            }
+        }
+        // 3. the intake log since the last fold: entries not in segments yet
+        let mut intake: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
+        let mut intake_first = None;
+        for kv in self.store.scan_prefix(b"W") {
+            let (k, v) = kv?;
+            let seq = k
+                .get(1..9)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_be_bytes)
+                .unwrap_or(0);
+            intake_first.get_or_insert(seq);
+            inner.intake.next_seq = seq + 1;
+            inner.intake.bytes += v.len() as u64;
+            for (id, qseq, e) in packed::intake_entries(&v)? {
+                let entry = QueueEntry::decode(e)?;
+                inner.seen.recent.insert(url_hash(&entry.url));
+                intake.entry(id).or_default().push((qseq, e.to_vec()));
+            }
+        }
+        inner.intake.first_seq = intake_first.unwrap_or(inner.intake.next_seq);
+        // 4. the host-record journal, replayed over `H` (a later record wins); every
+        // replayed record is written to `H` below and the journal deleted
+        let mut replay: HashMap<Vec<u8>, (u64, Vec<u8>)> = HashMap::new();
+        let mut journal_keys = Vec::new();
+        let mut journal_bytes = 0u64;
+        for kv in self.store.scan_prefix(b"J") {
+            let (k, v) = kv?;
+            let seq = keys::parse_journal(&k).unwrap_or(0);
+            for (key, val) in journal_decode(&v)? {
+                replay.insert(key, (seq, val));
+            }
+            journal_bytes += v.len() as u64;
+            journal_keys.push(k);
+        }
+        let mut next_journal = journal_keys
+            .last()
+            .and_then(|k| keys::parse_journal(k))
+            .map(|s| s + 1)
+            .unwrap_or(0);
+        let mut records: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
+        for kv in self.store.scan_prefix(b"H") {
+            let (k, v) = kv?;
+            // a record written when its host left memory is newer than the journal
+            // entries before its stamp
+            let stamp = HostRecord::decode_stamp(&v);
+            next_journal = next_journal.max(stamp);
+            match replay.remove(&k[1..]) {
+                Some((seq, j)) if seq >= stamp => records.push((k, j, true)),
+                _ => records.push((k, v, false)),
+            }
+        }
+        for (key, (_, val)) in replay {
+            let mut k = Vec::with_capacity(1 + key.len());
+            k.push(b'H');
+            k.extend_from_slice(&key);
+            records.push((k, val, true));
+        }
+        // 5. each host with anything queued comes into memory; leases in flight when the
+        // last run ended return to the front of their queues
+        let mut recovered = 0u64;
+        let mut loaded = Vec::new();
+        for (k, v, from_journal) in records {
+            let (rec, leased, _) = HostRecord::decode_parts(&v)?;
+            let id = rec.id;
+            let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
+            let host_segs = segs.remove(&id).unwrap_or_default();
+            let host_retries = retries.remove(&id).unwrap_or_default();
+            let host_intake = intake.remove(&id).unwrap_or_default();
+            let stored_queued = rec.counters.queued;
+            let mut h = HostMem::empty(key, rec);
+            h.segs = host_segs;
+            h.retries = host_retries;
+            // leases in flight and the front come back first (records of older versions
+            // have head 0: their leased entries are still queued at the head); other
+            // retries below the head (per-URL retries, URLs of held origins set aside)
+            // go behind the queue, where a held origin's are set aside again
+            let mut front: Vec<u64> = leased
+                .iter()
+                .copied()
+                .filter(|&s| s < h.rec.head_seq)
+                .collect();
+            front.sort_unstable();
+            front.dedup();
+            let mut behind: Vec<u64> = h
+                .retries
+                .iter()
+                .copied()
+                .filter(|&s| s < h.rec.head_seq && front.binary_search(&s).is_err())
+                .collect();
+            behind.sort_unstable();
+            behind.dedup();
+            recovered += leased.len() as u64;
+            h.front = front;
+            let seg_end = h.segs.back().map_or(0, |&(f, n)| f + n);
+            let keep_from = seg_end.max(h.live_from());
+            let mut pending: Option<Pending> = None;
+            for (seq, e) in host_intake {
+                if seq < keep_from {
+                    continue;
+                }
+                let p = pending.get_or_insert_with(|| Pending::starting_at(seq));
+                if seq != p.end() {
+                    tracing::error!(host = %h.key, seq, expected = p.end(), "intake log out of order; entry skipped");
+                    continue;
+                }
+                p.push(&e);
+            }
+            let tail = [
+                h.rec.head_seq,
+                seg_end,
+                h.front.last().map_or(0, |&s| s + 1),
+                pending.as_ref().map_or(0, |p| p.end()),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+            h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
+            let end = h.pending.end();
+            h.delayed = behind
+                .into_iter()
+                .map(|seq| Delayed {
+                    seq,
+                    due_ms: 0,
+                    behind: end,
+                })
+                .collect();
+            // queued: the front, plus everything stored or pending from the head on
+            let head = h.rec.head_seq;
+            let in_segs: u64 = h
+                .segs
+                .iter()
+                .map(|&(f, n)| (f + n).saturating_sub(f.max(head)))
+                .sum();
+            let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
+            let queued = (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending;
+            // enqueues since the record was last written are not in its counters yet
+            let stored = stored_queued + leased.len() as u64;
+            if queued > stored {
+                h.rec.counters.enqueued += queued - stored;
+            }
+            // the journal is kept as it is (no checkpoint at open: that would be one write
+            // per host); what differs from the stored record is journaled by the host's
+            // next change, or redone by the next open
+            let changed =
+                h.rec.in_flight != 0 || !leased.is_empty() || h.rec.counters.queued != queued;
+            h.rec.in_flight = 0;
+            h.rec.counters.queued = queued;
+            // segments that only hold URLs handed out and completed before the crash
+            for f in h.drop_dead_segments() {
+                batch.del(keys::queued(id, f));
+            }
+            batch.cut();
+            if queued > 0 {
+                if changed || from_journal {
+                    inner.journal.dirty.insert(id);
+                }
+                loaded.push(h);
+            } else {
+                if changed {
+                    // stamped: older journal entries of this host must not undo it
+                    batch.put(k.clone(), h.rec.encode_stamped(&[], next_journal));
+                } else if from_journal {
+                    inner.journal.evicted.insert(h.key.clone(), v);
+                }
+                for (f, _) in h.segs.drain(..) {
+                    batch.del(keys::queued(id, f));
+                }
+                for s in h.retries.drain(..) {
+                    batch.del(keys::retry(id, s));
+                }
+                batch.cut();
+            }
+        }
+        for (id, _) in segs
+            .into_iter()
+            .chain(retries.into_keys().map(|i| (i, VecDeque::new())))
+        {
+            tracing::error!(
+                host_id = id,
+                "queue entries of a host without a record are ignored"
+            );
+        }
+        for (id, entries) in intake {
+            tracing::error!(
+                host_id = id,
+                entries = entries.len(),
+                "intake-log entries of a host without a record are ignored"
+            );
+        }
+        let n_hosts = loaded.len();
+        for h in loaded {
+            let id = h.rec.id;
+            inner.by_key.insert(h.key.clone(), id);
+            inner.hosts.insert(id, h);
+            self.schedule(&mut inner, id);
+        }
+        inner.stats.recovered_leases = recovered;
+        // the journal stays; the next checkpoint writes its records to `H`
+        inner.journal.next_seq = next_journal;
+        inner.journal.first_seq = journal_keys
+            .first()
+            .and_then(|k| keys::parse_journal(k))
+            .unwrap_or(next_journal);
+        inner.journal.bytes = journal_bytes;
+        // 6. the seen-set: bucket directory, and per-URL keys of older versions
+        let starts = &mut inner.seen.starts;
+        self.store.visit_prefix(b"B", &mut |k, _| {
+            if let Some(b) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+                starts.push(u128::from_be_bytes(b));
+            }
+        })?;
+        inner.seen.starts.sort_unstable();
+        inner.seen.starts.dedup();
+        inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();
+        // 7. drops the caller had not logged when the last run ended: report them again
+        for kv in self.store.scan_prefix(b"U") {
+            let (k, _) = kv?;
+            let Some(hash) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) else {
+                continue;
+            };
+            match self.store.get(&keys::dropped(u128::from_be_bytes(hash)))? {
+                Some(v) => inner.push_drop(DropRecord::decode(&v)?),
+                None => {
+                    batch.del(k);
+                    batch.cut();
+                }
+            }
+        }
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        tracing::info!(
+            hosts_with_work = n_hosts,
+            recovered_leases = recovered,
+            intake_bytes = inner.intake.bytes,
+            "frontier opened"
+        );
+        Ok(())
+    }
+}

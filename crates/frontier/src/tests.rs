@@ -1,0 +1,319 @@
+use crate::api::Frontier;
+use crate::config::FrontierConfig;
+use crate::store::*;
+use crate::*;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn open(dir: &std::path::Path, checkpoint_always: bool) -> Frontier {
+    let mut c = FrontierConfig::new(dir).without_gaps();
+    c.seed = Some(1);
+    if checkpoint_always {
+        c.journal_checkpoint_bytes = 0;
+    }
+    Frontier::open(c).unwrap()
+}
+
+/// Host records survive reopening whether they were checkpointed to `H`, left only in
+/// the journal, or evicted from memory in between.
+#[test]
+fn journal_and_checkpoints_keep_host_records() {
+    for checkpoint_always in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts: Vec<String> = (0..30).map(|h| format!("j{h}.test")).collect();
+        let mut expected = Vec::new();
+        {
+            let f = open(dir.path(), checkpoint_always);
+            let outs: Vec<(String, RobotsFetchOutcome)> = hosts
+                .iter()
+                .map(|h| {
+                    (
+                        format!("http://{h}"),
+                        RobotsFetchOutcome::ClientError { status: 404 },
+                    )
+                })
+                .collect();
+            let outs: Vec<(&str, RobotsFetchOutcome)> =
+                outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
+            f.set_robots(&outs, T0).unwrap();
+            for round in 0..3 {
+                let urls: Vec<String> = hosts
+                    .iter()
+                    .flat_map(|h| (0..3).map(move |i| format!("http://{h}/{round}/{i}")))
+                    .collect();
+                f.enqueue_batch(&urls, T0).unwrap();
+                // dispatch and complete everything: hosts leave memory each round
+                loop {
+                    let items = f.next_batch(T0 + round, 1000).unwrap();
+                    if items.is_empty() {
+                        break;
+                    }
+                    let done: Vec<(LeaseId, PageOutcome)> = items
+                        .into_iter()
+                        .filter_map(|w| match w {
+                            WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 7 })),
+                            WorkItem::Robots(_) => None,
+                        })
+                        .collect();
+                    f.complete_batch(&done, T0 + round).unwrap();
+                }
+            }
+            assert_eq!(f.hosts_in_memory(), 0);
+            // one more URL each, half of them leased and left in flight
+            let urls: Vec<String> = hosts.iter().map(|h| format!("http://{h}/last")).collect();
+            f.enqueue_batch(&urls, T0 + 10).unwrap();
+            let items = f.next_batch(T0 + 10, 15).unwrap();
+            assert_eq!(items.len(), 15);
+            for h in &hosts {
+                expected.push((h.clone(), f.host_record(h).unwrap().unwrap()));
+            }
+            let listed = f.hosts(None, 1000).unwrap();
+            assert_eq!(listed.len(), hosts.len());
+            // checkpointed after every batch, or never (16 MiB not reached)
+            assert_eq!(f.store.scan_prefix(b"J").count() == 0, checkpoint_always);
+        }
+        // twice: the journal is kept at open (no checkpoint there), and a second
+        // open over it must read the same
+        for reopen in 0..2 {
+            let f = open(dir.path(), false);
+            assert_eq!(f.stats().recovered_leases, 15);
+            assert_eq!(
+                f.store.scan_prefix(b"J").count() == 0,
+                checkpoint_always,
+                "reopen {reopen}"
+            );
+            for (h, before) in &expected {
+                let after = f.host_record(h).unwrap().unwrap();
+                assert_eq!(after.id, before.id, "{h}");
+                assert_eq!(after.in_flight, 0, "{h}");
+                assert_eq!(after.counters.enqueued, 10, "{h}");
+                assert_eq!(after.counters.completed, 9, "{h}");
+                assert_eq!(after.counters.queued, 1, "{h}");
+                assert_eq!(after.last_response_ms, 7, "{h}");
+                assert_eq!(f.queued_urls(h).unwrap(), vec![format!("http://{h}/last")]);
+            }
+            assert_eq!(f.hosts(None, 1000).unwrap().len(), hosts.len());
+        }
+        let f = open(dir.path(), false);
+        assert_eq!(f.hosts(Some("j5.test"), 3).unwrap().len(), 3);
+    }
+}
+
+fn done(items: Vec<WorkItem>) -> Vec<(LeaseId, PageOutcome, String)> {
+    items
+        .into_iter()
+        .filter_map(|w| match w {
+            WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 1 }, p.url)),
+            WorkItem::Robots(_) => None,
+        })
+        .collect()
+}
+
+/// With the intake log folded after every batch, queues live in segments and the
+/// seen-set in buckets (split as they grow); FIFO order, retries (behind the queue),
+/// leases returned at open and duplicates all behave as before, and consumed segments
+/// are deleted.
+#[test]
+fn folded_segments_and_seen_buckets_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mk = || {
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(3);
+        c.intake_buffer_bytes = 1;
+        c.max_in_flight_per_host = 4;
+        Frontier::open(c).unwrap()
+    };
+    let hosts = 3;
+    let urls: Vec<String> = (0..6000)
+        .map(|k| format!("http://f{}.test/p/{k}", k % hosts))
+        .collect();
+    let mut completed: Vec<String> = Vec::new();
+    let mut owed: Vec<String> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    {
+        let f = mk();
+        let outs: Vec<(String, RobotsFetchOutcome)> = (0..hosts)
+            .map(|h| {
+                (
+                    format!("http://f{h}.test"),
+                    RobotsFetchOutcome::ClientError { status: 404 },
+                )
+            })
+            .collect();
+        let outs: Vec<(&str, RobotsFetchOutcome)> =
+            outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
+        f.set_robots(&outs, T0).unwrap();
+        for chunk in urls.chunks(500) {
+            let r = f.enqueue_batch(chunk, T0).unwrap();
+            assert!(r.iter().all(|x| *x == EnqueueResult::Queued));
+        }
+        assert_eq!(f.store.scan_prefix(b"W").count(), 0, "log folded");
+        assert!(f.store.scan_prefix(b"B").count() > 1, "buckets split");
+        assert_eq!(f.store.scan_prefix(b"S").count(), 0);
+        // 12 batches x 3 hosts, one segment each
+        assert_eq!(f.store.scan_prefix(b"Q").count(), 36);
+        let r = f.enqueue_batch(&urls[..50], T0).unwrap();
+        assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate));
+        // a round: complete some, fail some, leave some in flight
+        let items = done(f.next_batch(T0, 100).unwrap());
+        assert_eq!(items.len(), 12);
+        let mut batch = Vec::new();
+        for (n, (id, ok, url)) in items.into_iter().enumerate() {
+            match n % 3 {
+                0 => {
+                    completed.push(url);
+                    batch.push((id, ok));
+                }
+                1 => {
+                    failed.push(url.clone());
+                    owed.push(url);
+                    batch.push((
+                        id,
+                        PageOutcome::Failed {
+                            reason: "status 500".into(),
+                        },
+                    ));
+                }
+                _ => owed.push(url),
+            }
+        }
+        f.complete_batch(&batch, T0).unwrap();
+    }
+    let f = mk();
+    let r = f.enqueue_batch(&urls[5950..], T0).unwrap();
+    assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate));
+    for u in &owed {
+        let host = u.split('/').nth(2).unwrap();
+        assert!(f.queued_urls(host).unwrap().contains(u), "{u} owed");
+    }
+    // everything not completed comes out exactly once; returned and retried URLs
+    // first, then each host in FIFO order
+    let mut got: Vec<String> = Vec::new();
+    let mut now = T0 + 10_000_000;
+    loop {
+        let items = done(f.next_batch(now, 1000).unwrap());
+        if items.is_empty() {
+            break;
+        }
+        let batch: Vec<(LeaseId, PageOutcome)> =
+            items.iter().map(|(id, o, _)| (*id, o.clone())).collect();
+        got.extend(items.into_iter().map(|(_, _, u)| u));
+        f.complete_batch(&batch, now).unwrap();
+        now += 1;
+    }
+    let mut all: Vec<String> = got.iter().chain(&completed).cloned().collect();
+    all.sort();
+    let mut want = urls.clone();
+    want.sort();
+    assert_eq!(all, want);
+    // leases left in flight come back first; URLs that failed on their own go
+    // behind the queue
+    for u in &owed {
+        let pos = got.iter().position(|g| g == u).unwrap();
+        if failed.contains(u) {
+            let host = u.split('/').nth(2).unwrap();
+            let last_queued = got
+                .iter()
+                .rposition(|g| g.split('/').nth(2) == Some(host) && !owed.contains(g))
+                .unwrap();
+            assert!(
+                pos > last_queued,
+                "{u} retried at {pos}, before {last_queued}"
+            );
+        } else {
+            assert!(pos < 12, "{u} came back at {pos}");
+        }
+    }
+    for h in 0..hosts {
+        let idx: Vec<usize> = got
+            .iter()
+            .filter(|u| u.starts_with(&format!("http://f{h}.test/")) && !owed.contains(u))
+            .map(|u| u.rsplit('/').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(idx.windows(2).all(|w| w[0] < w[1]), "host {h} out of order");
+    }
+    assert_eq!(f.hosts_in_memory(), 0);
+    assert_eq!(
+        f.store.scan_prefix(b"T").count(),
+        0,
+        "retry entries deleted"
+    );
+    // consumed segments are deleted in the background: done once the frontier is
+    // dropped (no reopen to clean up after it)
+    let store = f.store.clone();
+    drop(f);
+    assert_eq!(
+        store.scan_prefix(b"Q").count(),
+        0,
+        "consumed segments deleted"
+    );
+}
+
+/// A store written by an earlier version (per-URL `S` and `Q` keys, a version-1 host
+/// record with a lease list, an `L` lease key) opens as it is: nothing queued is lost,
+/// leased URLs come back, and every URL it had seen is still a duplicate.
+#[test]
+fn store_of_an_earlier_version_opens_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls: Vec<String> = (0..5).map(|i| format!("http://old.test/{i}")).collect();
+    {
+        let store = SledStore::open(dir.path(), &crate::store::SledConfig::default()).unwrap();
+        let mut b = Batch::new();
+        // version 1: 18 fixed u64 fields (id 1, enqueued 5, queued 2), lease list [1]
+        let mut rec = vec![1u8];
+        for v in [1u64, 0, 1, 0, 0, 0, 0, 0, 5, 2] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        rec.extend_from_slice(&[0u8; 8 * 8]);
+        rec.extend_from_slice(&1u64.to_le_bytes());
+        rec.extend_from_slice(&1u64.to_le_bytes());
+        b.put(keys::host("old.test"), rec);
+        b.put(keys::NEXT_HOST_ID.to_vec(), 2u64.to_le_bytes().to_vec());
+        let v1 = |u: &str| {
+            let mut e = vec![1u8];
+            e.extend_from_slice(&0u32.to_le_bytes());
+            e.extend_from_slice(u.as_bytes());
+            e
+        };
+        // /0 was completed (its entry deleted), /1 leased, /2 and /3 queued, /4 leased
+        // the older way (an `L` key)
+        for seq in 1..4u64 {
+            b.put(keys::queued(1, seq), v1(&urls[seq as usize]));
+        }
+        b.put(keys::leased(1, 4), v1(&urls[4]));
+        for u in &urls {
+            b.put(keys::seen(url_hash(u)), Vec::new());
+        }
+        store.apply(b).unwrap();
+        store.flush().unwrap();
+    }
+    let f = open(dir.path(), false);
+    f.set_robots(
+        &[(
+            "http://old.test",
+            RobotsFetchOutcome::ClientError { status: 404 },
+        )],
+        T0,
+    )
+    .unwrap();
+    let r = f.enqueue_batch(&urls, T0).unwrap();
+    assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate), "{r:?}");
+    let r = f.enqueue_batch(&["http://old.test/new"], T0).unwrap();
+    assert_eq!(r, vec![EnqueueResult::Queued]);
+    let mut got = Vec::new();
+    for t in 0..10 {
+        let items = done(f.next_batch(T0 + t, 10).unwrap());
+        let batch: Vec<(LeaseId, PageOutcome)> =
+            items.iter().map(|(id, o, _)| (*id, o.clone())).collect();
+        got.extend(items.into_iter().map(|(_, _, u)| u));
+        f.complete_batch(&batch, T0 + t).unwrap();
+    }
+    let mut want: Vec<String> = urls[1..].to_vec();
+    want.push("http://old.test/new".into());
+    assert_eq!(got, want);
+    drop(f);
+    let f = open(dir.path(), false);
+    assert_eq!(f.hosts_in_memory(), 0);
+    assert!(f.is_seen("http://old.test/0").unwrap());
+    assert!(f.is_seen("http://old.test/new").unwrap());
+}

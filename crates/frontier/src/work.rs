@@ -1,0 +1,97 @@
+//! What goes in and out of the frontier: URLs offered, leases handed out.
+
+use crate::canon::Rejection;
+
+/// 128-bit hash of a canonical URL: the seen-set key.
+pub fn url_hash(canonical: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(canonical.as_bytes())
+}
+
+/// Identifies a page lease: host id and queue sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeaseId {
+    /// Host id.
+    pub host_id: u64,
+    /// Sequence in the host's queue.
+    pub seq: u64,
+}
+
+/// A page handed out for fetching.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLease {
+    /// Lease id (pass it back to [`Frontier::complete`]).
+    pub id: LeaseId,
+    /// Canonical URL.
+    pub url: String,
+    /// Which attempt this is (1 = first).
+    pub attempt: u32,
+    /// Link depth the URL was queued with (0 for seeds).
+    pub depth: u32,
+    /// The page it was found on or redirected from, as queued (None for submitted URLs).
+    pub via: Option<String>,
+    /// Its hop path from the seed, as queued (see [`EnqueueItem::hops`]).
+    pub hops: String,
+    /// How long politeness held this URL back once it was at the head of its queue with
+    /// a free slot on its host and its robots verdict known: the host's gap, back-off or
+    /// robots hold, in ms (0 if it went out as soon as the host was free).
+    pub politeness_wait_ms: u64,
+}
+
+/// A robots.txt fetch handed out for an origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsLease {
+    /// Host id (politeness key) it counts against.
+    pub host_id: u64,
+    /// Origin, `scheme://host[:port]`.
+    pub origin: String,
+    /// `origin/robots.txt`.
+    pub url: String,
+}
+
+/// One unit of work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkItem {
+    /// Fetch this page.
+    Page(PageLease),
+    /// Fetch this origin's robots.txt first.
+    Robots(RobotsLease),
+}
+
+/// One URL offered to [`Frontier::enqueue_items`], with where it came from: all of it is
+/// stored with the queued URL (so it survives restarts) and returned on its [`PageLease`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueueItem {
+    /// The URL as found (canonicalized by the frontier).
+    pub url: String,
+    /// Link depth: 0 for a submitted URL.
+    pub depth: u32,
+    /// The page it was found on or redirected from; None for a submitted URL. Stored as
+    /// given: it is the costliest part of a queue entry.
+    pub via: Option<String>,
+    /// Hop path from the seed (Heritrix's discovery path, e.g. `LLR`), empty for a submitted
+    /// URL. Stored as given: the caller bounds its length.
+    pub hops: String,
+}
+
+impl EnqueueItem {
+    /// A submitted URL: depth 0, no via, empty hop path.
+    pub fn seed(url: impl Into<String>) -> EnqueueItem {
+        EnqueueItem {
+            url: url.into(),
+            depth: 0,
+            via: None,
+            hops: String::new(),
+        }
+    }
+}
+
+/// Result of offering one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueResult {
+    /// Queued (durably, once `enqueue_batch` returned).
+    Queued,
+    /// Already seen.
+    Duplicate,
+    /// Refused, with the reason.
+    Rejected(Rejection),
+}
