@@ -4,6 +4,17 @@ use std::time::Duration;
 
 use frontier::*;
 
+/// A frontier on the in-memory store: for the rules that need no restart (the tests that
+/// reopen keep sled, for what must survive).
+fn open_mem(c: FrontierConfig) -> Frontier {
+    Frontier::open_store(
+        c,
+        Arc::new(MemStore::new()),
+        Arc::new(PolicyRobots::default()),
+    )
+    .unwrap()
+}
+
 fn cfg(dir: &std::path::Path) -> FrontierConfig {
     let mut c = FrontierConfig::new(dir);
     c.seed = Some(7);
@@ -78,7 +89,7 @@ fn enqueue_dedup_reject_and_reopen() {
 #[test]
 fn robots_first_then_rules_drop_and_allow() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let f = open_mem(cfg(dir.path()));
     f.enqueue_batch(&["http://a.com/private/1", "http://a.com/public/2"], T0)
         .unwrap();
     let r = robots_item(f.next(T0).unwrap());
@@ -152,7 +163,7 @@ fn server_error_robots_holds_without_dropping() {
 #[test]
 fn politeness_gap_and_response_time() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let f = open_mem(cfg(dir.path()));
     f.set_robots(&[("http://g.com", allow_all())], T0).unwrap();
     f.enqueue_batch(&["http://g.com/1", "http://g.com/2", "http://g.com/3"], T0)
         .unwrap();
@@ -263,7 +274,7 @@ fn discovery_survives_reopen_and_retry() {
 #[test]
 fn drop_records_keep_the_discovery_path() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let f = open_mem(cfg(dir.path()));
     f.set_robots(
         &[("http://x.com", robots("User-agent: *\nDisallow: /no\n"))],
         T0,
@@ -285,7 +296,7 @@ fn drop_records_keep_the_discovery_path() {
 #[test]
 fn crawl_delay_clamped_and_skipped() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let f = open_mem(cfg(dir.path()));
     f.set_robots(
         &[("http://c.com", robots("User-agent: *\nCrawl-delay: 5000\n"))],
         T0,
@@ -305,7 +316,7 @@ fn crawl_delay_clamped_and_skipped() {
     let dir2 = tempfile::tempdir().unwrap();
     let mut c = cfg(dir2.path());
     c.crawl_delay_over_cap = CrawlDelayOverCap::Skip;
-    let f = Frontier::open(c).unwrap();
+    let f = open_mem(c);
     f.set_robots(
         &[("http://c.com", robots("User-agent: *\nCrawl-delay: 5000\n"))],
         T0,
@@ -321,7 +332,7 @@ fn crawl_delay_clamped_and_skipped() {
 #[test]
 fn crawl_delay_below_cap_is_a_minimum_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path())).unwrap();
+    let f = open_mem(cfg(dir.path()));
     f.set_robots(
         &[("http://c.com", robots("User-agent: *\nCrawl-delay: 45\n"))],
         T0,
@@ -342,7 +353,7 @@ fn throttling_retry_after_backoff_and_give_up() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(dir.path());
     c.max_attempts = 3;
-    let f = Frontier::open(c).unwrap();
+    let f = open_mem(c);
     f.set_robots(&[("http://t.com", allow_all())], T0).unwrap();
     f.enqueue_batch(&["http://t.com/1", "http://t.com/2"], T0)
         .unwrap();
@@ -469,7 +480,7 @@ fn global_quota() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(dir.path()).without_gaps();
     c.global_rate_per_sec = NonZeroU32::new(2);
-    let f = Frontier::open(c).unwrap();
+    let f = open_mem(c);
     let origins: Vec<String> = (0..5).map(|i| format!("http://q{i}.com")).collect();
     let outs: Vec<(&str, RobotsFetchOutcome)> =
         origins.iter().map(|o| (o.as_str(), allow_all())).collect();
@@ -488,7 +499,7 @@ fn domain_mode_shares_one_queue() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(dir.path());
     c.key_mode = PolitenessKeyMode::Domain;
-    let f = Frontier::open(c).unwrap();
+    let f = open_mem(c);
     f.set_robots(
         &[
             ("http://a.ex.co.uk", allow_all()),
@@ -507,7 +518,7 @@ fn domain_mode_shares_one_queue() {
 #[test]
 fn concurrent_callers_never_share_a_host_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Arc::new(Frontier::open(cfg(dir.path())).unwrap());
+    let f = Arc::new(open_mem(cfg(dir.path())));
     let hosts: Vec<String> = (0..20).map(|i| format!("http://c{i}.com")).collect();
     let outs: Vec<(&str, RobotsFetchOutcome)> =
         hosts.iter().map(|o| (o.as_str(), allow_all())).collect();
@@ -601,7 +612,7 @@ fn pause_holds_a_host_and_resume_releases_it() {
 #[test]
 fn drops_are_reported_once() {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
+    let f = open_mem(cfg(dir.path()).without_gaps());
     f.set_robots(
         &[("http://d.com", robots("User-agent: *\nDisallow: /no\n"))],
         T0,
