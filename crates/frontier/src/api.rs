@@ -40,21 +40,16 @@ pub(crate) struct Inner {
     pub(crate) stats: FrontierStats,
     /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
     pub(crate) paused: HashSet<Arc<str>>,
-    /// Drops and give-ups not yet taken by [`Frontier::take_drops`] (bounded).
-    pub(crate) drop_events: Vec<DropRecord>,
+    /// Events not yet taken by [`Frontier::poll_event`] (bounded).
+    pub(crate) events: EventQueue,
     pub(crate) journal: Journal,
     pub(crate) seen: SeenSet,
     pub(crate) intake: IntakeLog,
 }
 
-/// Most drop events kept for [`Frontier::take_drops`]; older ones are discarded.
-pub(crate) const MAX_DROP_EVENTS: usize = 100_000;
-
 impl Inner {
     pub(crate) fn push_drop(&mut self, rec: DropRecord) {
-        if self.drop_events.len() < MAX_DROP_EVENTS {
-            self.drop_events.push(rec);
-        }
+        self.events.push(FrontierEvent::Dropped(rec));
     }
 }
 
@@ -134,7 +129,7 @@ impl Frontier {
             rng,
             stats: FrontierStats::default(),
             paused: HashSet::new(),
-            drop_events: Vec::new(),
+            events: EventQueue::default(),
             journal: Journal {
                 next_seq: 0,
                 first_seq: 0,
@@ -245,14 +240,19 @@ impl Frontier {
         Ok(self.store.get(&keys::robots(origin))?)
     }
 
-    /// URLs dropped (robots, skipped host) or given up since the last call, oldest first,
-    /// each durable before it is listed. Bounded: past 100 000 untaken events the newest
-    /// are not kept (the store still has every [`DropRecord`]).
-    pub fn take_drops(&self) -> Vec<DropRecord> {
-        std::mem::take(&mut self.inner.lock().drop_events)
+    /// The oldest event not yet taken (drops, robots transitions, leases returned at
+    /// open), if any. Bounded: past [`crate::events::MAX_EVENTS`] untaken events the
+    /// newest are not kept (the store still has every [`DropRecord`]).
+    pub fn poll_event(&self) -> Option<FrontierEvent> {
+        self.inner.lock().events.pop()
     }
 
-    /// The caller has durably logged these drops (from [`Frontier::take_drops`]): they are
+    /// Every event not yet taken, oldest first.
+    pub fn drain_events(&self) -> Vec<FrontierEvent> {
+        self.inner.lock().events.drain()
+    }
+
+    /// The caller has durably logged these drops (from [`FrontierEvent::Dropped`]): they are
     /// not reported again after a restart. Drops taken but never acknowledged (a crash
     /// between the take and the log) are reported again at the next open.
     pub fn drops_logged(&self, drops: &[DropRecord]) -> Result<()> {
@@ -345,15 +345,53 @@ impl Frontier {
         Ok(out.into_iter().take(limit).collect())
     }
 
-    /// Stored robots records (origin, encoded state), in origin order, up to `limit`.
-    pub fn robots_records(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>> {
+    /// Every origin with a robots record, in origin order, decoded at `now_ms`.
+    pub fn origins(&self, now_ms: u64) -> Result<Vec<OriginView>> {
+        self.origins_where(now_ms, |_| true)
+    }
+
+    /// The origins under a politeness key: the key itself (origin keys), its host, or a
+    /// subdomain of it (host and domain keys), decoded at `now_ms`.
+    pub fn origins_of(&self, key: &str, now_ms: u64) -> Result<Vec<OriginView>> {
+        let suffix = format!(".{key}");
+        self.origins_where(now_ms, |origin| {
+            let host = host_of_origin(origin);
+            origin == key || host == key || host.ends_with(&suffix)
+        })
+    }
+
+    /// How many origins are in each robots state at `now_ms` (state name -> origins).
+    pub fn robots_state_counts(
+        &self,
+        now_ms: u64,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>> {
+        let mut out = std::collections::BTreeMap::new();
+        for o in self.origins(now_ms)? {
+            *out.entry(o.status.kind.as_str()).or_default() += 1;
+        }
+        Ok(out)
+    }
+
+    fn origins_where(&self, now_ms: u64, keep: impl Fn(&str) -> bool) -> Result<Vec<OriginView>> {
+        let backend = self.inner.lock().robots.backend().clone();
         let mut out = Vec::new();
         for kv in self.store.scan_prefix(b"R") {
-            if out.len() >= limit {
-                break;
-            }
             let (k, v) = kv?;
-            out.push((String::from_utf8_lossy(&k[1..]).into_owned(), v));
+            let origin = String::from_utf8_lossy(&k[1..]).into_owned();
+            if !keep(&origin) {
+                continue;
+            }
+            match backend.decode(&v) {
+                Ok(state) => out.push(OriginView {
+                    status: state.status(now_ms),
+                    sitemaps: state.sitemaps(),
+                    origin,
+                }),
+                // one bad record does not hide the others
+                Err(e) => {
+                    tracing::warn!(%origin, error = %e, "robots record not decodable; skipped")
+                }
+            }
         }
         Ok(out)
     }
@@ -452,4 +490,12 @@ impl Frontier {
         }
         Ok(out)
     }
+}
+
+/// The host of `scheme://host[:port]` (empty if it does not parse).
+fn host_of_origin(origin: &str) -> String {
+    url::Url::parse(origin)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default()
 }

@@ -2,6 +2,7 @@
 
 use crate::api::*;
 use crate::error::*;
+use crate::events::FrontierEvent;
 use crate::sched::aside::*;
 use crate::sched::failure::*;
 use crate::sched::politeness;
@@ -193,7 +194,8 @@ impl Frontier {
             return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
         }
         let mut batch = Batch::new();
-        let state = self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
+        let (state, event) =
+            self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
         // robots.txt was a request to the site: the gap after it is the crawl-delay it
         // just gave (capped), from its answer on, like after any page
         let crawl_delay = RobotsCache::crawl_delay_of(
@@ -222,6 +224,7 @@ impl Frontier {
         self.store.apply(batch)?;
         self.store.flush()?;
         inner.robots.put(&lease.origin, state);
+        inner.events.push(event);
         self.schedule(inner, lease.host_id);
         Ok(())
     }
@@ -233,17 +236,23 @@ impl Frontier {
         outcome: &RobotsFetchOutcome,
         now_ms: u64,
         batch: &mut Batch,
-    ) -> Result<Box<dyn OriginState>> {
+    ) -> Result<(Box<dyn OriginState>, FrontierEvent)> {
         let backend = inner.robots.backend().clone();
         let mut state = match self.store.get(&keys::robots(origin))? {
             Some(b) => backend.decode(&b)?,
             None => backend.unknown(),
         };
+        let from = state.kind();
         let jitter: u64 = inner.rng.gen();
         state.apply(outcome, now_ms, jitter);
-        tracing::info!(%origin, state = state.kind(), "robots state changed");
         batch.put(keys::robots(origin), state.encode());
-        Ok(state)
+        // handed out (to be logged and counted by the caller) once durable
+        let event = FrontierEvent::RobotsTransition {
+            origin: origin.to_string(),
+            from,
+            to: state.kind(),
+        };
+        Ok((state, event))
     }
 
     /// Record robots outcomes for origins without a lease (seeding, tests, benchmarks).
@@ -254,13 +263,14 @@ impl Frontier {
         let mut batch = Batch::new();
         let mut states = Vec::with_capacity(outcomes.len());
         for (origin, outcome) in outcomes {
-            let st = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
-            states.push((*origin, st));
+            let (st, event) = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
+            states.push((*origin, st, event));
         }
         self.store.apply(batch)?;
         self.store.flush()?;
-        for (origin, st) in states {
+        for (origin, st, event) in states {
             inner.robots.put(origin, st);
+            inner.events.push(event);
         }
         Ok(())
     }

@@ -1,4 +1,9 @@
-//! What the frontier tells its caller: counters, and the events it hands out.
+//! What the frontier tells its caller: counters, the events it hands out, and typed views
+//! of what it stores.
+
+use std::collections::VecDeque;
+
+use crate::store::codec::DropRecord;
 
 /// Global counters since open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,4 +34,70 @@ pub struct FrontierStats {
     pub rate_limited: u64,
     /// Leases returned to their queues at open.
     pub recovered_leases: u64,
+}
+
+/// Something the frontier did that its caller logs, counts or acts on; taken with
+/// [`crate::Frontier::poll_event`] or [`crate::Frontier::drain_events`], oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrontierEvent {
+    /// A URL dropped (robots rules, skipped host) or given up; durable before it is
+    /// listed. Acknowledge it with [`crate::Frontier::drops_logged`] once logged, or it is
+    /// reported again after a restart (at-least-once).
+    Dropped(DropRecord),
+    /// A robots.txt outcome was applied to an origin's state (`from` and `to` may be equal:
+    /// a refresh).
+    RobotsTransition {
+        /// `scheme://host[:port]`.
+        origin: String,
+        /// State before.
+        from: &'static str,
+        /// State after.
+        to: &'static str,
+    },
+    /// Leases in flight when the last run ended went back to their queues at open.
+    LeasesReturned {
+        /// How many.
+        count: u64,
+    },
+}
+
+/// Events not yet taken, bounded: past [`MAX_EVENTS`] the newest are not kept (the store
+/// still has every [`DropRecord`], and unacknowledged drops come back at the next open).
+#[derive(Debug, Default)]
+pub(crate) struct EventQueue {
+    events: VecDeque<FrontierEvent>,
+    /// Events not kept because the queue was full.
+    pub(crate) lost: u64,
+}
+
+/// Most events kept for the caller.
+pub const MAX_EVENTS: usize = 100_000;
+
+impl EventQueue {
+    pub(crate) fn push(&mut self, ev: FrontierEvent) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push_back(ev);
+        } else {
+            self.lost += 1;
+        }
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<FrontierEvent> {
+        self.events.pop_front()
+    }
+
+    pub(crate) fn drain(&mut self) -> Vec<FrontierEvent> {
+        self.events.drain(..).collect()
+    }
+}
+
+/// One origin's robots state as the frontier holds it, decoded.
+#[derive(Debug, Clone)]
+pub struct OriginView {
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    /// Its status at the instant asked about.
+    pub status: robots_policy::state::RobotsStatus,
+    /// Sitemaps named by the copy in force (or the last good one).
+    pub sitemaps: Vec<String>,
 }

@@ -15,6 +15,17 @@ fn open_mem(c: FrontierConfig) -> Frontier {
     .unwrap()
 }
 
+/// The drops among the frontier's events (the other events are dropped here).
+fn take_drops(f: &Frontier) -> Vec<DropRecord> {
+    f.drain_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            FrontierEvent::Dropped(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
 fn cfg(dir: &std::path::Path) -> FrontierConfig {
     let mut c = FrontierConfig::new(dir);
     c.seed = Some(7);
@@ -283,7 +294,7 @@ fn drop_records_keep_the_discovery_path() {
     f.enqueue_items(&[found("http://x.com/no", 2, "http://x.com/p", "LR")], T0)
         .unwrap();
     assert_eq!(f.next(T0).unwrap(), None);
-    let drops = f.take_drops();
+    let drops = take_drops(&f);
     assert_eq!(drops.len(), 1, "{drops:?}");
     let d = &drops[0];
     assert_eq!(
@@ -454,6 +465,11 @@ fn leases_return_to_head_after_restart() {
     }
     let f = Frontier::open(c).unwrap();
     assert_eq!(f.stats().recovered_leases, 2);
+    assert_eq!(
+        f.poll_event(),
+        Some(FrontierEvent::LeasesReturned { count: 2 }),
+        "the caller hears of the returned leases"
+    );
     assert_eq!(f.host_record("l.com").unwrap().unwrap().in_flight, 0);
     let urls: Vec<String> = f
         .next_batch(T0, 10)
@@ -622,11 +638,11 @@ fn drops_are_reported_once() {
         .unwrap();
     let p = page(f.next(T0).unwrap());
     assert_eq!(p.url, "http://d.com/yes");
-    let drops = f.take_drops();
+    let drops = take_drops(&f);
     assert_eq!(drops.len(), 1);
     assert_eq!(drops[0].url, "http://d.com/no/1");
     assert_eq!(drops[0].reason, DropReason::RobotsDisallowed);
-    assert!(f.take_drops().is_empty());
+    assert!(take_drops(&f).is_empty());
 }
 
 #[test]
@@ -645,18 +661,101 @@ fn drops_not_acknowledged_are_reported_again_after_reopen() {
         )
         .unwrap();
         let _ = page(f.next(T0).unwrap());
-        let drops = f.take_drops();
+        let drops = take_drops(&f);
         assert_eq!(drops.len(), 2);
         // the caller logged only the first before the "crash"
         f.drops_logged(&drops[..1]).unwrap();
     }
     let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
-    let again = f.take_drops();
+    let again = take_drops(&f);
     assert_eq!(again.len(), 1, "{again:?}");
     assert_eq!(again[0].url, "http://d.com/no/2");
     assert_eq!(again[0].reason, DropReason::RobotsDisallowed);
     f.drops_logged(&again).unwrap();
     drop(f);
     let f = Frontier::open(cfg(dir.path()).without_gaps()).unwrap();
-    assert!(f.take_drops().is_empty());
+    assert!(take_drops(&f).is_empty());
+}
+
+/// Drops and robots transitions come out through one call, in the order they happened;
+/// the frontier answers the origins' robots states typed (no caller decodes a record).
+#[test]
+fn events_and_origin_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open_mem(cfg(dir.path()));
+    f.enqueue_batch(&["http://a.com/private/1", "http://a.com/public/2"], T0)
+        .unwrap();
+    assert_eq!(f.poll_event(), None, "queueing is no event");
+    assert!(
+        f.origins(T0).unwrap().is_empty(),
+        "no record before robots.txt"
+    );
+    let r = robots_item(f.next(T0).unwrap());
+    f.complete_robots(
+        &r,
+        &robots("User-agent: *\nDisallow: /private\nSitemap: http://a.com/map.xml\n"),
+        50,
+        T0 + 10,
+    )
+    .unwrap();
+    assert_eq!(
+        f.poll_event(),
+        Some(FrontierEvent::RobotsTransition {
+            origin: "http://a.com".into(),
+            from: "unknown",
+            to: "fresh",
+        })
+    );
+    assert_eq!(f.poll_event(), None);
+    let p = page(f.next(T0 + 1_010).unwrap());
+    assert_eq!(p.url, "http://a.com/public/2");
+    match f.poll_event() {
+        Some(FrontierEvent::Dropped(d)) => {
+            assert_eq!(d.url, "http://a.com/private/1");
+            assert_eq!(d.reason, DropReason::RobotsDisallowed);
+        }
+        other => panic!("expected the drop, got {other:?}"),
+    }
+    assert!(f.drain_events().is_empty(), "each event is handed out once");
+
+    let views = f.origins_of("a.com", T0 + 20).unwrap();
+    assert_eq!(views.len(), 1);
+    assert_eq!(views[0].origin, "http://a.com");
+    assert_eq!(views[0].status.kind.as_str(), "fresh");
+    assert_eq!(views[0].sitemaps, vec!["http://a.com/map.xml".to_string()]);
+    assert!(f.origins_of("b.com", T0).unwrap().is_empty());
+    assert!(
+        f.origins_of("www.a.com", T0).unwrap().is_empty(),
+        "a parent is not under its child"
+    );
+    f.set_robots(
+        &[
+            ("https://www.a.com", allow_all()),
+            ("http://b.com:8080", robots("x")),
+        ],
+        T0,
+    )
+    .unwrap();
+    let under: Vec<String> = f
+        .origins_of("a.com", T0)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.origin)
+        .collect();
+    assert_eq!(
+        under,
+        vec!["http://a.com", "https://www.a.com"],
+        "subdomains are under their domain"
+    );
+    let counts = f.robots_state_counts(T0 + 20).unwrap();
+    assert_eq!(counts.get("fresh"), Some(&3));
+    assert_eq!(counts.values().sum::<u64>(), 3);
+    // long after: the copies are past their freshness
+    let later = f.robots_state_counts(T0 + 400 * 86_400_000).unwrap();
+    assert_eq!(later.get("fresh"), None, "{later:?}");
+    assert_eq!(
+        f.drain_events().len(),
+        2,
+        "set_robots reports its transitions too"
+    );
 }

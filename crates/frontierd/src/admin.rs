@@ -415,15 +415,8 @@ fn host_matches_key(host: &str, key: &str) -> bool {
 }
 
 fn robots_states(sh: &Shared) -> Result<Vec<(String, robots_policy::state::RobotsStatus)>> {
-    let cfg = sh.settings.robots_state_config();
-    let now = robots_policy::state::UnixMillis(now_ms());
-    let mut out = Vec::new();
-    for (origin, bytes) in sh.frontier.robots_records(usize::MAX)? {
-        if let Ok(o) = robots_policy::state::decode(&bytes) {
-            out.push((origin, o.status(&cfg, now)));
-        }
-    }
-    Ok(out)
+    let views = sh.frontier.origins(now_ms())?;
+    Ok(views.into_iter().map(|o| (o.origin, o.status)).collect())
 }
 
 fn ms_time(ms: u64) -> String {
@@ -558,29 +551,15 @@ fn host_detail(sh: &Shared, h: &HostArg) -> Result<Option<serde_json::Value>> {
     let mut v = host_json(sh, host, &rec);
     v["key"] = serde_json::json!(host);
     v["requested"] = serde_json::json!(h.requested);
-    let cfg = sh.settings.robots_state_config();
-    let now = robots_policy::state::UnixMillis(now_ms());
     let mut origins = Vec::new();
     let mut kinds = Vec::new();
-    for (origin, bytes) in sh.frontier.robots_records(usize::MAX)? {
-        if !origin_in_key(&origin, host) {
-            continue;
-        }
-        let Ok(state) = robots_policy::state::decode(&bytes) else {
-            continue;
-        };
-        let status = state.status(&cfg, now);
+    for view in sh.frontier.origins_of(host, now_ms())? {
+        let status = view.status;
         kinds.push(status.kind);
-        let mut o = origin_json(&origin, &status);
+        let mut o = origin_json(&view.origin, &status);
         o["held"] = serde_json::json!(robots_holds(status.kind));
         // Sitemaps of the copy in force, or of the last good one.
-        let sitemaps: Vec<String> = match state.copy().map(|c| &c.content) {
-            Some(robots_policy::state::CopyContent::Body(body)) => {
-                robots_policy::RobotsTxt::parse(body).sitemaps().to_vec()
-            }
-            _ => Vec::new(),
-        };
-        o["sitemaps"] = serde_json::json!(sitemaps);
+        o["sitemaps"] = serde_json::json!(view.sitemaps);
         origins.push(o);
     }
     if let (Some(o), serde_json::Value::Object(summary)) =

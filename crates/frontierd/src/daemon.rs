@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use fetcher::{Fetcher, Url};
-use frontier::{DropReason, EnqueueItem, EnqueueResult, Frontier, PolicyRobots};
+use frontier::{DropReason, EnqueueItem, EnqueueResult, Frontier, FrontierEvent, PolicyRobots};
 use tokio::sync::Notify;
 
 use crate::config::{ScopeMode, Settings};
@@ -162,8 +162,25 @@ impl Shared {
         Ok(summary)
     }
 
-    pub(crate) fn drain_drops(&self) {
-        let drops = self.frontier.take_drops();
+    /// Take the frontier's events: drops go to the crawl log (then acknowledged, so they
+    /// are not reported again after a crash), robots transitions and returned leases are
+    /// logged.
+    pub(crate) fn drain_events(&self) {
+        let mut drops = Vec::new();
+        for event in self.frontier.drain_events() {
+            match event {
+                FrontierEvent::Dropped(d) => drops.push(d),
+                FrontierEvent::RobotsTransition { origin, from, to } => {
+                    tracing::info!(%origin, from, to, "robots state changed");
+                }
+                FrontierEvent::LeasesReturned { count } => {
+                    tracing::info!(
+                        count,
+                        "leases in flight at the last stop returned to their queues"
+                    );
+                }
+            }
+        }
         for d in &drops {
             let outcome = match d.reason {
                 DropReason::RobotsDisallowed => "blocked-by-robots",
@@ -246,13 +263,9 @@ impl Shared {
         for k in robots_policy::state::RobotsStateKind::ALL {
             by_state.insert(k.as_str(), 0);
         }
-        let cfg = self.settings.robots_state_config();
-        if let Ok(origins) = self.frontier.robots_records(usize::MAX) {
-            for (_, bytes) in origins {
-                if let Ok(o) = robots_policy::state::decode(&bytes) {
-                    let kind = o.kind_at(&cfg, robots_policy::state::UnixMillis(now));
-                    *by_state.entry(kind.as_str()).or_default() += 1;
-                }
+        if let Ok(counts) = self.frontier.robots_state_counts(now) {
+            for (kind, n) in counts {
+                *by_state.entry(kind).or_default() += n as i64;
             }
         }
         for (k, n) in by_state {
@@ -500,7 +513,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             "grace period over: unfinished leases return to their queues at the next start"
         );
     }
-    shared.drain_drops();
+    shared.drain_events();
     for task in [admin_task, stats_task, drain_task, spool_task] {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`

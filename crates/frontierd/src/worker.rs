@@ -30,7 +30,7 @@ pub async fn worker(sh: Arc<Shared>, _id: u32) {
                 None
             }
         };
-        sh.drain_drops();
+        sh.drain_events();
         let Some(item) = item else {
             let wait_ms = match sh.frontier.next_ready_at() {
                 Some(t) => t.saturating_sub(now).clamp(20, 1000),
@@ -55,7 +55,7 @@ pub async fn worker(sh: Arc<Shared>, _id: u32) {
         sh.metrics
             .in_flight
             .set(sh.in_flight.load(Ordering::Relaxed) as i64);
-        sh.drain_drops();
+        sh.drain_events();
     }
 }
 

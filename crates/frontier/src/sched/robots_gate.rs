@@ -36,6 +36,10 @@ pub trait OriginState: Send {
     fn apply(&mut self, outcome: &RobotsFetchOutcome, now_ms: u64, jitter: u64);
     /// Versioned encoding for the store.
     fn encode(&self) -> Vec<u8>;
+    /// Its status at `now_ms`: the state in effect, expiry, next fetch, last fetch.
+    fn status(&self, now_ms: u64) -> robots_policy::state::RobotsStatus;
+    /// Sitemaps named by the copy in force (or the last good one).
+    fn sitemaps(&self) -> Vec<String>;
     /// Short name of the state (for logs and stats).
     fn kind(&self) -> &'static str;
 }
@@ -253,13 +257,12 @@ impl OriginState for PolicyState {
     }
 
     fn apply(&mut self, outcome: &RobotsFetchOutcome, now_ms: u64, jitter: u64) {
-        let t = self.inner.apply(
+        self.inner.apply(
             &self.cfg,
             outcome.clone(),
             UnixMillis(now_ms),
             Jitter(jitter),
         );
-        tracing::info!(transition = %t, "robots transition");
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -268,6 +271,19 @@ impl OriginState for PolicyState {
 
     fn kind(&self) -> &'static str {
         self.inner.kind().as_str()
+    }
+
+    fn status(&self, now_ms: u64) -> rp::RobotsStatus {
+        self.inner.status(&self.cfg, UnixMillis(now_ms))
+    }
+
+    fn sitemaps(&self) -> Vec<String> {
+        match self.inner.copy().map(|c| &c.content) {
+            Some(rp::CopyContent::Body(body)) => {
+                robots_policy::RobotsTxt::parse(body).sitemaps().to_vec()
+            }
+            _ => Vec::new(),
+        }
     }
 }
 

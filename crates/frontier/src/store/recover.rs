@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::api::*;
 use crate::error::*;
+use crate::events::FrontierEvent;
 use crate::sched::aside::*;
 use crate::sched::hosts::*;
 use crate::store::codec::*;
@@ -261,6 +262,11 @@ impl Frontier {
             self.schedule(&mut inner, id);
         }
         inner.stats.recovered_leases = recovered;
+        if recovered > 0 {
+            inner
+                .events
+                .push(FrontierEvent::LeasesReturned { count: recovered });
+        }
         // the journal stays; the next checkpoint writes its records to `H`
         inner.journal.next_seq = next_journal;
         inner.journal.first_seq = journal_keys
