@@ -74,7 +74,7 @@ mod tests {
 
     use fetcher::{Fetcher, FetcherConfig, ResolveTable, Url};
     use robots_policy::state::{
-        Gate, Jitter, OriginRobots, RobotsStateKind, StateConfig, UnixMillis,
+        Directive, Jitter, OriginRobots, RobotsStateKind, StateConfig, UnixMillis,
     };
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(state.kind(), RobotsStateKind::Fresh);
         assert!(matches!(
             state.verdict(&StateConfig::default(), NOW),
-            Gate::ObeyRules { body, .. } if body.starts_with(b"user-agent: *")
+            Directive::ObeyRules { body, .. } if body.starts_with(b"user-agent: *")
         ));
     }
 
@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(state.kind(), RobotsStateKind::Fresh);
         assert!(matches!(
             state.verdict(&StateConfig::default(), NOW),
-            Gate::AllowAll { .. }
+            Directive::AllowAll { .. }
         ));
     }
 
@@ -182,7 +182,7 @@ mod tests {
             );
             assert!(matches!(
                 state.verdict(&StateConfig::default(), NOW),
-                Gate::Hold(_)
+                Directive::Hold(_)
             ));
         }
     }
@@ -192,7 +192,7 @@ mod tests {
         let state = state_after_fetch(0, 404).await;
         assert!(matches!(
             state.verdict(&StateConfig::default(), NOW),
-            Gate::AllowAll { .. }
+            Directive::AllowAll { .. }
         ));
     }
 

@@ -8,16 +8,18 @@
 
 mod matcher;
 mod parser;
+/// A naive model of Google's matcher, for differential tests and benchmarks only.
+#[cfg(feature = "reference")]
 #[doc(hidden)]
 pub mod reference;
-mod robots;
+mod robots_txt;
 pub mod state;
 
 pub use matcher::{
-    glob_match, path_params_query, AgentPolicy, GroupChoice, RuleKind, RuleView, Verdict,
+    glob_match, path_params_query, AgentLine, AgentPolicy, GroupChoice, RuleKind, RuleView, Verdict,
 };
 pub use parser::{
     Diagnostic, DiagnosticKind, Field, ParseOptions, DEFAULT_MAX_BYTES, HARD_MAX_BYTES,
     MAX_DIAGNOSTICS, MAX_LINE_BYTES,
 };
-pub use robots::{AgentLine, RobotsTxt};
+pub use robots_txt::RobotsTxt;

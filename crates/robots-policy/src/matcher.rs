@@ -21,7 +21,12 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
-use crate::robots::AgentLine;
+/// One user-agent line of a group (its line number and value), for `explain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentLine {
+    pub line: u32,
+    pub value: String,
+}
 
 /// Allow or disallow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

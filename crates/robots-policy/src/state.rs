@@ -4,7 +4,7 @@
 //! the origin's URLs may be fetched ([`OriginRobots::verdict`]), when robots.txt must be
 //! fetched next ([`OriginRobots::next_fetch_at`]) and how a robots.txt fetch outcome changes
 //! the state ([`OriginRobots::apply`]). It stores the last good robots.txt *body* as bytes and
-//! never parses it: a [`Gate::ObeyRules`] hands the body to the caller, which compiles and
+//! never parses it: a [`Directive::ObeyRules`] hands the body to the caller, which compiles and
 //! matches it.
 //!
 //! Everything here is pure: time is passed in as [`UnixMillis`], randomness (the retry jitter)
@@ -259,10 +259,10 @@ pub struct RobotsCopy {
 }
 
 impl RobotsCopy {
-    fn gate(&self, source: RulesSource) -> Gate<'_> {
+    fn gate(&self, source: RulesSource) -> Directive<'_> {
         match &self.content {
-            CopyContent::Body(body) => Gate::ObeyRules { body, source },
-            CopyContent::AllowAll(cause) => Gate::AllowAll {
+            CopyContent::Body(body) => Directive::ObeyRules { body, source },
+            CopyContent::AllowAll(cause) => Directive::AllowAll {
                 source,
                 cause: Some(*cause),
             },
@@ -394,7 +394,7 @@ impl fmt::Display for HoldReason {
 
 /// What the caller may do with the origin's URLs at a given instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate<'a> {
+pub enum Directive<'a> {
     /// Keep every URL queued in order; fetch nothing, drop nothing.
     Hold(HoldReason),
     /// Everything is allowed. `cause` is the copy's reason, or `None` in a fallback without
@@ -407,29 +407,29 @@ pub enum Gate<'a> {
     ObeyRules { body: &'a [u8], source: RulesSource },
 }
 
-impl Gate<'_> {
-    /// True for [`Gate::Hold`].
+impl Directive<'_> {
+    /// True for [`Directive::Hold`].
     pub fn is_hold(&self) -> bool {
-        matches!(self, Gate::Hold(_))
+        matches!(self, Directive::Hold(_))
     }
 }
 
-impl fmt::Display for Gate<'_> {
+impl fmt::Display for Directive<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let src = |s: &RulesSource| match s {
             RulesSource::Fresh => "fresh robots.txt",
             RulesSource::Fallback => "fallback (last good robots.txt)",
         };
         match self {
-            Gate::Hold(reason) => write!(f, "hold: {reason}"),
-            Gate::AllowAll {
+            Directive::Hold(reason) => write!(f, "hold: {reason}"),
+            Directive::AllowAll {
                 source,
                 cause: Some(cause),
             } => write!(f, "allow all by {}: {cause}", src(source)),
-            Gate::AllowAll { cause: None, .. } => {
+            Directive::AllowAll { cause: None, .. } => {
                 f.write_str("allow all: fallback without any last good robots.txt")
             }
-            Gate::ObeyRules { body, source } => {
+            Directive::ObeyRules { body, source } => {
                 write!(f, "obey {} ({} bytes)", src(source), body.len())
             }
         }
@@ -560,24 +560,24 @@ impl OriginRobots {
     }
 
     /// What may be done with the origin's URLs at `now`.
-    pub fn verdict(&self, cfg: &StateConfig, now: UnixMillis) -> Gate<'_> {
+    pub fn verdict(&self, cfg: &StateConfig, now: UnixMillis) -> Directive<'_> {
         match &self.state {
-            RobotsState::Unknown => Gate::Hold(HoldReason::NeverFetched),
+            RobotsState::Unknown => Directive::Hold(HoldReason::NeverFetched),
             RobotsState::Fresh { copy, expires_at } => {
                 if now >= *expires_at {
-                    Gate::Hold(HoldReason::RefreshPending)
+                    Directive::Hold(HoldReason::RefreshPending)
                 } else {
                     copy.gate(RulesSource::Fresh)
                 }
             }
-            RobotsState::Stale { .. } => Gate::Hold(HoldReason::RefreshPending),
+            RobotsState::Stale { .. } => Directive::Hold(HoldReason::RefreshPending),
             RobotsState::ServerErrorDisallow {
                 since, last_good, ..
             } => {
                 if now >= fallback_at(cfg, *since) {
                     fallback_gate(last_good)
                 } else {
-                    Gate::Hold(HoldReason::ServerErrorDisallow { since: *since })
+                    Directive::Hold(HoldReason::ServerErrorDisallow { since: *since })
                 }
             }
             RobotsState::Fallback { last_good, .. } => fallback_gate(last_good),
@@ -860,10 +860,10 @@ fn fallback_at(cfg: &StateConfig, since: UnixMillis) -> UnixMillis {
     since.saturating_add(cfg.fallback_after)
 }
 
-fn fallback_gate(last_good: &Option<RobotsCopy>) -> Gate<'_> {
+fn fallback_gate(last_good: &Option<RobotsCopy>) -> Directive<'_> {
     match last_good {
         Some(copy) => copy.gate(RulesSource::Fallback),
-        None => Gate::AllowAll {
+        None => Directive::AllowAll {
             source: RulesSource::Fallback,
             cause: None,
         },

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use robots_policy::state::{
-    decode, encode, AllowAllCause, CopyContent, DecodeError, FetchSummary, Gate, Jitter, LastFetch,
-    NetworkErrorKind, OriginRobots, RobotsCopy, RobotsFetchResult, RobotsState, RobotsStateKind,
-    RulesSource, StateConfig, UnixMillis, FORMAT_VERSION,
+    decode, encode, AllowAllCause, CopyContent, DecodeError, Directive, FetchSummary, Jitter,
+    LastFetch, NetworkErrorKind, OriginRobots, RobotsCopy, RobotsFetchResult, RobotsState,
+    RobotsStateKind, RulesSource, StateConfig, UnixMillis, FORMAT_VERSION,
 };
 
 const BODY: &[u8] = b"User-agent: *\nDisallow: /x\n";
@@ -156,7 +156,7 @@ fn a_state_produced_by_the_machine_round_trips_with_its_verdict() {
     assert!(r.verdict(&cfg, t(4)).is_hold());
     assert_eq!(
         r.verdict(&cfg, t(3 + 30 * 24)),
-        Gate::ObeyRules {
+        Directive::ObeyRules {
             body: BODY,
             source: RulesSource::Fallback
         }

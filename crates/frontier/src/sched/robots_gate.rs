@@ -24,8 +24,14 @@ pub enum RobotsDecision<'a> {
     Hold(Option<u64>),
     /// Every URL is allowed.
     AllowAll,
-    /// Obey these robots.txt bytes.
-    Obey(&'a [u8]),
+    /// Obey these robots.txt bytes, of the copy fetched at `fetched_at_ms`.
+    Obey {
+        /// The body.
+        body: &'a [u8],
+        /// When the copy was fetched (unix ms): with the body's length, it names the copy
+        /// (a decoded state holds one copy; a new fetch makes a new state).
+        fetched_at_ms: u64,
+    },
 }
 
 /// One origin's robots state (decoded).
@@ -66,7 +72,8 @@ pub trait RobotsBackend: Send + Sync {
 pub struct CachedOrigin {
     /// Decoded state.
     pub state: Box<dyn OriginState>,
-    policy: Option<(usize, usize, Arc<dyn PathPolicy>)>,
+    /// The compiled policy and the copy it was compiled from: (fetched at, body length).
+    policy: Option<((u64, usize), Arc<dyn PathPolicy>)>,
 }
 
 impl CachedOrigin {
@@ -182,13 +189,16 @@ impl RobotsCache {
             RobotsDecision::FetchNow => RobotsVerdict::FetchRobots,
             RobotsDecision::Hold(t) => RobotsVerdict::Hold(t),
             RobotsDecision::AllowAll => RobotsVerdict::Allow(None),
-            RobotsDecision::Obey(body) => {
-                let (ptr, len) = (body.as_ptr() as usize, body.len());
+            RobotsDecision::Obey {
+                body,
+                fetched_at_ms,
+            } => {
+                let copy = (fetched_at_ms, body.len());
                 let policy = match &entry.policy {
-                    Some((p, l, pol)) if *p == ptr && *l == len => pol.clone(),
+                    Some((c, pol)) if *c == copy => pol.clone(),
                     _ => {
                         let pol = backend.compile(body, agent);
-                        entry.policy = Some((ptr, len, pol.clone()));
+                        entry.policy = Some((copy, pol.clone()));
                         pol
                     }
                 };
@@ -209,7 +219,7 @@ impl RobotsCache {
         now_ms: u64,
     ) -> Option<Duration> {
         match state.decide(now_ms) {
-            RobotsDecision::Obey(body) => backend.compile(body, agent).crawl_delay(),
+            RobotsDecision::Obey { body, .. } => backend.compile(body, agent).crawl_delay(),
             _ => None,
         }
     }
@@ -224,7 +234,7 @@ impl RobotsCache {
 // ---------------------------------------------------------------------------------------
 // The robots-policy backend.
 
-use robots_policy::state::{self as rp, Gate as RpGate, Jitter, StateConfig, UnixMillis};
+use robots_policy::state::{self as rp, Directive as RpDirective, Jitter, StateConfig, UnixMillis};
 use robots_policy::AgentPolicy;
 
 /// The real backend: robots-policy's per-origin state machine (`robots_policy::state`) and
@@ -247,12 +257,15 @@ impl OriginState for PolicyState {
             return RobotsDecision::FetchNow;
         }
         match self.inner.verdict(&self.cfg, now) {
-            RpGate::Hold(_) => {
+            RpDirective::Hold(_) => {
                 let at = self.inner.next_fetch_at(now).0;
                 RobotsDecision::Hold((at > now_ms).then_some(at))
             }
-            RpGate::AllowAll { .. } => RobotsDecision::AllowAll,
-            RpGate::ObeyRules { body, .. } => RobotsDecision::Obey(body),
+            RpDirective::AllowAll { .. } => RobotsDecision::AllowAll,
+            RpDirective::ObeyRules { body, .. } => RobotsDecision::Obey {
+                body,
+                fetched_at_ms: self.inner.copy().map_or(0, |c| c.fetched_at.0),
+            },
         }
     }
 
@@ -357,7 +370,7 @@ mod tests {
             2000,
             0,
         );
-        let RobotsDecision::Obey(body) = s.decide(2000) else {
+        let RobotsDecision::Obey { body, .. } = s.decide(2000) else {
             panic!("expected rules");
         };
         let p = b.compile(body, "frontierd/0.1");

@@ -53,8 +53,8 @@ fn after(outcome: RobotsFetchResult, now: UnixMillis) -> OriginRobots {
     o
 }
 
-fn obey(body: &[u8], source: RulesSource) -> Gate<'_> {
-    Gate::ObeyRules { body, source }
+fn obey(body: &[u8], source: RulesSource) -> Directive<'_> {
+    Directive::ObeyRules { body, source }
 }
 
 fn failures() -> Vec<RobotsFetchResult> {
@@ -122,7 +122,10 @@ fn unknown_holds_and_fetches_now() {
     let now = at(5 * DAY_MS);
     assert_eq!(o.kind(), RobotsStateKind::Unknown);
     assert_eq!(o.kind_at(&cfg(), now), RobotsStateKind::Unknown);
-    assert_eq!(o.verdict(&cfg(), now), Gate::Hold(HoldReason::NeverFetched));
+    assert_eq!(
+        o.verdict(&cfg(), now),
+        Directive::Hold(HoldReason::NeverFetched)
+    );
     assert!(o.needs_fetch(now));
     assert_eq!(o.next_fetch_at(now), now);
     assert_eq!(o.last_fetch, None);
@@ -165,7 +168,7 @@ fn client_errors_make_fresh_allow_all() {
         assert_eq!(tr.to, RobotsStateKind::Fresh, "status {status}");
         assert_eq!(
             o.verdict(&cfg(), now),
-            Gate::AllowAll {
+            Directive::AllowAll {
                 source: RulesSource::Fresh,
                 cause: Some(AllowAllCause::ClientError { status })
             }
@@ -181,7 +184,7 @@ fn redirect_overflow_is_like_a_404() {
     assert_eq!(o.kind(), RobotsStateKind::Fresh);
     assert_eq!(
         o.verdict(&cfg(), now),
-        Gate::AllowAll {
+        Directive::AllowAll {
             source: RulesSource::Fresh,
             cause: Some(AllowAllCause::RedirectLimitExceeded)
         }
@@ -285,7 +288,7 @@ fn fresh_expiring_becomes_stale_holds_and_fetches_now() {
     assert_eq!(o.kind_at(&c, expiry), RobotsStateKind::Stale);
     assert_eq!(
         o.verdict(&c, expiry),
-        Gate::Hold(HoldReason::RefreshPending)
+        Directive::Hold(HoldReason::RefreshPending)
     );
     assert!(o.needs_fetch(expiry));
     assert!(o.next_fetch_at(expiry) <= expiry);
@@ -297,7 +300,10 @@ fn fresh_expiring_becomes_stale_holds_and_fetches_now() {
         (RobotsStateKind::Fresh, RobotsStateKind::Stale)
     );
     assert_eq!(o.kind(), RobotsStateKind::Stale);
-    assert_eq!(o.verdict(&c, later), Gate::Hold(HoldReason::RefreshPending));
+    assert_eq!(
+        o.verdict(&c, later),
+        Directive::Hold(HoldReason::RefreshPending)
+    );
     assert!(o.needs_fetch(later));
     // A second tick is a no-op.
     assert_eq!(o.on_tick(&c, later), None);
@@ -340,7 +346,7 @@ fn stale_refreshed_by_404_allows_all() {
     o.apply(&c, s404(), at(DAY_MS), Jitter::NONE);
     assert_eq!(
         o.verdict(&c, at(DAY_MS)),
-        Gate::AllowAll {
+        Directive::AllowAll {
             source: RulesSource::Fresh,
             cause: Some(AllowAllCause::ClientError { status: 404 })
         }
@@ -376,7 +382,7 @@ fn every_failure_class_from_unknown_enters_5xx_disallow_without_a_copy() {
         );
         assert_eq!(
             o.verdict(&c, now),
-            Gate::Hold(HoldReason::ServerErrorDisallow { since: now })
+            Directive::Hold(HoldReason::ServerErrorDisallow { since: now })
         );
         assert_eq!(o.last_fetch.unwrap().outcome, outcome.summary());
     }
@@ -658,7 +664,7 @@ fn five_xx_disallow_holds_until_30_days_then_falls_back_to_the_last_good_copy() 
     let deadline = at(31 * DAY_MS);
     assert_eq!(
         o.verdict(&c, UnixMillis(deadline.0 - 1)),
-        Gate::Hold(HoldReason::ServerErrorDisallow { since })
+        Directive::Hold(HoldReason::ServerErrorDisallow { since })
     );
     assert_eq!(
         o.kind_at(&c, UnixMillis(deadline.0 - 1)),
@@ -687,7 +693,7 @@ fn fallback_without_any_good_copy_allows_all() {
     let since = at(0);
     let (mut o, _) = failing_run(OriginRobots::new(), since, at(30 * DAY_MS - HOUR_MS));
     assert!(o.verdict(&c, at(30 * DAY_MS - 1)).is_hold());
-    let expected = Gate::AllowAll {
+    let expected = Directive::AllowAll {
         source: RulesSource::Fallback,
         cause: None,
     };
@@ -702,7 +708,7 @@ fn fallback_after_a_404_copy_allows_all_by_that_copy() {
     let (o, _) = failing_run(after(s404(), at(0)), at(DAY_MS), at(31 * DAY_MS - HOUR_MS));
     assert_eq!(
         o.verdict(&c, at(31 * DAY_MS)),
-        Gate::AllowAll {
+        Directive::AllowAll {
             source: RulesSource::Fallback,
             cause: Some(AllowAllCause::ClientError { status: 404 })
         }
@@ -803,7 +809,7 @@ fn client_error_ends_fallback_with_allow_all() {
     );
     assert_eq!(
         o.verdict(&c, now),
-        Gate::AllowAll {
+        Directive::AllowAll {
             source: RulesSource::Fresh,
             cause: Some(AllowAllCause::ClientError { status: 410 })
         }

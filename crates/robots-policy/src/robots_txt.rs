@@ -2,7 +2,7 @@
 //! sitemaps, and every ignored or repaired line. [`RobotsTxt::for_agent`] turns it into the
 //! compiled [`AgentPolicy`] for one crawler.
 
-use crate::matcher::{AgentPolicy, GroupChoice, RuleKind, RuleSource};
+use crate::matcher::{AgentLine, AgentPolicy, GroupChoice, RuleKind, RuleSource};
 use crate::parser::{
     escape_pattern_into, is_global_agent, parse_crawl_delay, product_token, Diagnostic,
     DiagnosticKind, Field, LineContent, Lines, ParseOptions, HARD_MAX_BYTES, MAX_DIAGNOSTICS,
@@ -39,13 +39,6 @@ pub struct RobotsTxt {
     diagnostics_omitted: usize,
     bytes_parsed: usize,
     bytes_ignored: usize,
-}
-
-/// One user-agent line and whether it matched, for `explain`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentLine {
-    pub line: u32,
-    pub value: String,
 }
 
 impl RobotsTxt {
