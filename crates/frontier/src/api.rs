@@ -80,7 +80,7 @@ impl Frontier {
             ..
         } = inner;
         if let Some(h) = hosts.get_mut(&id) {
-            let is_paused = paused.contains(&h.key);
+            let is_paused = !paused.is_empty() && paused.contains(&h.key);
             hosts::schedule(h, id, heap, self.cfg.max_in_flight_per_host, is_paused);
         }
     }

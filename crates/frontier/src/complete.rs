@@ -263,14 +263,15 @@ impl Frontier {
         let mut batch = Batch::new();
         let mut states = Vec::with_capacity(outcomes.len());
         for (origin, outcome) in outcomes {
-            let (st, event) = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
-            states.push((*origin, st, event));
+            // no event: these are the caller's own outcomes, not news to it (a preset of
+            // many origins would otherwise fill the event queue)
+            let (st, _) = self.apply_robots(inner, origin, outcome, now_ms, &mut batch)?;
+            states.push((*origin, st));
         }
         self.store.apply(batch)?;
         self.store.flush()?;
-        for (origin, st, event) in states {
+        for (origin, st) in states {
             inner.robots.put(origin, st);
-            inner.events.push(event);
         }
         Ok(())
     }
