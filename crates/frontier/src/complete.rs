@@ -1,16 +1,16 @@
 //! Completion: what a fetch outcome does to its URL and host.
 
-use crate::api::*;
-use crate::error::*;
+use crate::api::{Frontier, Inner};
+use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
-use crate::sched::aside::*;
-use crate::sched::failure::*;
+use crate::sched::aside::Delayed;
+use crate::sched::failure::{backoff_step_ms, FailureScope, PageOutcome};
 use crate::sched::politeness;
-use crate::sched::robots_gate::*;
-use crate::store::codec::*;
+use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
+use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::keys;
 use crate::store::Batch;
-use crate::work::*;
+use crate::work::{url_hash, LeaseId, RobotsLease};
 use rand::Rng;
 
 impl Frontier {

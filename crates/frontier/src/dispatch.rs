@@ -3,20 +3,20 @@
 use std::cmp::Reverse;
 use std::sync::Arc;
 
-use crate::api::*;
-use crate::canon::*;
-use crate::error::*;
+use crate::api::{Frontier, Inner};
+use crate::canon::origin_of;
+use crate::error::{FrontierError, Result};
 use crate::sched;
-use crate::sched::aside::*;
+use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
-use crate::sched::hosts::*;
+use crate::sched::hosts::HostMem;
 use crate::sched::politeness;
-use crate::sched::robots_gate::*;
-use crate::store::codec::*;
+use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
+use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::keys;
-use crate::store::packed::*;
+use crate::store::packed::Segment;
 use crate::store::Batch;
-use crate::work::*;
+use crate::work::{url_hash, LeaseId, PageLease, RobotsLease, WorkItem};
 use std::time::Duration;
 
 impl Frontier {

@@ -1,68 +1,18 @@
 //! Intake: canonicalize, dedup against the seen-set, queue durably, fold the intake log.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::api::*;
-use crate::canon::*;
-use crate::error::*;
-use crate::sched::hosts::*;
-use crate::store::codec::*;
-use crate::store::journal::*;
+use crate::api::{Frontier, Inner};
+use crate::canon::{canonicalize, politeness_key_of, CanonicalUrl, Rejection};
+use crate::error::Result;
+use crate::sched::hosts::HostMem;
+use crate::seen::HashSet128;
+use crate::store::codec::{HostRecord, QueueEntry};
+use crate::store::journal::FOLD_PIECE_BYTES;
 use crate::store::keys;
-use crate::store::packed::{self, *};
+use crate::store::packed::{self, IntakeWriter};
 use crate::store::Batch;
-use crate::work::*;
-
-/// A set of URL hashes. They are xxh3-128 outputs, already uniform, so the set hashes them
-/// by taking their low 64 bits instead of running SipHash over 16 bytes.
-pub(crate) type HashSet128 = HashSet<u128, std::hash::BuildHasherDefault<UrlHashHasher>>;
-
-/// Hasher for [`HashSet128`]: the low 64 bits of the u128 written.
-#[derive(Default)]
-pub(crate) struct UrlHashHasher(u64);
-
-impl std::hash::Hasher for UrlHashHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // not reached for u128 keys; a fallback that still mixes every byte
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
-}
-
-/// The seen-set's in-memory part: the bucket directory and the hashes not yet folded.
-pub(crate) struct SeenSet {
-    /// Lowest hash of each stored bucket, sorted; always starts with 0.
-    pub(crate) starts: Vec<u128>,
-    /// Hashes queued since the last fold (their URLs are in the intake log).
-    pub(crate) recent: HashSet128,
-    /// The store has per-URL `S` keys from an older version.
-    pub(crate) legacy: bool,
-}
-
-impl SeenSet {
-    pub(crate) fn bucket_of(&self, hash: u128) -> u128 {
-        let i = self.starts.partition_point(|&s| s <= hash);
-        self.starts[i.saturating_sub(1)]
-    }
-}
-
-/// The intake log since the last fold.
-pub(crate) struct IntakeLog {
-    /// Sequence of the next `W` record.
-    pub(crate) next_seq: u64,
-    /// Oldest `W` record not yet folded.
-    pub(crate) first_seq: u64,
-    /// Bytes written to `W` records since the last fold.
-    pub(crate) bytes: u64,
-}
+use crate::work::{url_hash, EnqueueItem, EnqueueResult};
 
 impl Frontier {
     // ---------------------------------------------------------------- enqueue

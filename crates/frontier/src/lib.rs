@@ -26,6 +26,7 @@ mod error;
 pub mod events;
 mod intake;
 pub mod sched;
+mod seen;
 pub mod store;
 mod work;
 

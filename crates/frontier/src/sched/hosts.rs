@@ -4,9 +4,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::sched::aside::*;
-use crate::store::codec::*;
-use crate::store::packed::*;
+use crate::sched::aside::{Delayed, Parked, Source};
+use crate::store::codec::HostRecord;
+use crate::store::packed::Pending;
 
 pub(crate) struct HostMem {
     pub(crate) key: Arc<str>,
@@ -146,6 +146,98 @@ impl HostMem {
             self.segs.pop_front();
         }
         dead
+    }
+}
+
+// ---- what is set aside (see aside.rs)
+
+impl HostMem {
+    /// Whether the queue from the head on is empty.
+    pub(crate) fn head_exhausted(&self) -> bool {
+        self.next_seq_from(self.rec.head_seq).is_none()
+    }
+
+    /// The next per-URL retry that may go now: its back-off is over and the URLs queued
+    /// before it failed have gone (or the queue is empty).
+    pub(crate) fn due_retry(&self, now_ms: u64) -> Option<usize> {
+        let exhausted = self.head_exhausted();
+        self.delayed
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.due_ms <= now_ms && (d.behind <= self.rec.head_seq || exhausted))
+            .min_by_key(|(_, d)| (d.due_ms, d.seq))
+            .map(|(i, _)| i)
+    }
+
+    /// When something set aside may go again (None if nothing is).
+    pub(crate) fn set_aside_wake(&self) -> Option<u64> {
+        let parked = self.parked.values().map(|p| p.until_ms);
+        let delayed = self.delayed.iter().map(|d| d.due_ms);
+        parked.chain(delayed).min()
+    }
+
+    /// `seq` is leaving the places the host record lists: whether it needs a `T` entry
+    /// written (it has none yet; it is counted as having one from now on).
+    pub(crate) fn keep_entry(&mut self, seq: u64) -> bool {
+        if self.retries.contains(&seq) {
+            return false;
+        }
+        self.retries.push(seq);
+        true
+    }
+
+    /// Set `seq` aside while `origin` is held until `until_ms`; true if the origin was not
+    /// held before.
+    pub(crate) fn park(&mut self, origin: &str, seq: u64, until_ms: u64) -> bool {
+        let mut first = false;
+        let p = self.parked.entry(Arc::from(origin)).or_insert_with(|| {
+            first = true;
+            Parked {
+                until_ms,
+                seqs: Vec::new(),
+            }
+        });
+        p.until_ms = p.until_ms.min(until_ms);
+        p.seqs.push(seq);
+        first
+    }
+
+    /// Origins whose set-aside URLs are due for another look at `now_ms`.
+    pub(crate) fn parked_due(&self, now_ms: u64) -> Vec<Arc<str>> {
+        self.parked
+            .iter()
+            .filter(|(_, p)| p.until_ms <= now_ms)
+            .map(|(o, _)| o.clone())
+            .collect()
+    }
+
+    /// After a look at a parked origin's robots state: still held (until `until_ms`), or
+    /// free, when its URLs go back to the front (they are older than the head) to be
+    /// gated again. Returns how many went back.
+    pub(crate) fn recheck_parked(
+        &mut self,
+        origin: &str,
+        held_until: Option<u64>,
+        now_ms: u64,
+    ) -> usize {
+        match held_until {
+            Some(until) => {
+                if let Some(p) = self.parked.get_mut(origin) {
+                    p.until_ms = until.max(now_ms + 1);
+                }
+                0
+            }
+            None => match self.parked.remove(origin) {
+                Some(p) => {
+                    let n = p.seqs.len();
+                    self.front.extend(p.seqs);
+                    self.front.sort_unstable();
+                    self.front.dedup();
+                    n
+                }
+                None => 0,
+            },
+        }
     }
 }
 

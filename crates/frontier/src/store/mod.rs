@@ -7,6 +7,7 @@
 //! the record kind (see [`keys`]). One [`Batch`] is applied atomically, and
 //! [`Store::flush`] makes everything applied so far durable.
 
+pub(crate) mod checkpoint;
 pub mod codec;
 pub(crate) mod commit;
 pub(crate) mod journal;

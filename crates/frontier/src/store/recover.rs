@@ -3,17 +3,17 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::api::*;
-use crate::error::*;
+use crate::api::Frontier;
+use crate::error::Result;
 use crate::events::FrontierEvent;
-use crate::sched::aside::*;
-use crate::sched::hosts::*;
-use crate::store::codec::*;
-use crate::store::journal::*;
+use crate::sched::aside::Delayed;
+use crate::sched::hosts::HostMem;
+use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
+use crate::store::journal::journal_decode;
 use crate::store::keys;
-use crate::store::packed::{self, *};
+use crate::store::packed::{self, Pending, Segment};
 use crate::store::Batch;
-use crate::work::*;
+use crate::work::url_hash;
 
 impl Frontier {
     pub(crate) fn recover(&self) -> Result<()> {
