@@ -1,4 +1,4 @@
-//! Property tests of the stored-record codecs (`frontier::codec`, `frontier::store::packed`):
+//! Property tests of the stored-record codecs (`frontier::store::codec`, `frontier::store::packed`):
 //! round trips of host records, queue entries, segments, intake records and seen buckets;
 //! the bucket operations against a `BTreeSet` model; and cut (truncated) values, which
 //! must be errors (or, for an intake record, a prefix of its entries), never a panic.

@@ -57,7 +57,7 @@ pub fn dropped(hash: u128) -> Vec<u8> {
 }
 /// A drop not yet written to the caller's log: `U` + 128-bit hash -> empty. Put in the
 /// same batch as the [`dropped`] record, deleted by [`crate::Frontier::drops_logged`];
-/// those left at open are reported again by `take_drops` (at-least-once).
+/// those left at open are reported again as `FrontierEvent::Dropped` (at-least-once).
 pub fn unlogged(hash: u128) -> Vec<u8> {
     tagged(b'U', &[&hash.to_be_bytes()])
 }
