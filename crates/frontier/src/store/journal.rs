@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::error::Result;
 use crate::store::codec::CodecError;
 
 /// Host-record journal state. Every batch that changes host records writes them as one
@@ -47,7 +46,9 @@ pub(crate) fn journal_encode_entry(buf: &mut Vec<u8>, key: &str, value: &[u8]) {
 }
 
 /// Entries (politeness key, stored host value) of one `J` record.
-pub(crate) fn journal_decode(bytes: &[u8]) -> Result<Vec<crate::store::Kv>, CodecError> {
+pub(crate) fn journal_decode(
+    bytes: &[u8],
+) -> std::result::Result<Vec<crate::store::Kv>, CodecError> {
     let err = |why| CodecError {
         what: "journal",
         why,
