@@ -5,6 +5,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::canon::canonicalize;
+use crate::census::RobotsCensus;
 use crate::config::FrontierConfig;
 use crate::error::{FrontierError, Result};
 use crate::events::{EventQueue, FrontierEvent, FrontierStats, OriginView};
@@ -40,6 +41,8 @@ pub(crate) struct Inner {
     pub(crate) stats: FrontierStats,
     /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
     pub(crate) paused: HashSet<Arc<str>>,
+    /// Origins per robots state (built at the first question).
+    pub(crate) census: RobotsCensus,
     /// Events not yet taken by [`Frontier::poll_event`] (bounded).
     pub(crate) events: EventQueue,
     pub(crate) journal: Journal,
@@ -130,6 +133,7 @@ impl Frontier {
             stats: FrontierStats::default(),
             paused: HashSet::new(),
             events: EventQueue::default(),
+            census: RobotsCensus::default(),
             journal: Journal {
                 next_seq: 0,
                 first_seq: 0,
@@ -361,15 +365,35 @@ impl Frontier {
     }
 
     /// How many origins are in each robots state at `now_ms` (state name -> origins).
+    /// Kept in memory (see `census.rs`): the first call reads every record, later calls
+    /// decode only the origins whose state time alone may have changed.
     pub fn robots_state_counts(
         &self,
         now_ms: u64,
     ) -> Result<std::collections::BTreeMap<&'static str, u64>> {
-        let mut out = std::collections::BTreeMap::new();
-        for o in self.origins(now_ms)? {
-            *out.entry(o.status.kind.as_str()).or_default() += 1;
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let backend = inner.robots.backend().clone();
+        if !inner.census.ready {
+            for kv in self.store.scan_prefix(b"R") {
+                let (k, v) = kv?;
+                let origin = String::from_utf8_lossy(&k[1..]).into_owned();
+                match backend.decode(&v) {
+                    Ok(state) => inner.census.set(&origin, &state.status(now_ms), now_ms),
+                    Err(e) => {
+                        tracing::warn!(%origin, error = %e, "robots record not decodable; not counted")
+                    }
+                }
+            }
+            inner.census.ready = true;
         }
-        Ok(out)
+        for origin in inner.census.due(now_ms) {
+            if let Some(v) = self.store.get(&keys::robots(&origin))? {
+                let state = backend.decode(&v)?;
+                inner.census.set(&origin, &state.status(now_ms), now_ms);
+            }
+        }
+        Ok(inner.census.counts())
     }
 
     fn origins_where(&self, now_ms: u64, keep: impl Fn(&str) -> bool) -> Result<Vec<OriginView>> {

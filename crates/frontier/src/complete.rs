@@ -223,6 +223,7 @@ impl Frontier {
         // durable before it acts: flush while still holding the scheduler lock
         self.store.apply(batch)?;
         self.store.flush()?;
+        inner.census.note(&lease.origin, state.as_ref(), now_ms);
         inner.robots.put(&lease.origin, state);
         inner.events.push(event);
         self.schedule(inner, lease.host_id);
@@ -271,6 +272,7 @@ impl Frontier {
         self.store.apply(batch)?;
         self.store.flush()?;
         for (origin, st) in states {
+            inner.census.note(origin, st.as_ref(), now_ms);
             inner.robots.put(origin, st);
         }
         Ok(())

@@ -19,6 +19,7 @@
 
 mod api;
 pub mod canon;
+mod census;
 mod complete;
 pub mod config;
 mod dispatch;

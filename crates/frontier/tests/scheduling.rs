@@ -750,9 +750,31 @@ fn events_and_origin_views() {
     let counts = f.robots_state_counts(T0 + 20).unwrap();
     assert_eq!(counts.get("fresh"), Some(&3));
     assert_eq!(counts.values().sum::<u64>(), 3);
-    // long after: the copies are past their freshness
-    let later = f.robots_state_counts(T0 + 400 * 86_400_000).unwrap();
+    // counted in memory from now on: a new outcome moves the count ...
+    f.set_robots(
+        &[(
+            "http://c.com",
+            RobotsFetchOutcome::ServerError {
+                status: 503,
+                retry_after: None,
+            },
+        )],
+        T0 + 30,
+    )
+    .unwrap();
+    let counts = f.robots_state_counts(T0 + 40).unwrap();
+    assert_eq!(counts.get("fresh"), Some(&3), "{counts:?}");
+    assert_eq!(counts.get("5xx-disallow"), Some(&1), "{counts:?}");
+    // ... and so does time alone (a copy expiring, a failure run reaching fallback),
+    // agreeing with the states decoded one by one
+    let later_ms = T0 + 400 * 86_400_000;
+    let later = f.robots_state_counts(later_ms).unwrap();
     assert_eq!(later.get("fresh"), None, "{later:?}");
+    let mut decoded = std::collections::BTreeMap::new();
+    for o in f.origins(later_ms).unwrap() {
+        *decoded.entry(o.status.kind.as_str()).or_insert(0u64) += 1;
+    }
+    assert_eq!(later, decoded);
     assert!(
         f.drain_events().is_empty(),
         "set_robots applies the caller's own outcomes: no events"
