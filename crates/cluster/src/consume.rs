@@ -1,0 +1,161 @@
+//! Consuming one shard: a durable pull consumer with the shard's subject as its only filter
+//! (nats-server 2.9 has no multi-filter consumers), explicit acks, redelivery after the ack
+//! wait.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, consumer::PullConsumer};
+use futures_util::StreamExt;
+
+use crate::broker::{shard_consumer_name, url_subject, BrokerError, URL_STREAM};
+use crate::config::ClusterSettings;
+use crate::message::{parse_batch, ParsedBatch};
+
+/// The consumer of one owned shard.
+pub struct ShardConsumer {
+    shard: u32,
+    consumer: PullConsumer,
+}
+
+/// One message taken from a shard: its URLs (and refused lines) and the handle to
+/// acknowledge it. Acknowledge only after the URLs are durable on this node; a delivery
+/// dropped unacknowledged comes back after the ack wait.
+pub struct Delivery {
+    pub shard: u32,
+    pub batch: ParsedBatch,
+    /// Times the broker has delivered this message (1 the first time).
+    pub delivered: i64,
+    /// Its sequence in the URL stream.
+    pub stream_sequence: u64,
+    message: jetstream::Message,
+}
+
+/// A shard's backlog as the broker counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardBacklog {
+    /// Messages not yet delivered.
+    pub pending: u64,
+    /// Delivered, not yet acknowledged.
+    pub ack_pending: usize,
+    /// Delivered more than once and still unacknowledged.
+    pub redelivered: usize,
+}
+
+impl ShardConsumer {
+    /// Open (creating if missing) the durable consumer of `shard`. The ack wait is set when
+    /// the consumer is created; an existing consumer keeps its own.
+    pub async fn open(
+        js: &jetstream::Context,
+        settings: &ClusterSettings,
+        shard: u32,
+    ) -> Result<ShardConsumer, BrokerError> {
+        let name = shard_consumer_name(shard);
+        let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Consumer {
+            shard,
+            consumer: name.clone(),
+            source: e,
+        };
+        let stream = js
+            .get_stream(URL_STREAM)
+            .await
+            .map_err(|e| err(Box::new(e)))?;
+        let consumer = stream
+            .get_or_create_consumer(
+                &name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    description: Some(format!("frontierd shard {shard}")),
+                    filter_subject: url_subject(shard),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: settings.ack_wait,
+                    // redeliver until acknowledged: a URL is never given up by the broker
+                    max_deliver: -1,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| err(Box::new(e)))?;
+        Ok(ShardConsumer { shard, consumer })
+    }
+
+    pub fn shard(&self) -> u32 {
+        self.shard
+    }
+
+    /// Up to `max_messages` deliveries, waiting at most `wait` for the first (an empty
+    /// vector when the shard has nothing).
+    pub async fn next_batch(
+        &self,
+        max_messages: usize,
+        wait: Duration,
+    ) -> Result<Vec<Delivery>, BrokerError> {
+        let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Fetch {
+            shard: self.shard,
+            source: e,
+        };
+        let mut messages = self
+            .consumer
+            .batch()
+            .max_messages(max_messages)
+            .expires(wait)
+            .messages()
+            .await
+            .map_err(|e| err(Box::new(e)))?;
+        let mut out = Vec::new();
+        while let Some(next) = messages.next().await {
+            let message = next.map_err(err)?;
+            let (delivered, stream_sequence) = match message.info() {
+                Ok(info) => (info.delivered, info.stream_sequence),
+                Err(e) => return Err(err(e)),
+            };
+            out.push(Delivery {
+                shard: self.shard,
+                batch: parse_batch(&message.payload),
+                delivered,
+                stream_sequence,
+                message,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The shard's backlog, from the consumer's info.
+    pub async fn backlog(&self) -> Result<ShardBacklog, BrokerError> {
+        let info = self
+            .consumer
+            .get_info()
+            .await
+            .map_err(|e| BrokerError::Consumer {
+                shard: self.shard,
+                consumer: shard_consumer_name(self.shard),
+                source: Box::new(e),
+            })?;
+        Ok(ShardBacklog {
+            pending: info.num_pending,
+            ack_pending: info.num_ack_pending,
+            redelivered: info.num_redelivered,
+        })
+    }
+}
+
+impl Delivery {
+    /// True when the broker delivered this message before (its earlier delivery was not
+    /// acknowledged in time).
+    pub fn is_redelivery(&self) -> bool {
+        self.delivered > 1
+    }
+
+    /// Acknowledge, waiting for the broker to confirm, so that on `Ok` the message is gone
+    /// from the work queue for good. Call after the URLs are committed; on `Err` the
+    /// message may come back (the seen-set absorbs it).
+    pub async fn ack(&self) -> Result<(), BrokerError> {
+        self.message
+            .double_ack()
+            .await
+            .map_err(|e| BrokerError::Ack {
+                shard: self.shard,
+                sequence: self.stream_sequence,
+                source: e,
+            })
+    }
+}

@@ -1,0 +1,37 @@
+//! cluster: frontierd's multi-node mode over NATS JetStream.
+//!
+//! It owns: the shard map (a stable hash of a URL's politeness key modulo a shard count
+//! fixed at cluster creation), the `[cluster]` settings and their validation, the URL
+//! message format and its parser, the stream setup (`FRONTIERD_URLS` work queue with one
+//! subject per shard, `FRONTIERD_EVENTS` limits stream with one subject per node), the
+//! [`Publisher`] that routes URLs to shard subjects and reports exactly which were
+//! acknowledged, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
+//!
+//! It must never acknowledge a message on its own (the caller acks a [`Delivery`] only after
+//! its own durable commit), drop a URL it could not publish (the caller gets it back in
+//! [`PublishFailure::unacked`]), rewrite a line it cannot read (non-UTF-8 lines are rejected
+//! by number and reason), or decide politeness: that stays in each node's frontier. It does
+//! no crawling and owns no local storage. See docs/cluster.md.
+
+mod broker;
+mod config;
+mod consume;
+mod message;
+mod publish;
+mod shard;
+
+pub use broker::{
+    connect, connect_options, ensure_streams, events_subject, reconnect_delay, shard_consumer_name,
+    url_subject, BrokerError, ConnectionState, EVENTS_STREAM, URL_STREAM,
+};
+pub use config::{ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
+pub use consume::{Delivery, ShardBacklog, ShardConsumer};
+pub use message::{
+    encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
+};
+pub use publish::{EventPublisher, PublishFailure, PublishReport, Publisher, MAX_MESSAGE_BYTES};
+pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
+
+/// Re-exported so callers need not depend on async-nats for the context type.
+pub use async_nats::jetstream::Context as JetStream;
+pub use async_nats::Client as NatsClient;
