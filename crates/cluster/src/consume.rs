@@ -15,6 +15,7 @@ use crate::message::{parse_batch, ParsedBatch};
 pub struct ShardConsumer {
     shard: u32,
     consumer: PullConsumer,
+    ack_wait: Duration,
 }
 
 /// One message taken from a shard: its URLs (and refused lines) and the handle to
@@ -75,15 +76,22 @@ impl ShardConsumer {
             )
             .await
             .map_err(|e| err(Box::new(e)))?;
-        Ok(ShardConsumer { shard, consumer })
+        let ack_wait = consumer.cached_info().config.ack_wait;
+        Ok(ShardConsumer {
+            shard,
+            consumer,
+            ack_wait,
+        })
     }
 
     pub fn shard(&self) -> u32 {
         self.shard
     }
 
-    /// Up to `max_messages` deliveries, waiting at most `wait` for the first (an empty
-    /// vector when the shard has nothing).
+    /// Up to `max_messages` deliveries, collected for at most `wait` (an empty vector when
+    /// the shard has nothing). `wait` is capped at half the consumer's ack wait: a message
+    /// taken early in a longer wait would run out its ack wait inside the same batch and be
+    /// delivered into it a second time.
     pub async fn next_batch(
         &self,
         max_messages: usize,
@@ -97,7 +105,7 @@ impl ShardConsumer {
             .consumer
             .batch()
             .max_messages(max_messages)
-            .expires(wait)
+            .expires(wait.min(self.ack_wait / 2))
             .messages()
             .await
             .map_err(|e| err(Box::new(e)))?;

@@ -1,0 +1,360 @@
+//! The cluster crate against a real `nats-server -js` (see common/mod.rs: skipped with a
+//! message when the binary is absent, a failure under CI=1).
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cluster::{
+    ensure_streams, BrokerError, ClusterSettings, EventPublisher, JetStream, Publisher,
+    ShardConsumer, UrlRecord, EVENTS_STREAM, URL_STREAM,
+};
+use common::{wait_for, NatsServer};
+
+const MAX_URL_LEN: usize = 8192;
+
+async fn jetstream(settings: &ClusterSettings) -> (JetStream, Arc<cluster::ConnectionState>) {
+    let (client, state) = cluster::connect(settings).await.expect("connect");
+    let mut js = async_nats::jetstream::new(client);
+    // a dead broker is noticed within 2 s per publish
+    js.set_timeout(Duration::from_secs(2));
+    ensure_streams(&js, settings).await.expect("streams");
+    (js, state)
+}
+
+async fn open_owned(js: &JetStream, settings: &ClusterSettings) -> Vec<ShardConsumer> {
+    let mut out = Vec::new();
+    for shard in settings.owned.iter() {
+        out.push(
+            ShardConsumer::open(js, settings, shard)
+                .await
+                .expect("consumer"),
+        );
+    }
+    out
+}
+
+/// Take everything the consumers have, "commit" each delivery's URLs (into the returned
+/// vector) and only then ack it; stops after a pass that finds nothing.
+async fn drain(consumers: &[ShardConsumer]) -> Vec<(u32, UrlRecord)> {
+    let mut committed = Vec::new();
+    loop {
+        let mut got = 0;
+        for c in consumers {
+            for d in c
+                .next_batch(100, Duration::from_millis(200))
+                .await
+                .expect("fetch")
+            {
+                assert!(d.batch.rejected.is_empty(), "{:?}", d.batch.rejected);
+                got += 1;
+                committed.extend(d.batch.records.iter().cloned().map(|r| (d.shard, r)));
+                d.ack().await.expect("ack after commit");
+            }
+        }
+        if got == 0 {
+            return committed;
+        }
+    }
+}
+
+fn seeds(hosts: usize, per_host: usize, tag: &str) -> Vec<UrlRecord> {
+    (0..hosts)
+        .flat_map(|h| {
+            (0..per_host).map(move |p| UrlRecord::seed(format!("http://h{h}.{tag}.test/p{p}")))
+        })
+        .collect()
+}
+
+async fn stream_messages(js: &JetStream, name: &str) -> u64 {
+    let mut s = js.get_stream(name).await.expect("stream");
+    s.info().await.expect("stream info").state.messages
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn published_urls_arrive_on_their_shard_and_leave_the_queue_once_acked() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 8, "0-7");
+    let (js, _) = jetstream(&settings).await;
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    let mut records = seeds(50, 4, "a");
+    records.push(UrlRecord {
+        url: "http://h1.a.test/deep".into(),
+        depth: 3,
+        via: Some("http://h1.a.test/p0".into()),
+        hops: "LLL".into(),
+    });
+    records.push(UrlRecord::seed("not a url"));
+    let report = publisher.publish(records.clone()).await.expect("publish");
+    assert_eq!(report.published, 201);
+    assert_eq!(report.unroutable.len(), 1);
+    assert!(report.unroutable[0].to_string().contains("not a url"));
+    assert!(
+        report.per_shard.len() > 4,
+        "201 URLs on 50 hosts touch most of 8 shards"
+    );
+
+    let consumers = open_owned(&js, &settings).await;
+    let committed = drain(&consumers).await;
+    for (shard, r) in &committed {
+        assert_eq!(
+            *shard,
+            settings
+                .shard_map
+                .shard_of_url(&r.url, MAX_URL_LEN)
+                .unwrap(),
+            "{} came from the wrong shard",
+            r.url
+        );
+    }
+    let got: Vec<UrlRecord> = committed.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(got.len(), 201, "each URL exactly once");
+    let want: Vec<UrlRecord> = records[..201].to_vec();
+    for r in &want {
+        assert!(got.contains(r), "{r:?} not delivered with its fields");
+    }
+    // acked means gone: the work queue is empty and no consumer holds anything
+    assert_eq!(stream_messages(&js, URL_STREAM).await, 0);
+    for c in &consumers {
+        let b = c.backlog().await.expect("backlog");
+        assert_eq!((b.pending, b.ack_pending), (0, 0), "shard {}", c.shard());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unacked_batch_is_redelivered_after_the_ack_wait() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let mut settings = server.settings("n1", 4, "0-3");
+    settings.ack_wait = Duration::from_secs(1);
+    let (js, _) = jetstream(&settings).await;
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    let records = seeds(1, 3, "r");
+    publisher.publish(records.clone()).await.expect("publish");
+    let shard = settings
+        .shard_map
+        .shard_of_url(&records[0].url, MAX_URL_LEN)
+        .unwrap();
+    let consumer = ShardConsumer::open(&js, &settings, shard).await.unwrap();
+
+    // asks to wait longer than the ack wait: the consumer caps the wait so the one message
+    // is not redelivered into the same batch
+    let taken = Instant::now(); // no later than the delivery
+    let first = consumer
+        .next_batch(10, Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(!first[0].is_redelivery());
+    assert_eq!(first[0].batch.records, records);
+    let sequence = first[0].stream_sequence;
+    drop(first); // the node "crashed" before its commit: no ack
+
+    let early = consumer
+        .next_batch(10, Duration::from_millis(300))
+        .await
+        .unwrap();
+    if taken.elapsed() < settings.ack_wait {
+        assert!(early.is_empty(), "redelivered before the ack wait ran out");
+    }
+    let again = wait_for("the redelivery", Duration::from_secs(20), || async {
+        let d = consumer
+            .next_batch(10, Duration::from_millis(500))
+            .await
+            .unwrap();
+        (!d.is_empty()).then_some(d)
+    })
+    .await;
+    assert!(taken.elapsed() >= settings.ack_wait);
+    assert_eq!(again.len(), 1);
+    assert!(again[0].is_redelivery());
+    assert_eq!(again[0].stream_sequence, sequence);
+    assert_eq!(again[0].batch.records, records);
+    assert_eq!(consumer.backlog().await.unwrap().redelivered, 1);
+    again[0].ack().await.unwrap();
+    let after = consumer.backlog().await.unwrap();
+    assert_eq!((after.pending, after.ack_pending), (0, 0));
+    assert_eq!(stream_messages(&js, URL_STREAM).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_on_disjoint_shards_never_see_each_others_urls() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let a = server.settings("a", 16, "0-7");
+    let b = server.settings("b", 16, "8-15");
+    let (js_a, _) = jetstream(&a).await;
+    let (js_b, _) = jetstream(&b).await;
+    let records = seeds(200, 2, "d");
+    Publisher::new(js_a.clone(), a.shard_map, MAX_URL_LEN)
+        .publish(records.clone())
+        .await
+        .expect("publish");
+    let (ca, cb) = (open_owned(&js_a, &a).await, open_owned(&js_b, &b).await);
+    let (got_a, got_b) = tokio::join!(drain(&ca), drain(&cb));
+    let urls = |got: &[(u32, UrlRecord)], owner: &ClusterSettings| -> HashSet<String> {
+        for (shard, r) in got {
+            let s = owner.shard_map.shard_of_url(&r.url, MAX_URL_LEN).unwrap();
+            assert!(
+                owner.owned.contains(s) && s == *shard,
+                "{} (shard {s})",
+                r.url
+            );
+        }
+        got.iter().map(|(_, r)| r.url.clone()).collect()
+    };
+    let (ua, ub) = (urls(&got_a, &a), urls(&got_b, &b));
+    assert!(!ua.is_empty() && !ub.is_empty());
+    assert!(ua.is_disjoint(&ub));
+    assert_eq!(got_a.len() + got_b.len(), records.len());
+    let all: HashSet<String> = records.into_iter().map(|r| r.url).collect();
+    assert_eq!(&ua | &ub, all);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_killed_mid_publish_loses_nothing_acked_and_publishing_resumes() {
+    let Some(mut server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 8, "0-7");
+    let (js, state) = jetstream(&settings).await;
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    let acked_rounds = Arc::new(AtomicUsize::new(0));
+    let failures = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    // The caller's loop, publishing until told to stop: publish a round of 20 URLs; on
+    // failure keep exactly the unacked URLs, pause and publish them again.
+    let task = {
+        let (acked_rounds, failures, stop) = (acked_rounds.clone(), failures.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut acked: Vec<String> = Vec::new();
+            let mut acked_after_failure = 0;
+            let mut round = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let round_urls = seeds(10, 2, &format!("k{round}"));
+                let mut todo = round_urls.clone();
+                let mut attempt = 0;
+                while !todo.is_empty() {
+                    match publisher.publish(std::mem::take(&mut todo)).await {
+                        Ok(report) => {
+                            assert!(report.unroutable.is_empty());
+                            if failures.load(Ordering::SeqCst) > 0 {
+                                acked_after_failure += report.published;
+                            }
+                        }
+                        Err(f) => {
+                            failures.fetch_add(1, Ordering::SeqCst);
+                            assert!(
+                                matches!(f.error, BrokerError::Publish { .. }),
+                                "{}",
+                                f.error
+                            );
+                            todo = f.unacked;
+                            attempt += 1;
+                            tokio::time::sleep(cluster::reconnect_delay(attempt)).await;
+                        }
+                    }
+                }
+                acked.extend(round_urls.into_iter().map(|r| r.url));
+                acked_rounds.fetch_add(1, Ordering::SeqCst);
+                round += 1;
+            }
+            (acked, acked_after_failure)
+        })
+    };
+
+    wait_for("20 rounds acked", Duration::from_secs(60), || async {
+        (acked_rounds.load(Ordering::SeqCst) >= 20).then_some(())
+    })
+    .await;
+    server.kill();
+    let killed_at = acked_rounds.load(Ordering::SeqCst);
+    wait_for("a publish failure", Duration::from_secs(30), || async {
+        (failures.load(Ordering::SeqCst) > 0).then_some(())
+    })
+    .await;
+    server.restart();
+    wait_for(
+        "20 more rounds acked after the restart",
+        Duration::from_secs(120),
+        || async { (acked_rounds.load(Ordering::SeqCst) >= killed_at + 20).then_some(()) },
+    )
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    let (acked, acked_after_failure) = tokio::time::timeout(Duration::from_secs(60), task)
+        .await
+        .expect("publisher stops")
+        .expect("publisher task");
+    assert!(
+        acked_after_failure >= 20 * 20,
+        "publishing resumed after the restart"
+    );
+    assert!(state.disconnects() >= 1 && state.reconnects() >= 1);
+    eprintln!(
+        "killed after {killed_at} rounds; {} failed publish calls; {} URLs acked, {acked_after_failure} of them after the first failure",
+        failures.load(Ordering::SeqCst),
+        acked.len()
+    );
+
+    // every acked URL is in the stream (a message whose ack was lost may be there twice)
+    let consumers = open_owned(&js, &settings).await;
+    let got: Vec<String> = drain(&consumers)
+        .await
+        .into_iter()
+        .map(|(_, r)| r.url)
+        .collect();
+    let got_set: BTreeSet<&String> = got.iter().collect();
+    let missing: Vec<&String> = acked.iter().filter(|u| !got_set.contains(u)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} acked URLs lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(3)]
+    );
+    eprintln!("{} deliveries for {} URLs", got.len(), acked.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_kept_per_node_and_a_wrong_shard_count_is_refused() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n7", 8, "0-7");
+    let (js, _) = jetstream(&settings).await;
+    let events = EventPublisher::new(js.clone(), &settings.node_id);
+    assert_eq!(events.subject(), "frontierd.events.n7");
+    let mut last = 0;
+    for i in 0..3 {
+        let seq = events
+            .publish(format!("{{\"url\":\"http://e.test/{i}\",\"status\":200}}").into_bytes())
+            .await
+            .expect("event acked");
+        assert!(seq > last);
+        last = seq;
+    }
+    let mut stream = js.get_stream(EVENTS_STREAM).await.unwrap();
+    let info = stream.info().await.unwrap();
+    assert_eq!(info.state.messages, 3);
+    assert_eq!(
+        info.config.retention,
+        async_nats::jetstream::stream::RetentionPolicy::Limits
+    );
+    let msg = stream.get_raw_message(2).await.unwrap();
+    assert_eq!(msg.subject.as_str(), "frontierd.events.n7");
+    assert!(String::from_utf8_lossy(&msg.payload).contains("http://e.test/1"));
+
+    let other = server.settings("n8", 16, "0-15");
+    let err = ensure_streams(&js, &other).await.unwrap_err();
+    assert!(
+        matches!(err, BrokerError::ShardCountMismatch { configured: 16, ref found, .. } if found == "8"),
+        "{err}"
+    );
+}
