@@ -11,6 +11,10 @@ use crate::config::ClusterSettings;
 
 /// The stream that carries URLs, one subject per shard.
 pub const URL_STREAM: &str = "FRONTIERD_URLS";
+/// The stream of URL lists not yet split by shard.
+pub const INTAKE_STREAM: &str = "FRONTIERD_INTAKE";
+/// Where anyone may publish a URL list without knowing the shard map.
+pub const INTAKE_SUBJECT: &str = "frontierd.intake";
 /// The stream of crawl-log records, one subject per node.
 pub const EVENTS_STREAM: &str = "FRONTIERD_EVENTS";
 
@@ -71,6 +75,10 @@ pub enum BrokerError {
         sequence: u64,
         source: BoxError,
     },
+    #[error("fetching from the intake stream: {source}")]
+    IntakeFetch { source: BoxError },
+    #[error("acknowledging intake message {sequence}: {source}")]
+    IntakeAck { sequence: u64, source: BoxError },
     #[error("publishing to {subject}: {source}")]
     Publish { subject: String, source: BoxError },
 }
@@ -186,7 +194,7 @@ pub async fn connect(
     Ok((client, state))
 }
 
-/// Create the URL stream and the events stream if missing, and check that an existing URL
+/// Create the URL, intake and events streams if missing, and check that an existing URL
 /// stream was made for the configured shard count.
 pub async fn ensure_streams(
     js: &jetstream::Context,
@@ -228,6 +236,17 @@ pub async fn ensure_streams(
             configured: shards,
         });
     }
+    js.get_or_create_stream(stream::Config {
+        name: INTAKE_STREAM.into(),
+        description: Some("frontierd URL lists to be routed to shards".into()),
+        subjects: vec![INTAKE_SUBJECT.into()],
+        retention: stream::RetentionPolicy::WorkQueue,
+        storage: stream::StorageType::File,
+        num_replicas: settings.replicas,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| stream_err(INTAKE_STREAM)(Box::new(e)))?;
     js.get_or_create_stream(stream::Config {
         name: EVENTS_STREAM.into(),
         description: Some("frontierd crawl-log records by node".into()),

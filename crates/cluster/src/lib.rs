@@ -5,7 +5,7 @@
 //! message format and its parser, the stream setup (`FRONTIERD_URLS` work queue with one
 //! subject per shard, `FRONTIERD_EVENTS` limits stream with one subject per node), the
 //! [`Publisher`] that routes URLs to shard subjects and reports exactly which were
-//! acknowledged, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
+//! acknowledged, the [`IntakeRouter`] that splits lists published to `frontierd.intake`, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
 //!
 //! It must never acknowledge a message on its own (the caller acks a [`Delivery`] only after
 //! its own durable commit), drop a URL it could not publish (the caller gets it back in
@@ -16,16 +16,19 @@
 mod broker;
 mod config;
 mod consume;
+mod intake;
 mod message;
 mod publish;
 mod shard;
 
 pub use broker::{
     connect, connect_options, ensure_streams, events_subject, reconnect_delay, shard_consumer_name,
-    url_subject, BrokerError, ConnectionState, EVENTS_STREAM, URL_STREAM,
+    url_subject, BrokerError, ConnectionState, EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT,
+    URL_STREAM,
 };
 pub use config::{ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
+pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
 pub use message::{
     encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
 };

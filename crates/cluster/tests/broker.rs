@@ -358,3 +358,66 @@ async fn events_are_kept_per_node_and_a_wrong_shard_count_is_refused() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_published_to_the_intake_subject_are_routed_to_their_shards() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 8, "0-7");
+    let (js, _) = jetstream(&settings).await;
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    let router = cluster::IntakeRouter::open(&js, publisher, settings.ack_wait)
+        .await
+        .expect("router");
+    // what any NATS client can send: plain lines, a JSON line, a comment, bad lines
+    let mut body = b"# seeds\nhttp://i1.test/\nhttp://i2.test/a\n".to_vec();
+    body.extend_from_slice(
+        b"{\"url\":\"http://i3.test/x\",\"depth\":1,\"via\":\"http://i1.test/\",\"hops\":\"L\"}\n",
+    );
+    body.extend_from_slice(b"http://bad\xFF.test/\nnot a url\n");
+    js.publish(cluster::INTAKE_SUBJECT, body.into())
+        .await
+        .unwrap()
+        .await
+        .expect("intake publish acked");
+    let report = wait_for("the intake list", Duration::from_secs(20), || async {
+        let r = router
+            .route_once(10, Duration::from_millis(500))
+            .await
+            .expect("route");
+        (r.messages > 0).then_some(r)
+    })
+    .await;
+    assert_eq!((report.messages, report.routed), (1, 3));
+    assert_eq!(report.rejected.len(), 1);
+    assert_eq!(report.rejected[0].1.line, 5);
+    assert_eq!(report.rejected[0].1.code, "not-utf8");
+    assert_eq!(report.unroutable.len(), 1);
+    assert_eq!(
+        stream_messages(&js, cluster::INTAKE_STREAM).await,
+        0,
+        "intake message acked"
+    );
+
+    let consumers = open_owned(&js, &settings).await;
+    let got = drain(&consumers).await;
+    let mut urls: Vec<&str> = got.iter().map(|(_, r)| r.url.as_str()).collect();
+    urls.sort();
+    assert_eq!(
+        urls,
+        ["http://i1.test/", "http://i2.test/a", "http://i3.test/x"]
+    );
+    for (shard, r) in &got {
+        assert_eq!(
+            *shard,
+            settings
+                .shard_map
+                .shard_of_url(&r.url, MAX_URL_LEN)
+                .unwrap()
+        );
+        if r.url.contains("i3") {
+            assert_eq!((r.depth, r.hops.as_str()), (1, "L"));
+        }
+    }
+}
