@@ -32,7 +32,10 @@ pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_
 pub use message::{
     encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
 };
-pub use publish::{EventPublisher, PublishFailure, PublishReport, Publisher, MAX_MESSAGE_BYTES};
+pub use publish::{
+    EventPublisher, PublishFailure, PublishReport, Publisher, DEFAULT_MAX_IN_FLIGHT,
+    MAX_MESSAGE_BYTES,
+};
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
 
 /// Re-exported so callers need not depend on async-nats for the context type.

@@ -2,7 +2,7 @@
 //! stream. A URL counts as published only once JetStream acknowledged its message (stored,
 //! and replicated when the stream has replicas).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use async_nats::jetstream::{self, context::PublishAckFuture};
 
@@ -14,12 +14,16 @@ use crate::shard::{RouteError, ShardMap};
 /// `max_payload`.
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
+/// Default of [`Publisher::with_max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
 /// Routes URLs to the subjects of their shards.
 #[derive(Clone)]
 pub struct Publisher {
     js: jetstream::Context,
     shard_map: ShardMap,
     max_url_len: usize,
+    max_in_flight: usize,
 }
 
 /// What a publish call did.
@@ -59,7 +63,18 @@ impl Publisher {
             js,
             shard_map,
             max_url_len,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
+    }
+
+    /// Messages one publish call keeps awaiting acknowledgement (at least 1). async-nats
+    /// holds one of its context's in-flight permits (`max_ack_inflight`, 5,000 by default)
+    /// per unacknowledged publish and blocks until one is free, so a call that held them all,
+    /// or several calls sharing a context, would wait on themselves forever: keep this times
+    /// the concurrent publish calls below the context's capacity.
+    pub fn with_max_in_flight(mut self, max_in_flight: usize) -> Publisher {
+        self.max_in_flight = max_in_flight.max(1);
+        self
     }
 
     pub fn shard_map(&self) -> &ShardMap {
@@ -78,7 +93,7 @@ impl Publisher {
                 Err(e) => report.unroutable.push(e),
             }
         }
-        let mut in_flight: Vec<(Pending, PublishAckFuture)> = Vec::new();
+        let mut in_flight: VecDeque<(Pending, PublishAckFuture)> = VecDeque::new();
         let mut unsent: Vec<UrlRecord> = Vec::new();
         let mut first_error: Option<BrokerError> = None;
         for (shard, records) in by_shard {
@@ -87,9 +102,14 @@ impl Publisher {
                     unsent.extend(chunk);
                     continue;
                 }
+                if in_flight.len() >= self.max_in_flight {
+                    if let Some((pending, ack)) = in_flight.pop_front() {
+                        settle(pending, ack, &mut report, &mut unsent, &mut first_error).await;
+                    }
+                }
                 let subject = url_subject(shard);
                 match self.js.publish(subject.clone(), body.into()).await {
-                    Ok(ack) => in_flight.push((
+                    Ok(ack) => in_flight.push_back((
                         Pending {
                             shard,
                             records: chunk,
@@ -107,22 +127,7 @@ impl Publisher {
             }
         }
         for (pending, ack) in in_flight {
-            match ack.await {
-                Ok(_) => {
-                    report.published += pending.records.len();
-                    report.messages += 1;
-                    *report.per_shard.entry(pending.shard).or_default() += pending.records.len();
-                }
-                Err(e) => {
-                    if first_error.is_none() {
-                        first_error = Some(BrokerError::Publish {
-                            subject: url_subject(pending.shard),
-                            source: Box::new(e),
-                        });
-                    }
-                    unsent.extend(pending.records);
-                }
-            }
+            settle(pending, ack, &mut report, &mut unsent, &mut first_error).await;
         }
         match first_error {
             None => Ok(report),
@@ -131,6 +136,32 @@ impl Publisher {
                 unacked: unsent,
                 report,
             }),
+        }
+    }
+}
+
+/// Wait for one message's acknowledgement and account for it.
+async fn settle(
+    pending: Pending,
+    ack: PublishAckFuture,
+    report: &mut PublishReport,
+    unsent: &mut Vec<UrlRecord>,
+    first_error: &mut Option<BrokerError>,
+) {
+    match ack.await {
+        Ok(_) => {
+            report.published += pending.records.len();
+            report.messages += 1;
+            *report.per_shard.entry(pending.shard).or_default() += pending.records.len();
+        }
+        Err(e) => {
+            if first_error.is_none() {
+                *first_error = Some(BrokerError::Publish {
+                    subject: url_subject(pending.shard),
+                    source: Box::new(e),
+                });
+            }
+            unsent.extend(pending.records);
         }
     }
 }

@@ -421,3 +421,33 @@ async fn lists_published_to_the_intake_subject_are_routed_to_their_shards() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_of_more_messages_than_ack_permits_completes() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 64, "0-63");
+    let (client, _) = cluster::connect(&settings).await.expect("connect");
+    // 8 unacknowledged publishes at most on this context
+    let js = async_nats::jetstream::ContextBuilder::new()
+        .max_ack_inflight(8)
+        .build(client);
+    ensure_streams(&js, &settings).await.expect("streams");
+    let publisher =
+        Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN).with_max_in_flight(4);
+    // 400 hosts touch (nearly) all 64 shards: one call, about 64 messages
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        publisher.publish(seeds(400, 1, "p")),
+    )
+    .await
+    .expect("publish finished instead of waiting on its own permits")
+    .expect("publish");
+    assert!(report.messages > 8, "{} messages", report.messages);
+    assert_eq!(report.published, 400);
+    assert_eq!(
+        stream_messages(&js, URL_STREAM).await,
+        report.messages as u64
+    );
+}
