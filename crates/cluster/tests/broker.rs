@@ -451,3 +451,50 @@ async fn a_publish_of_more_messages_than_ack_permits_completes() {
         report.messages as u64
     );
 }
+
+/// A measurement, not a check: `cargo test -p cluster --test broker throughput -- --ignored
+/// --nocapture` prints URLs/s published (acknowledged) and consumed (acked after "commit")
+/// through one local nats-server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement; run with --ignored --nocapture"]
+async fn throughput() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 64, "0-63");
+    let (js, _) = jetstream(&settings).await;
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    let urls = seeds(10_000, 10, "t");
+    let total = urls.len();
+    let started = Instant::now();
+    for part in urls.chunks(5_000) {
+        publisher.publish(part.to_vec()).await.expect("publish");
+    }
+    let published = started.elapsed();
+    let consumers = open_owned(&js, &settings).await;
+    let started = Instant::now();
+    let mut got = 0;
+    loop {
+        let mut n = 0;
+        for c in &consumers {
+            for d in c
+                .next_batch(64, Duration::from_millis(20))
+                .await
+                .expect("fetch")
+            {
+                n += d.batch.records.len();
+                d.ack().await.expect("ack");
+            }
+        }
+        got += n;
+        if got >= total {
+            break;
+        }
+    }
+    let consumed = started.elapsed();
+    eprintln!(
+        "{total} URLs over 10000 hosts, 64 shards: published {:.0} URLs/s ({published:?}), consumed and acked {:.0} URLs/s ({consumed:?})",
+        total as f64 / published.as_secs_f64(),
+        total as f64 / consumed.as_secs_f64()
+    );
+}
