@@ -18,7 +18,7 @@ use crate::config::{ScopeMode, Settings};
 use crate::crawl_log::{Archived, Found, LogLine};
 use crate::links::LinkConfig;
 use crate::metrics::Metrics;
-use crate::warc::{recover_open_files, Exchange, WarcConfig, WarcWriter};
+use warc::{recover_open_files, Exchange, WarcConfig, WarcWriter};
 
 pub fn now_ms() -> u64 {
     SystemTime::now()

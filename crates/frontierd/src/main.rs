@@ -16,7 +16,6 @@ mod robots_cmd;
 mod robots_fetch;
 mod signals;
 mod submit_cmd;
-mod warc;
 mod worker;
 
 use std::path::{Path, PathBuf};

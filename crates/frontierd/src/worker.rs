@@ -14,7 +14,7 @@ use crate::daemon::{now_ms, Shared};
 use crate::discovery::{self, Hop};
 use crate::links::extract_links;
 use crate::robots_fetch::{refused_fetch_result, robots_fetch_result};
-use crate::warc::{Exchange, Truncated};
+use warc::{Exchange, Truncated};
 
 /// One fetch worker, until the daemon stops.
 pub async fn worker(sh: Arc<Shared>, _id: u32) {

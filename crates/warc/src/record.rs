@@ -1,0 +1,124 @@
+//! One record as one gzip member, and the fields' formats: digests, record ids, dates.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+use crate::WarcError;
+
+/// Builds one record as a complete gzip member. `payload_digest` is the digest label of the
+/// entity body, if the record has one.
+pub(crate) fn encode_record(
+    warc_type: &str,
+    record_id: &str,
+    date: &str,
+    fields: &[(&str, String)],
+    content_type: &str,
+    block: &[&[u8]],
+    payload_digest: Option<&str>,
+) -> Result<Vec<u8>, WarcError> {
+    let mut block_digest = sha1_smol::Sha1::new();
+    let mut length = 0usize;
+    for part in block {
+        block_digest.update(part);
+        length += part.len();
+    }
+    let mut head = format!("WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n");
+    for (name, value) in fields {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "WARC-Block-Digest: {}\r\n",
+        sha1_label(&block_digest.digest().bytes())
+    ));
+    if let Some(digest) = payload_digest {
+        head.push_str(&format!("WARC-Payload-Digest: {digest}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
+    ));
+
+    let mut gz = GzEncoder::new(Vec::with_capacity(length / 2 + 512), Compression::default());
+    let compressed = (|| {
+        gz.write_all(head.as_bytes())?;
+        for part in block {
+            gz.write_all(part)?;
+        }
+        gz.write_all(b"\r\n\r\n")?;
+        gz.finish()
+    })();
+    compressed.map_err(WarcError::Compress)
+}
+
+/// `sha1:` + RFC 4648 base32 (upper case, padded: a SHA-1 is 32 characters, no padding).
+pub fn sha1_label(digest: &[u8]) -> String {
+    format!("sha1:{}", data_encoding::BASE32.encode(digest))
+}
+
+pub(crate) fn new_record_id() -> String {
+    format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
+}
+
+pub(crate) fn check_uri(uri: &str) -> Result<(), WarcError> {
+    if uri.is_empty() || uri.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(WarcError::InvalidTargetUri(uri.to_string()));
+    }
+    Ok(())
+}
+
+/// The head with exactly one terminating blank line guaranteed.
+pub(crate) fn with_blank_line(head: &[u8]) -> Vec<u8> {
+    let mut head = head.to_vec();
+    if head.ends_with(b"\r\n\r\n") || head.ends_with(b"\n\n") {
+        // already terminated
+    } else if head.ends_with(b"\r\n") {
+        head.extend_from_slice(b"\r\n");
+    } else if !head.is_empty() {
+        head.extend_from_slice(b"\r\n\r\n");
+    }
+    head
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn utc_parts(t: SystemTime) -> (i64, u32, u32, u32, u32, u32, u32) {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (y, mo, da) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400) as u32;
+    (
+        y,
+        mo,
+        da,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis(),
+    )
+}
+
+/// WARC-Date: ISO 8601 / RFC 3339 UTC with second precision, e.g. `2024-05-01T12:00:00Z`.
+pub fn warc_date(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, _) = utc_parts(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// File name timestamp, sortable, millisecond precision: `20240501120000123`.
+pub(crate) fn file_timestamp(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, ms) = utc_parts(t);
+    format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}{ms:03}")
+}
