@@ -321,13 +321,7 @@ fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
     ConfigError(format!("{key} = {value}: {allowed}"))
 }
 
-/// Scope mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScopeMode {
-    SameHost,
-    SameDomain,
-    Any,
-}
+pub use crawl::ScopeMode;
 
 /// The checked configuration, with every path resolved.
 #[derive(Debug, Clone)]
@@ -548,7 +542,7 @@ impl Config {
             "scope.max_redirect_hops",
             c.scope.max_redirect_hops.into(),
             0,
-            crate::discovery::MAX_HOPS_KEPT as u64,
+            crawl::discovery::MAX_HOPS_KEPT as u64,
         )?;
         let include = regexes("scope.include", &c.scope.include)?;
         let exclude = regexes("scope.exclude", &c.scope.exclude)?;
@@ -765,6 +759,24 @@ fn regexes(key: &str, pats: &[String]) -> Result<Vec<regex::Regex>, ConfigError>
 }
 
 impl Settings {
+    /// What a fetched page leads to: `[scope]`.
+    pub fn follow_rules(&self) -> crawl::FollowRules {
+        let scope = &self.raw.scope;
+        let mut links = crawl::LinkConfig::new(self.product_token.clone());
+        links.keep_nofollow_links = scope.keep_nofollow_links;
+        crawl::FollowRules {
+            follow_links: scope.follow_links,
+            max_depth: scope.max_depth,
+            max_redirect_hops: scope.max_redirect_hops,
+            scope: crawl::Scope {
+                mode: self.scope_mode,
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+            },
+            links,
+        }
+    }
+
     /// Frontier settings.
     pub fn frontier_config(&self) -> frontier::FrontierConfig {
         let p = &self.raw.politeness;

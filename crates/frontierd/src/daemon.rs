@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use fetcher::{Fetcher, Url};
-use frontier::{DropReason, EnqueueItem, EnqueueResult, Frontier, FrontierEvent, PolicyRobots};
+use fetcher::Fetcher;
+use frontier::{EnqueueItem, EnqueueResult, Frontier, FrontierEvent, PolicyRobots};
 use tokio::sync::Notify;
 
-use crate::config::{ScopeMode, Settings};
-use crate::crawl_log::{Archived, Found, LogLine};
-use crate::links::LinkConfig;
+use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
+
+use crate::config::Settings;
 use crate::metrics::Metrics;
 use warc::{recover_open_files, Exchange, WarcConfig, WarcWriter};
 
@@ -54,7 +54,8 @@ pub struct Shared {
     pub stopping: AtomicBool,
     pub in_flight: AtomicU64,
     pub pages_done: AtomicU64,
-    pub(crate) link_cfg: LinkConfig,
+    /// What a fetched page leads to (`[scope]`).
+    pub follow: FollowRules,
     pub token: Option<String>,
     pub started: Instant,
 }
@@ -68,7 +69,7 @@ impl Shared {
     pub fn log_outcome(
         &self,
         url: &str,
-        outcome: &str,
+        outcome: Outcome,
         status: Option<u16>,
         bytes: u64,
         duration_ms: u64,
@@ -85,7 +86,7 @@ impl Shared {
     /// Append one crawl log line (fields: docs/crawl-log.md).
     pub fn log_line(&self, line: &LogLine<'_>) {
         let json = line.to_json(&rfc3339_ms(now_ms()));
-        self.metrics.outcome(line.outcome);
+        self.metrics.outcome(line.outcome.as_str());
         let mut w = self.lock_log();
         if let Err(e) = writeln!(w, "{json}") {
             tracing::error!(error = %e, "crawl log write failed");
@@ -150,7 +151,7 @@ impl Shared {
                     if log_rejects {
                         // the URL may be a 1 MB line: echoed cut, with its length
                         let input = crate::intake::echo(url);
-                        self.log_outcome(&input, "rejected", None, 0, 0, &reason);
+                        self.log_outcome(&input, Outcome::Rejected, None, 0, 0, &reason);
                     }
                     summary.rejected.push((i, url.clone(), reason));
                 }
@@ -182,11 +183,7 @@ impl Shared {
             }
         }
         for d in &drops {
-            let outcome = match d.reason {
-                DropReason::RobotsDisallowed => "blocked-by-robots",
-                DropReason::CrawlDelayTooLong => "blocked-by-robots",
-                DropReason::GaveUp => "given-up",
-            };
+            let outcome = Outcome::of_drop(d.reason);
             let reason = format!("{}: {}", d.reason.code(), d.detail);
             let found = Found {
                 depth: d.depth,
@@ -338,34 +335,6 @@ impl Shared {
             "robots": robots,
         })
     }
-
-    pub(crate) fn in_scope(&self, page: &Url, link: &Url) -> bool {
-        if !matches!(link.scheme(), "http" | "https") {
-            return false;
-        }
-        let (Some(ph), Some(lh)) = (page.host_str(), link.host_str()) else {
-            return false;
-        };
-        let ok = match self.settings.scope_mode {
-            ScopeMode::Any => true,
-            ScopeMode::SameHost => ph.eq_ignore_ascii_case(lh),
-            ScopeMode::SameDomain => {
-                let pl = ph.to_ascii_lowercase();
-                let ll = lh.to_ascii_lowercase();
-                frontier::canon::politeness_key(&pl, frontier::PolitenessKeyMode::Domain)
-                    == frontier::canon::politeness_key(&ll, frontier::PolitenessKeyMode::Domain)
-            }
-        };
-        if !ok {
-            return false;
-        }
-        let s = link.as_str();
-        if !self.settings.include.is_empty() && !self.settings.include.iter().any(|r| r.is_match(s))
-        {
-            return false;
-        }
-        !self.settings.exclude.iter().any(|r| r.is_match(s))
-    }
 }
 
 /// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
@@ -430,8 +399,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         wcfg.operator = Some(settings.raw.warc.operator.clone());
     }
     let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
-    let mut link_cfg = LinkConfig::new(settings.product_token.clone());
-    link_cfg.keep_nofollow_links = settings.raw.scope.keep_nofollow_links;
+    let follow = settings.follow_rules();
 
     let shared = Arc::new(Shared {
         frontier: Arc::new(frontier),
@@ -444,7 +412,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         stopping: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
         pages_done: AtomicU64::new(0),
-        link_cfg,
+        follow,
         token,
         started: Instant::now(),
         settings,

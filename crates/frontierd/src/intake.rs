@@ -289,7 +289,7 @@ impl Tally {
 pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
     for r in &batch.rejected {
         sh.metrics.rejected(&r.code);
-        sh.log_outcome(&r.input, "rejected", None, 0, 0, &r.reason);
+        sh.log_outcome(&r.input, crawl::Outcome::Rejected, None, 0, 0, &r.reason);
     }
     let urls: Vec<String> = batch.urls.iter().map(|(_, u)| u.clone()).collect();
     let summary = sh.submit(urls, 0, true).await?;

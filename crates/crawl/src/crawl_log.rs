@@ -5,7 +5,61 @@
 
 use std::net::IpAddr;
 
+use frontier::DropReason;
+
 use crate::discovery;
+
+/// What happened to a URL: the `outcome` field, and the label of the
+/// `frontierd_crawl_outcomes` metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Fetched, whatever the status (a 404 is a fetched page).
+    Fetched,
+    /// Answered with a redirect; the `Location` was queued, or was unusable.
+    Redirected,
+    /// Answered with a redirect past `scope.max_redirect_hops`: not followed.
+    RedirectLimit,
+    /// Dropped by robots.txt (a rule, or a crawl-delay over the cap).
+    BlockedByRobots,
+    /// Dropped after its last retry failed.
+    GivenUp,
+    /// A submitted line the canonicalizer refused.
+    Rejected,
+}
+
+impl Outcome {
+    /// Every outcome, in the order of docs/crawl-log.md.
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Fetched,
+        Outcome::Redirected,
+        Outcome::RedirectLimit,
+        Outcome::BlockedByRobots,
+        Outcome::GivenUp,
+        Outcome::Rejected,
+    ];
+
+    /// The word written in the `outcome` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Fetched => "fetched",
+            Outcome::Redirected => "redirected",
+            Outcome::RedirectLimit => "redirect-limit",
+            Outcome::BlockedByRobots => "blocked-by-robots",
+            Outcome::GivenUp => "given-up",
+            Outcome::Rejected => "rejected",
+        }
+    }
+
+    /// The outcome of a URL the frontier dropped.
+    pub fn of_drop(reason: DropReason) -> Outcome {
+        match reason {
+            DropReason::RobotsDisallowed | DropReason::CrawlDelayTooLong => {
+                Outcome::BlockedByRobots
+            }
+            DropReason::GaveUp => Outcome::GivenUp,
+        }
+    }
+}
 
 /// Where a URL came from, as queued with it.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +96,7 @@ pub struct Archived {
 #[derive(Debug, Clone)]
 pub struct LogLine<'a> {
     pub url: &'a str,
-    pub outcome: &'a str,
+    pub outcome: Outcome,
     pub status: Option<u16>,
     pub bytes: u64,
     pub duration_ms: u64,
@@ -57,7 +111,7 @@ pub struct LogLine<'a> {
 
 impl<'a> LogLine<'a> {
     /// A line with no fetch behind it (a rejected, dropped or given-up URL).
-    pub fn unfetched(url: &'a str, outcome: &'a str, reason: &'a str, found: Found<'a>) -> Self {
+    pub fn unfetched(url: &'a str, outcome: Outcome, reason: &'a str, found: Found<'a>) -> Self {
         LogLine {
             url,
             outcome,
@@ -81,7 +135,7 @@ impl<'a> LogLine<'a> {
             "status": self.status,
             "bytes": self.bytes,
             "duration_ms": self.duration_ms,
-            "outcome": self.outcome,
+            "outcome": self.outcome.as_str(),
             "reason": self.reason,
             // where it came from
             "depth": self.found.depth,
@@ -123,7 +177,7 @@ mod tests {
         };
         let line = LogLine {
             url: "http://a.test/x",
-            outcome: "fetched",
+            outcome: Outcome::Fetched,
             status: Some(200),
             bytes: 10,
             duration_ms: 5,
@@ -148,7 +202,8 @@ mod tests {
         });
         assert_eq!(v, want);
         // a rejected submission: every field present, null where nothing applies
-        let v = LogLine::unfetched("x", "rejected", "no-host", Found::SUBMITTED).to_json("t");
+        let v =
+            LogLine::unfetched("x", Outcome::Rejected, "no-host", Found::SUBMITTED).to_json("t");
         assert_eq!(
             v.as_object().unwrap().len(),
             want.as_object().unwrap().len()
@@ -169,6 +224,31 @@ mod tests {
                 &serde_json::Value::Null
             )
         );
+    }
+
+    #[test]
+    fn outcomes_are_the_documented_words() {
+        let words: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        assert_eq!(
+            words,
+            [
+                "fetched",
+                "redirected",
+                "redirect-limit",
+                "blocked-by-robots",
+                "given-up",
+                "rejected"
+            ]
+        );
+        assert_eq!(
+            Outcome::of_drop(DropReason::CrawlDelayTooLong),
+            Outcome::BlockedByRobots
+        );
+        assert_eq!(
+            Outcome::of_drop(DropReason::RobotsDisallowed),
+            Outcome::BlockedByRobots
+        );
+        assert_eq!(Outcome::of_drop(DropReason::GaveUp), Outcome::GivenUp);
     }
 
     #[test]

@@ -9,9 +9,6 @@
 //! (scraper) would cost memory for nothing here; `tl` does not decode entities and
 //! `lol_html` is built for rewriting streams, with more machinery than we need.
 
-// Wired in by the daemon (issue 5).
-#![allow(dead_code)]
-
 use std::cell::RefCell;
 use std::collections::HashSet;
 
@@ -99,8 +96,8 @@ impl RobotsDirectives {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageLinks {
     /// Absolute http(s) URLs without fragment, first-seen order, deduplicated. Empty when
-    /// `robots.follow` is false.
-    pub links: Vec<String>,
+    /// `robots.follow` is false. Parsed once, here: scope and queueing take them as they are.
+    pub links: Vec<Url>,
     /// The page's robots directives.
     pub robots: RobotsDirectives,
     /// The URL links were resolved against (`<base href>` or the page URL).
@@ -164,8 +161,7 @@ pub fn extract_links(
                 continue;
             }
             url.set_fragment(None);
-            let url = String::from(url);
-            if seen.insert(url.clone()) {
+            if seen.insert(url.as_str().to_string()) {
                 links.push(url);
             }
         }
@@ -301,6 +297,10 @@ impl TokenSink for Sink {
 mod tests {
     use super::*;
 
+    fn strs(links: &[Url]) -> Vec<&str> {
+        links.iter().map(Url::as_str).collect()
+    }
+
     fn extract_with(page: &str, html: &str, xrt: &[&str], config: &LinkConfig) -> PageLinks {
         extract_links(&Url::parse(page).unwrap(), html.as_bytes(), xrt, config)
     }
@@ -334,7 +334,7 @@ mod tests {
             </body></html>"#,
         );
         assert_eq!(
-            got.links,
+            strs(&got.links),
             [
                 "https://example.org/canon",
                 "https://example.org/de/",
@@ -374,7 +374,7 @@ mod tests {
             &LinkConfig::new("frontierd"),
         );
         assert_eq!(
-            got.links,
+            strs(&got.links),
             [
                 "http://example.org/up",
                 "http://example.org/root?q=1&r=2",
@@ -395,7 +395,7 @@ mod tests {
         );
         assert_eq!(got.base, "https://base.example/sub/");
         assert_eq!(
-            got.links,
+            strs(&got.links),
             [
                 "https://base.example/sub/before.html",
                 "https://base.example/sub/x.html",
@@ -405,22 +405,22 @@ mod tests {
         );
         // A relative base resolves against the page; a base without href is ignored.
         let got = extract(r#"<base target="_blank"><base href="../other/"><a href="x">x</a>"#);
-        assert_eq!(got.links, ["https://example.org/other/x"]);
+        assert_eq!(strs(&got.links), ["https://example.org/other/x"]);
         // An unusable base falls back to the page URL.
         let got = extract(r#"<base href="mailto:x@example.org"><a href="x">x</a>"#);
-        assert_eq!(got.links, ["https://example.org/dir/x"]);
+        assert_eq!(strs(&got.links), ["https://example.org/dir/x"]);
     }
 
     #[test]
     fn rel_nofollow_links_skipped_unless_kept() {
         let html = r#"<a href="/keep">k</a><a rel="external NoFollow" href="/skip">s</a>
             <area rel=nofollow href="/skip2"><link rel="alternate nofollow" href="/skip3">"#;
-        assert_eq!(extract(html).links, ["https://example.org/keep"]);
+        assert_eq!(strs(&extract(html).links), ["https://example.org/keep"]);
         let mut config = LinkConfig::new("frontierd");
         config.keep_nofollow_links = true;
         let got = extract_with("https://example.org/", html, &[], &config);
         assert_eq!(
-            got.links,
+            strs(&got.links),
             [
                 "https://example.org/keep",
                 "https://example.org/skip",
@@ -569,7 +569,7 @@ mod tests {
             <title><a href="/in-title"></title>
             <a href="/real">r</a>"#,
         );
-        assert_eq!(got.links, ["https://example.org/real"]);
+        assert_eq!(strs(&got.links), ["https://example.org/real"]);
     }
 
     #[test]
@@ -601,12 +601,12 @@ mod tests {
             assert!(got
                 .links
                 .iter()
-                .all(|l| l.starts_with("https://example.org/")));
+                .all(|l| l.as_str().starts_with("https://example.org/")));
         }
         let got = extract("<a href='/x' <a href=/y>");
-        assert_eq!(got.links, ["https://example.org/x"]);
+        assert_eq!(strs(&got.links), ["https://example.org/x"]);
         let got = extract("<a href=/unquoted>");
-        assert_eq!(got.links, ["https://example.org/unquoted"]);
+        assert_eq!(strs(&got.links), ["https://example.org/unquoted"]);
     }
 
     #[test]
@@ -657,8 +657,7 @@ mod tests {
                 html.push_str(pieces[(x % pieces.len() as u64) as usize]);
             }
             let got = extract_links(&page, html.as_bytes(), &[&html], &config);
-            for link in got.links {
-                let url = Url::parse(&link).unwrap();
+            for url in got.links {
                 assert!(matches!(url.scheme(), "http" | "https") && url.fragment().is_none());
             }
             x = x.wrapping_add(1);
@@ -673,7 +672,7 @@ mod tests {
         let mut config = LinkConfig::new("frontierd");
         config.max_scan_bytes = 1000;
         let got = extract_with("https://example.org/", &html, &[], &config);
-        assert_eq!(got.links, ["https://example.org/first"]);
+        assert_eq!(strs(&got.links), ["https://example.org/first"]);
         assert!(got.scan_truncated && got.robots.follow);
         config.max_scan_bytes = DEFAULT_MAX_SCAN_BYTES;
         let got = extract_with("https://example.org/", &html, &[], &config);
