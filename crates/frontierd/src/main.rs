@@ -2,23 +2,18 @@
 //! decision in the library crates.
 
 mod admin;
-mod admin_request;
 mod config;
 mod config_checks;
 mod daemon;
-mod intake;
 mod metrics;
-mod progress;
 mod robots_cmd;
-mod signals;
-mod submit_cmd;
-mod worker;
+mod url_list;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 /// A politeness-aware crawler frontier daemon.
@@ -121,14 +116,14 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Default) => {
             out(config::DEFAULT_TOML).map(|()| ExitCode::SUCCESS)
         }
-        Command::Submit { file, api } => client(api, |t| submit_cmd::submit(t, file)),
-        Command::Stats { watch, api } => client(api, move |t| stats(t, watch)),
+        Command::Submit { file, api } => client(api, |t| admin::submit::submit(t, file)),
+        Command::Stats { watch, api } => client(api, move |t| admin::client::stats(t, watch)),
         Command::Hosts {
             host,
             state,
             limit,
             api,
-        } => client(api, move |t| hosts(t, host, state, limit)),
+        } => client(api, move |t| admin::client::hosts(t, host, state, limit)),
     };
     match result {
         Ok(code) => code,
@@ -155,7 +150,7 @@ impl std::fmt::Display for StdoutClosed {
 impl std::error::Error for StdoutClosed {}
 
 /// Write to standard output (not `println!`, which panics on a closed pipe).
-fn out(text: &str) -> Result<()> {
+pub(crate) fn out(text: &str) -> Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     stdout
@@ -185,7 +180,7 @@ fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(daemon::run(settings, seeds))?;
+    rt.block_on(daemon::run::run(settings, seeds))?;
     // in-flight tasks abandoned after the grace period must not hold the exit
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(ExitCode::SUCCESS)
@@ -208,7 +203,7 @@ fn init_logging(s: &config::Settings) {
 
 fn client<F, Fut>(api: ApiArgs, f: F) -> Result<ExitCode>
 where
-    F: FnOnce(admin::Target) -> Fut,
+    F: FnOnce(admin::client::Target) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,
 {
     let settings = match config::Config::load(api.config.as_deref())
@@ -238,157 +233,5 @@ where
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(f(admin::Target { addr, token }))
-}
-
-async fn get_json(t: &admin::Target, path: &str) -> Result<serde_json::Value> {
-    let (status, body) = admin::request(t, "GET", path, b"").await?;
-    if status != 200 {
-        bail!("GET {path}: HTTP {status}: {}", body.trim());
-    }
-    serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON"))
-}
-
-async fn stats(t: admin::Target, watch: bool) -> Result<ExitCode> {
-    loop {
-        let v = get_json(&t, "/v1/stats").await?;
-        if let Some(obj) = v.as_object() {
-            let mut text = String::new();
-            if watch {
-                text.push_str("\x1b[2J\x1b[H");
-            }
-            let w = obj.keys().map(|k| k.len()).max().unwrap_or(0);
-            for (k, val) in obj {
-                text.push_str(&format!("{k:<w$}  {}\n", cell(val)));
-            }
-            out(&text)?;
-        }
-        if !watch {
-            return Ok(ExitCode::SUCCESS);
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-}
-
-/// A JSON value as table text: strings without quotes (`serde_json::Value`'s `Display`
-/// ignores width and alignment, so cells are made strings first).
-fn cell(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// Rows under a header, every column as wide as its widest cell; `right[i]` right-aligns
-/// column i (numbers).
-fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut text = String::new();
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    for row in std::iter::once(&header).chain(rows) {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .zip(right)
-            .map(|((c, &w), &r)| {
-                if r {
-                    format!("{c:>w$}")
-                } else {
-                    format!("{c:<w$}")
-                }
-            })
-            .collect();
-        text.push_str(cells.join("  ").trim_end());
-        text.push('\n');
-    }
-    text
-}
-
-async fn hosts(
-    t: admin::Target,
-    host: Option<String>,
-    state: Option<String>,
-    limit: usize,
-) -> Result<ExitCode> {
-    match host {
-        Some(h) => {
-            let segment =
-                percent_encoding::utf8_percent_encode(&h, percent_encoding::NON_ALPHANUMERIC);
-            let v = get_json(&t, &format!("/v1/hosts/{segment}")).await?;
-            if let Some(key) = v["key"].as_str().filter(|k| *k != h) {
-                eprintln!("frontierd: {h} is politeness key {key}");
-            }
-            out(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
-        }
-        None => {
-            let mut query = url::form_urlencoded::Serializer::new(String::new());
-            query.append_pair("limit", &limit.to_string());
-            if let Some(state) = &state {
-                query.append_pair("state", state);
-            }
-            let v = get_json(&t, &format!("/v1/hosts?{}", query.finish())).await?;
-            let rows: Vec<Vec<String>> = v["hosts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|h| {
-                    [
-                        "host",
-                        "queued",
-                        "in_flight",
-                        "robots_state",
-                        "robots",
-                        "backoff_level",
-                        "paused",
-                    ]
-                    .iter()
-                    .map(|k| cell(&h[*k]))
-                    .collect()
-                })
-                .collect();
-            out(&table(
-                &[
-                    "HOST", "QUEUED", "FLIGHT", "ROBOTS", "ORIGINS", "BACKOFF", "PAUSED",
-                ],
-                &rows,
-                &[false, true, true, false, false, true, false],
-            ))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_columns_line_up() {
-        let rows = vec![
-            vec!["a.test".into(), "3".into(), "true".into()],
-            vec![
-                "very-long-host-name.example".into(),
-                "12345".into(),
-                "false".into(),
-            ],
-        ];
-        let t = table(&["HOST", "QUEUED", "PAUSED"], &rows, &[false, true, false]);
-        let lines: Vec<&str> = t.lines().collect();
-        // every QUEUED cell ends where the header word ends
-        let end = lines[0].find("QUEUED").unwrap() + "QUEUED".len();
-        for l in &lines[1..] {
-            assert!(l[..end].ends_with(|c: char| c.is_ascii_digit()), "{t}");
-            assert_eq!(&l[end..end + 2], "  ", "{t}");
-        }
-        assert!(lines[1].starts_with("a.test "), "{t}");
-        assert_eq!(cell(&serde_json::json!("fresh")), "fresh");
-        assert_eq!(cell(&serde_json::json!(7)), "7");
-        assert_eq!(cell(&serde_json::Value::Null), "-");
-    }
+    rt.block_on(f(admin::client::Target { addr, token }))
 }

@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::admin::{self, MAX_BODY};
-use crate::intake::{classify, Line, LineReader};
+use crate::admin::client::{self, Target};
+use crate::admin::MAX_BODY;
+use crate::url_list::{classify, Line, LineReader};
 
 /// Lines per POST.
 const BATCH_LINES: usize = 10_000;
 /// Bytes per POST, at most (plus one line): well under [`MAX_BODY`].
 const BATCH_BYTES: usize = 4 << 20;
-const _: () = assert!(BATCH_BYTES + crate::intake::MAX_LINE_BYTES < MAX_BODY);
+const _: () = assert!(BATCH_BYTES + crate::url_list::MAX_LINE_BYTES < MAX_BODY);
 
 /// Exit status when some lines were rejected (0: every line accepted or already known;
 /// 2: an error, see main.rs).
@@ -72,7 +73,7 @@ impl Progress {
     }
 }
 
-pub async fn submit(t: admin::Target, file: String) -> Result<ExitCode> {
+pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
     let input: Box<dyn BufRead> = if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
@@ -125,7 +126,7 @@ pub async fn submit(t: admin::Target, file: String) -> Result<ExitCode> {
         if sent == 0 {
             break;
         }
-        let (status, resp) = admin::request(&t, "POST", "/v1/urls", &body).await?;
+        let (status, resp) = client::request(&t, "POST", "/v1/urls", &body).await?;
         if status != 200 {
             progress.clear();
             let msg = serde_json::from_str::<serde_json::Value>(&resp)
@@ -196,7 +197,8 @@ mod tests {
     use hyper::{Response, StatusCode};
     use hyper_util::rt::TokioIo;
 
-    use crate::admin::{request, Target, MAX_BODY};
+    use crate::admin::client::{request, Target};
+    use crate::admin::MAX_BODY;
 
     /// The old raw-TCP client died with "Broken pipe" here: the answer to a body over the
     /// limit comes before the body is sent, and the client must return it.

@@ -1,12 +1,11 @@
-//! Admin HTTP API (hyper 1, HTTP/1.1) and the small client used by `submit`, `stats` and
-//! `hosts`.
+//! The admin HTTP API server (hyper 1, HTTP/1.1): endpoints, limits, authentication.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -17,12 +16,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use crate::admin_request::{self, BadRequest};
-use crate::daemon::{now_ms, Shared};
-use crate::intake::{self, Batch};
-
-/// Largest request body (`POST /v1/urls`); `frontierd submit` sends large lists in parts.
-pub const MAX_BODY: usize = 64 << 20;
+use crate::admin::request::{self as admin_request, BadRequest};
+use crate::admin::MAX_BODY;
+use crate::daemon::intake;
+use crate::daemon::shared::{now_ms, Shared};
+use crate::url_list::{self, Batch};
 
 /// Refusals of connections over `admin.max_connections` are logged at most this often
 /// (each one is counted).
@@ -359,7 +357,7 @@ async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Byt
             Err(msg) => return error(StatusCode::BAD_REQUEST, &msg),
         }
     } else {
-        intake::parse_list(&body)
+        url_list::parse_list(&body)
     };
     match intake::submit_batch(&sh, batch).await {
         Ok(t) => {
@@ -569,53 +567,4 @@ fn host_detail(sh: &Shared, h: &HostArg) -> Result<Option<serde_json::Value>> {
     }
     v["origins"] = serde_json::json!(origins);
     Ok(Some(v))
-}
-
-// ---------------------------------------------------------------- client side
-
-/// Where a running daemon listens, and its token.
-pub struct Target {
-    pub addr: String,
-    pub token: Option<String>,
-}
-
-/// One HTTP/1.1 request to the admin API (a new connection each time); returns (status,
-/// body). Any answer is returned, a 413 included, even one sent before the body was read.
-pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Result<(u16, String)> {
-    let stream = tokio::net::TcpStream::connect(&t.addr)
-        .await
-        .with_context(|| {
-            format!(
-                "connecting to the admin API at {} (is frontierd running?)",
-                t.addr
-            )
-        })?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .with_context(|| format!("HTTP handshake with {}", t.addr))?;
-    let conn = tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, &t.addr)
-        .header(hyper::header::CONTENT_TYPE, "text/plain");
-    if let Some(tok) = &t.token {
-        req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {tok}"));
-    }
-    let req = req
-        .body(Full::new(Bytes::copy_from_slice(body)))
-        .with_context(|| format!("building {method} {path}"))?;
-    let resp = sender
-        .send_request(req)
-        .await
-        .with_context(|| format!("{method} {path} to {}", t.addr))?;
-    let status = resp.status().as_u16();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .with_context(|| format!("reading the answer to {method} {path}"))?
-        .to_bytes();
-    conn.abort();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }

@@ -14,7 +14,7 @@ use fetcher::Url;
 use frontier::{PageLease, PageOutcome, RobotsLease, WorkItem};
 use warc::Exchange;
 
-use crate::daemon::{now_ms, Shared};
+use crate::daemon::shared::{now_ms, Shared};
 
 /// One fetch worker, until the daemon stops.
 pub async fn worker(sh: Arc<Shared>, _id: u32) {

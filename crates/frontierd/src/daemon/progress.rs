@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::daemon::Shared;
+use crate::daemon::shared::Shared;
 
 /// How often the frontier is looked at. Cheap: the full count of queued URLs is redone
 /// only when the frontier's counters moved since the last count.

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::daemon::Shared;
+use crate::daemon::shared::Shared;
 
 /// Handlers installed at start, before the store is opened: from then on SIGHUP no longer
 /// has its default action (ending the process).

@@ -1,0 +1,10 @@
+//! The admin API: the daemon's HTTP server (server.rs, requests checked by request.rs) and
+//! the client the `submit`, `stats` and `hosts` commands use (client.rs, submit.rs).
+
+pub mod client;
+pub mod request;
+pub mod server;
+pub mod submit;
+
+/// Largest request body the server reads (a URL list); the client sends less per request.
+pub const MAX_BODY: usize = 64 << 20;

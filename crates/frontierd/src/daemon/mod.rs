@@ -1,0 +1,19 @@
+//! `frontierd run`: the daemon's tasks, wired together. Every decision is the library
+//! crates' (frontier: what to fetch when; crawl: what a fetch means; warc: the archive);
+//! these files start tasks, pass data between them and report.
+//!
+//! - run.rs: start-up, the task set, the shutdown sequence
+//! - shared.rs: the state every task shares; submitting URLs, the crawl log, WARC writing
+//! - worker.rs: fetch workers (lease, fetch, archive, judge, log, report back)
+//! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
+//! - stats.rs: the counters `/v1/stats`, `/metrics` and the progress line share
+//! - progress.rs: the periodic progress line and "crawl drained"
+//! - signals.rs: SIGTERM/SIGINT stop, SIGHUP reopens the crawl log
+
+pub mod intake;
+pub mod progress;
+pub mod run;
+pub mod shared;
+pub mod signals;
+pub mod stats;
+pub mod worker;

@@ -1,0 +1,209 @@
+//! Start-up, the task set, and the shutdown sequence of `frontierd run`.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use fetcher::Fetcher;
+use frontier::{Frontier, PolicyRobots};
+use tokio::sync::Notify;
+use warc::{recover_open_files, WarcConfig, WarcWriter};
+
+use crate::config::Settings;
+use crate::daemon::shared::Shared;
+use crate::metrics::Metrics;
+
+/// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
+pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
+    // first: until then SIGHUP would end the process
+    let mut signals = crate::daemon::signals::Signals::install()?;
+    for warning in settings.warnings() {
+        tracing::warn!("{warning}");
+    }
+    let data_dir = settings.data_dir.clone();
+    fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let spool = settings.spool_dir.clone();
+    for sub in ["incoming", "done", "rejected", "tmp"] {
+        fs::create_dir_all(spool.join(sub))
+            .with_context(|| format!("creating {}", spool.join(sub).display()))?;
+    }
+    fs::create_dir_all(&settings.warc_dir)
+        .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
+    for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
+        tracing::warn!(result = %r, "WARC file left open by an earlier run recovered");
+    }
+    let crawl_log = crate::daemon::signals::open_crawl_log(&settings.crawl_log)?;
+
+    let token = match &settings.token_file {
+        None => None,
+        Some(p) => Some(
+            fs::read_to_string(p)
+                .with_context(|| format!("reading admin.token_file {}", p.display()))?
+                .trim()
+                .to_string(),
+        )
+        .filter(|t| !t.is_empty()),
+    };
+    if token.is_none()
+        && !crate::config_checks::is_loopback(settings.admin_listen)
+        && !settings.raw.admin.allow_unauthenticated
+    {
+        // an empty token file: `config check` cannot see that
+        return Err(crate::config_checks::unauthenticated_listener(settings.admin_listen).into());
+    }
+
+    let fcfg = settings.frontier_config();
+    let backend = Arc::new(PolicyRobots {
+        state_config: Arc::new(settings.robots_state_config()),
+    });
+    let store_path = fcfg.path.clone();
+    let frontier = tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, backend))
+        .await
+        .context("store open task")?
+        .with_context(|| {
+            format!(
+                "opening the store at {} (see docs/operations.md, \"store will not open\")",
+                store_path.display()
+            )
+        })?;
+    let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
+    let mut wcfg = WarcConfig::new(&settings.warc_dir);
+    wcfg.prefix = settings.raw.warc.prefix.clone();
+    wcfg.max_file_size = settings.raw.warc.max_file_size;
+    if !settings.raw.warc.operator.is_empty() {
+        wcfg.operator = Some(settings.raw.warc.operator.clone());
+    }
+    let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
+    let follow = settings.follow_rules();
+
+    let shared = Arc::new(Shared {
+        frontier: Arc::new(frontier),
+        fetcher,
+        warc: Mutex::new(Some(warc)),
+        crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
+        metrics: Metrics::new(),
+        wake: Notify::new(),
+        shutdown: Notify::new(),
+        stopping: AtomicBool::new(false),
+        in_flight: AtomicU64::new(0),
+        pages_done: AtomicU64::new(0),
+        follow,
+        token,
+        started: Instant::now(),
+        settings,
+    });
+    shared
+        .metrics
+        .config_warnings
+        .set(shared.settings.warnings().len() as i64);
+
+    // admin listener
+    let listener = tokio::net::TcpListener::bind(shared.settings.admin_listen)
+        .await
+        .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
+    let admin_addr = listener.local_addr()?;
+    // tell tools where we listen (useful with port 0)
+    fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
+    tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
+    let admin_task = tokio::spawn(crate::admin::server::serve(listener, shared.clone()));
+
+    if let Some(seeds) = seeds {
+        crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
+    }
+
+    let workers = shared.settings.raw.fetch.workers;
+    let mut handles = Vec::new();
+    for i in 0..workers {
+        handles.push(tokio::spawn(crate::daemon::worker::worker(
+            shared.clone(),
+            i,
+        )));
+    }
+    let spool_task = tokio::spawn(crate::daemon::intake::spool_loop(shared.clone()));
+    let stats_task = tokio::spawn(crate::daemon::progress::stats_loop(shared.clone()));
+    let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
+
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&format!("crawling; admin API on {admin_addr}")),
+        ],
+    );
+    tracing::info!(workers, "frontierd running");
+
+    signals.wait_for_stop(&shared).await;
+    tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Stopping,
+            sd_notify::NotifyState::Status("stopping: finishing in-flight fetches"),
+        ],
+    );
+    shared.stopping.store(true, Ordering::SeqCst);
+    shared.shutdown.notify_waiters();
+    spool_task.abort();
+    let grace = shared.settings.raw.fetch.shutdown_grace.0;
+    let deadline = tokio::time::Instant::now() + grace;
+    let mut abandoned = 0;
+    for h in handles {
+        match tokio::time::timeout_at(deadline, h).await {
+            Ok(_) => {}
+            Err(_) => abandoned += 1,
+        }
+    }
+    if abandoned > 0 {
+        tracing::warn!(
+            abandoned,
+            "grace period over: unfinished leases return to their queues at the next start"
+        );
+    }
+    shared.drain_events();
+    for task in [admin_task, stats_task, drain_task, spool_task] {
+        task.abort();
+        let _ = task.await; // gone, with its handle on `shared`
+    }
+    let writer = shared.warc.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(w) = writer {
+        match w.close() {
+            Ok(Some(p)) => tracing::info!(file = %p.display(), "WARC file closed"),
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "closing the WARC file"),
+        }
+    }
+    {
+        let mut log = shared.lock_log();
+        log.flush().ok();
+        log.get_ref().sync_all().ok();
+    }
+    fs::remove_file(data_dir.join("admin.addr")).ok();
+    close_store(shared).await;
+    tracing::info!("frontierd stopped");
+    Ok(())
+}
+
+/// Close the store as the last step of the stop, not at process exit: sled flushes and
+/// fsyncs its file when its last handle goes, which can take a while on a real disk, and
+/// done by the runtime's teardown it held the exit up to a second after "frontierd
+/// stopped" (the runtime's shutdown timeout). Fetches abandoned after the grace period
+/// still hold it: then it is left to the exit.
+async fn close_store(shared: Arc<Shared>) {
+    let started = Instant::now();
+    let Some(frontier) = Arc::into_inner(shared).and_then(|sh| Arc::into_inner(sh.frontier)) else {
+        tracing::debug!("store still in use by abandoned fetches: closed at exit");
+        return;
+    };
+    if let Err(e) = tokio::task::spawn_blocking(move || drop(frontier)).await {
+        tracing::error!(error = %e, "closing the store");
+    }
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "store closed"
+    );
+}

@@ -1,0 +1,221 @@
+//! The state every task of `frontierd run` shares, and what they do through it: offer URLs
+//! to the frontier, write crawl log lines, archive exchanges.
+
+use std::fs;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
+use fetcher::Fetcher;
+use frontier::{EnqueueItem, EnqueueResult, Frontier, FrontierEvent};
+use tokio::sync::Notify;
+use warc::{Exchange, WarcWriter};
+
+use crate::config::Settings;
+use crate::metrics::Metrics;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn rfc3339_ms(ms: u64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// One submitted URL's fate, for API answers and rejected-line files.
+#[derive(Debug, Clone)]
+pub struct SubmitSummary {
+    pub accepted: u64,
+    pub duplicate: u64,
+    /// (index in the input, url, reason)
+    pub rejected: Vec<(usize, String, String)>,
+}
+
+/// State shared by every task.
+pub struct Shared {
+    pub frontier: Arc<Frontier>,
+    pub settings: Settings,
+    pub fetcher: Fetcher,
+    pub warc: Mutex<Option<WarcWriter>>,
+    pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
+    pub metrics: Metrics,
+    pub wake: Notify,
+    pub shutdown: Notify,
+    pub stopping: AtomicBool,
+    pub in_flight: AtomicU64,
+    pub pages_done: AtomicU64,
+    /// What a fetched page leads to (`[scope]`).
+    pub follow: FollowRules,
+    pub token: Option<String>,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub(crate) fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
+        self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Append one crawl log line about a submitted URL that was not fetched (rejected).
+    pub fn log_outcome(
+        &self,
+        url: &str,
+        outcome: Outcome,
+        status: Option<u16>,
+        bytes: u64,
+        duration_ms: u64,
+        reason: &str,
+    ) {
+        self.log_line(&LogLine {
+            status,
+            bytes,
+            duration_ms,
+            ..LogLine::unfetched(url, outcome, reason, Found::SUBMITTED)
+        });
+    }
+
+    /// Append one crawl log line (fields: docs/crawl-log.md).
+    pub fn log_line(&self, line: &LogLine<'_>) {
+        let json = line.to_json(&rfc3339_ms(now_ms()));
+        self.metrics.outcome(line.outcome.as_str());
+        let mut w = self.lock_log();
+        if let Err(e) = writeln!(w, "{json}") {
+            tracing::error!(error = %e, "crawl log write failed");
+        }
+    }
+
+    /// Offer URLs (durable on return). `depth` is the link depth of every URL (0 for seeds),
+    /// stored with it in the frontier; `log_rejects` writes rejected ones to the crawl log
+    /// (submitted URLs, not discovered links).
+    pub async fn submit(
+        self: &Arc<Self>,
+        urls: Vec<String>,
+        depth: u32,
+        log_rejects: bool,
+    ) -> Result<SubmitSummary> {
+        let items = urls
+            .into_iter()
+            .map(|url| EnqueueItem {
+                url,
+                depth,
+                via: None,
+                hops: String::new(),
+            })
+            .collect();
+        self.submit_items(items, log_rejects).await
+    }
+
+    /// Offer URLs with where each came from (durable on return); `log_rejects` as in
+    /// [`Shared::submit`] (for submitted URLs: their lines say seed).
+    pub async fn submit_items(
+        self: &Arc<Self>,
+        items: Vec<EnqueueItem>,
+        log_rejects: bool,
+    ) -> Result<SubmitSummary> {
+        let sh = self.clone();
+        let (items, results) = tokio::task::spawn_blocking(move || {
+            let results = sh.frontier.enqueue_items(&items, now_ms());
+            (items, results)
+        })
+        .await
+        .context("enqueue task")?;
+        let results = results.context("enqueue")?;
+        let mut summary = SubmitSummary {
+            accepted: 0,
+            duplicate: 0,
+            rejected: Vec::new(),
+        };
+        for (i, (item, r)) in items.iter().zip(results).enumerate() {
+            let url = &item.url;
+            match r {
+                EnqueueResult::Queued => {
+                    summary.accepted += 1;
+                    self.metrics.urls_accepted.inc();
+                }
+                EnqueueResult::Duplicate => {
+                    summary.duplicate += 1;
+                    self.metrics.urls_duplicate.inc();
+                }
+                EnqueueResult::Rejected(rej) => {
+                    let reason = rej.code().to_string();
+                    self.metrics.rejected(&reason);
+                    if log_rejects {
+                        // the URL may be a 1 MB line: echoed cut, with its length
+                        let input = crate::url_list::echo(url);
+                        self.log_outcome(&input, Outcome::Rejected, None, 0, 0, &reason);
+                    }
+                    summary.rejected.push((i, url.clone(), reason));
+                }
+            }
+        }
+        if summary.accepted > 0 {
+            self.wake.notify_waiters();
+        }
+        Ok(summary)
+    }
+
+    /// Take the frontier's events: drops go to the crawl log (then acknowledged, so they
+    /// are not reported again after a crash), robots transitions and returned leases are
+    /// logged.
+    pub(crate) fn drain_events(&self) {
+        let mut drops = Vec::new();
+        for event in self.frontier.drain_events() {
+            match event {
+                FrontierEvent::Dropped(d) => drops.push(d),
+                FrontierEvent::RobotsTransition { origin, from, to } => {
+                    tracing::info!(%origin, from, to, "robots state changed");
+                }
+                FrontierEvent::LeasesReturned { count } => {
+                    tracing::info!(
+                        count,
+                        "leases in flight at the last stop returned to their queues"
+                    );
+                }
+            }
+        }
+        for d in &drops {
+            let outcome = Outcome::of_drop(d.reason);
+            let reason = format!("{}: {}", d.reason.code(), d.detail);
+            let found = Found {
+                depth: d.depth,
+                via: d.via.as_deref(),
+                hops: &d.hops,
+            };
+            self.log_line(&LogLine::unfetched(&d.url, outcome, &reason, found));
+        }
+        // logged (the crawl log is line-buffered): not to be reported again after a crash
+        if let Err(e) = self.frontier.drops_logged(&drops) {
+            tracing::error!(error = %e, "recording logged drops failed");
+        }
+    }
+
+    /// Archive one exchange; where its response record went (None if not written).
+    pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
+        let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
+        let w = guard.as_mut()?;
+        match w.write_exchange(ex) {
+            Ok(written) => {
+                self.metrics.warc_bytes.inc_by(written.bytes);
+                Some(Archived {
+                    file: written
+                        .file
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    offset: written.response_offset,
+                    payload_digest: written.payload_digest,
+                })
+            }
+            Err(e) => {
+                tracing::error!(error = %e, url = ex.target_uri, "WARC write failed");
+                None
+            }
+        }
+    }
+}
