@@ -1,7 +1,7 @@
 //! The one place where a fetcher outcome for `/robots.txt` becomes the robots state
 //! machine's input. The two crates do not know each other; the binary joins them.
 
-use fetcher::{FetchError, FetchOutcome, NetworkErrorKind as FetchNetworkKind, RobotsFetch};
+use fetcher::{FetchOutcome, NetworkErrorKind as FetchNetworkKind, RobotsFetch};
 use robots_policy::state::{NetworkErrorKind, RobotsFetchResult};
 
 /// Map a robots.txt fetch to the state machine's input (spec section 2):
@@ -12,9 +12,10 @@ pub fn robots_fetch_result(fetch: &RobotsFetch) -> RobotsFetchResult {
     outcome_to_result(&fetch.outcome)
 }
 
-/// A robots.txt URL the fetcher refused before any network activity (bad scheme, no
-/// host) is treated as a network failure: hold the origin rather than guess.
-pub fn refused_fetch_result(_error: &FetchError) -> RobotsFetchResult {
+/// A robots.txt URL that was not fetched (it does not parse, or the fetcher refused it
+/// before any network activity: bad scheme, no host) is treated as a network failure: hold
+/// the origin rather than guess.
+pub fn refused_fetch_result() -> RobotsFetchResult {
     RobotsFetchResult::Network {
         kind: NetworkErrorKind::Other,
     }

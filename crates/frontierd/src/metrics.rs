@@ -51,7 +51,10 @@ pub struct Metrics {
     pub admin_connections_refused: Counter,
     pub admin_timeouts: Family<Labels, Counter>,
     pub crawl_log_reopens: Counter,
+    pub crawl_log_write_failures: Counter,
     pub crawl_drained: Counter,
+    pub pages_completed: Counter,
+    pub warc_write_failures: Counter,
 }
 
 impl Metrics {
@@ -85,7 +88,10 @@ impl Metrics {
             admin_connections_refused: Counter::default(),
             admin_timeouts: Family::default(),
             crawl_log_reopens: Counter::default(),
+            crawl_log_write_failures: Counter::default(),
             crawl_drained: Counter::default(),
+            pages_completed: Counter::default(),
+            warc_write_failures: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -215,45 +221,40 @@ impl Metrics {
             m.crawl_log_reopens.clone(),
         );
         registry.register(
+            "crawl_log_write_failures",
+            "Crawl log lines that could not be written (disk full, ...)",
+            m.crawl_log_write_failures.clone(),
+        );
+        registry.register(
             "crawl_drained",
             "Times the crawl drained: nothing queued, nothing in flight",
             m.crawl_drained.clone(),
         );
+        registry.register(
+            "pages_completed",
+            "Pages the frontier counted done: a final answer, whatever its status (pages_fetched in /v1/stats)",
+            m.pages_completed.clone(),
+        );
+        registry.register(
+            "warc_write_failures",
+            "Exchanges that could not be archived (disk full, ...): the crawl goes on without them",
+            m.warc_write_failures.clone(),
+        );
         Metrics { registry, ..m }
     }
 
-    pub fn rejected(&self, reason: &str) {
-        self.urls_rejected.get_or_create(&l("reason", reason)).inc();
-    }
-    pub fn robots_fetch(&self, outcome: &str) {
-        self.robots_fetches
-            .get_or_create(&l("outcome", outcome))
-            .inc();
-    }
-    pub fn page_fetch(&self, class: &str) {
-        self.page_fetches.get_or_create(&l("class", class)).inc();
-    }
-    pub fn outcome(&self, outcome: &str) {
-        self.crawl_outcomes
-            .get_or_create(&l("outcome", outcome))
-            .inc();
-    }
+    // Events count through internal_events (one type per event); what is set here are the
+    // snapshot gauges stats.rs refreshes from the frontier.
+
+    /// `urls_queued_by_reason{reason}`.
     pub fn queued_by_reason(&self, reason: &str, n: i64) {
         self.urls_queued_by_reason
             .get_or_create(&l("reason", reason))
             .set(n);
     }
-    pub fn page_failure(&self, kind: &str) {
-        self.page_failures.get_or_create(&l("kind", kind)).inc();
-    }
+    /// `robots_hosts{state}`.
     pub fn robots_state(&self, state: &str, n: i64) {
         self.robots_hosts.get_or_create(&l("state", state)).set(n);
-    }
-    pub fn admin_timeout(&self, phase: &str) {
-        self.admin_timeouts.get_or_create(&l("phase", phase)).inc();
-    }
-    pub fn spool_file(&self, result: &str) {
-        self.spool_files.get_or_create(&l("result", result)).inc();
     }
 
     /// Feed `crawl_delays_clamped` from the frontier's count since open (it only grows):
@@ -488,12 +489,16 @@ y 7
     #[test]
     fn every_daemon_metric_has_help_and_a_type_matching_its_samples() {
         let m = Metrics::new();
-        m.rejected("bad-scheme");
-        m.robots_fetch("2xx");
-        m.page_fetch("2xx");
-        m.outcome("fetched");
+        m.urls_rejected
+            .get_or_create(&l("reason", "bad-scheme"))
+            .inc();
+        m.robots_fetches.get_or_create(&l("outcome", "2xx")).inc();
+        m.page_fetches.get_or_create(&l("class", "2xx")).inc();
+        m.crawl_outcomes
+            .get_or_create(&l("outcome", "fetched"))
+            .inc();
         m.robots_state("fresh", 1);
-        m.spool_file("ok");
+        m.spool_files.get_or_create(&l("result", "ok")).inc();
         m.fetch_latency.observe(0.1);
         m.politeness_wait.observe(0.1);
         let text = m.encode(Format::PrometheusText);

@@ -181,7 +181,7 @@ impl<R: BufRead> LineReader<R> {
 pub struct Rejection {
     pub line: usize,
     /// Reason code (the `reason` label of `frontierd_urls_rejected_total`).
-    pub code: String,
+    pub code: &'static str,
     /// The code, and for intake rejections what is wrong.
     pub reason: String,
     /// The line as echoed back ([`echo`]).
@@ -218,7 +218,7 @@ impl Batch {
                 input,
             } => self.rejected.push(Rejection {
                 line: line.number,
-                code: code.to_string(),
+                code,
                 reason,
                 input,
             }),
@@ -303,7 +303,7 @@ mod tests {
             b.rejected,
             vec![Rejection {
                 line: 3,
-                code: "not-utf8".into(),
+                code: "not-utf8",
                 reason: "not-utf8: byte 0xE9 at offset 12 of the line".into(),
                 input: "http://a/caf\\xE9".into(),
             }]
@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(b.urls, vec![(2, "http://a/next".to_string())]);
         assert_eq!(b.rejected.len(), 1);
         let r = &b.rejected[0];
-        assert_eq!((r.line, r.code.as_str()), (1, "too-long"));
+        assert_eq!((r.line, r.code), (1, "too-long"));
         assert!(r.input.ends_with("… (1048576 bytes)"), "{}", r.input);
         assert!(r.input.len() < 300, "{}", r.input.len());
     }

@@ -20,6 +20,11 @@ use crate::admin::request::{self as admin_request, BadRequest};
 use crate::admin::MAX_BODY;
 use crate::daemon::intake;
 use crate::daemon::shared::{now_ms, Shared};
+use crate::internal_events::admin::{
+    AdminConnectionClosed, AdminConnectionOpened, AdminConnectionRefused, AdminTimedOut,
+    AdminTimeout,
+};
+use crate::internal_events::InternalEvent;
 use crate::url_list::{self, Batch};
 
 /// Refusals of connections over `admin.max_connections` are logged at most this often
@@ -53,23 +58,23 @@ pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
             }
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            sh.metrics.admin_connections_refused.inc();
-            if last_refusal_log.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+            let log = last_refusal_log.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY);
+            if log {
                 last_refusal_log = Some(Instant::now());
-                tracing::warn!(
-                    %peer,
-                    max_connections,
-                    refused_total = sh.metrics.admin_connections_refused.get(),
-                    "admin connection refused: admin.max_connections are open"
-                );
             }
+            AdminConnectionRefused {
+                peer,
+                max_connections,
+                log,
+            }
+            .emit(&sh.metrics);
             refuse_busy(stream);
             continue;
         };
         let sh = sh.clone();
         connections.spawn(async move {
             let _slot = slot;
-            sh.metrics.admin_connections.inc();
+            AdminConnectionOpened { peer }.emit(&sh.metrics);
             let served = Arc::new(AtomicU32::new(0));
             let svc = {
                 let (sh, served) = (sh.clone(), served.clone());
@@ -82,12 +87,13 @@ pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
                         let response = match answer.await {
                             Ok(r) => r,
                             Err(_) => {
-                                sh.metrics.admin_timeout("request");
-                                tracing::warn!(
-                                    %peer, %method, path,
-                                    limit = %humantime::format_duration(request_timeout),
-                                    "admin request not complete within admin.request_timeout: cut off"
-                                );
+                                AdminTimedOut {
+                                    peer,
+                                    timeout: &AdminTimeout::Request { method },
+                                    path: &path,
+                                    limit: request_timeout,
+                                }
+                                .emit(&sh.metrics);
                                 let mut r = error(
                                     StatusCode::REQUEST_TIMEOUT,
                                     &format!(
@@ -111,21 +117,27 @@ pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_read_timeout)
                 .serve_connection(TokioIo::new(stream), svc);
-            match conn.await {
+            let ended = conn.await;
+            match &ended {
                 // a kept-alive connection that goes quiet after its requests is closed the
                 // same way: only a connection that never completed a request head counts
                 Err(e) if e.is_timeout() && served.load(Ordering::Relaxed) == 0 => {
-                    sh.metrics.admin_timeout("header");
-                    tracing::info!(
-                        %peer,
-                        limit = %humantime::format_duration(header_read_timeout),
-                        "admin connection sent no complete request head within admin.header_read_timeout: closed"
-                    );
+                    AdminTimedOut {
+                        peer,
+                        timeout: &AdminTimeout::Header,
+                        path: "",
+                        limit: header_read_timeout,
+                    }
+                    .emit(&sh.metrics);
+                    AdminConnectionClosed { peer, error: None }.emit(&sh.metrics);
                 }
-                Err(e) => tracing::debug!(%peer, error = %e, "admin connection ended"),
-                Ok(()) => {}
+                Err(e) => AdminConnectionClosed {
+                    peer,
+                    error: Some(e),
+                }
+                .emit(&sh.metrics),
+                Ok(()) => AdminConnectionClosed { peer, error: None }.emit(&sh.metrics),
             }
-            sh.metrics.admin_connections.dec();
         });
     }
 }
@@ -185,7 +197,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (&method, segs.as_slice()) {
         (&Method::GET, ["metrics"]) => {
-            sh.refresh_gauges();
+            sh.snapshot();
             let accept = req
                 .headers()
                 .get(hyper::header::ACCEPT)
@@ -197,7 +209,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
                 sh.metrics.encode(format),
             )
         }
-        (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.stats_json()),
+        (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.snapshot().to_json()),
         (&Method::POST, ["v1", "urls"]) => post_urls(sh, req).await,
         (&Method::GET, ["v1", "hosts"]) => {
             let q = match admin_request::hosts_query(query) {

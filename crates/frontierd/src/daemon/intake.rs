@@ -13,6 +13,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use crate::daemon::shared::Shared;
+use crate::internal_events::intake::{
+    SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected,
+};
+use crate::internal_events::InternalEvent;
 use crate::url_list::{echo, read_batch, Batch, LineReader, Rejection};
 
 /// Rejected `--seeds` lines logged one by one (WARN), at most; the crawl log has them all.
@@ -39,7 +43,11 @@ impl Tally {
 /// here or by the frontier, is counted and written to the crawl log.
 pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
     for r in &batch.rejected {
-        sh.metrics.rejected(&r.code);
+        UrlRejected {
+            input: &r.input,
+            code: r.code,
+        }
+        .emit(&sh.metrics);
         sh.log_outcome(&r.input, crawl::Outcome::Rejected, None, 0, 0, &r.reason);
     }
     let urls: Vec<String> = batch.urls.iter().map(|(_, u)| u.clone()).collect();
@@ -48,7 +56,7 @@ pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
     for (i, url, code) in summary.rejected {
         rejected.push(Rejection {
             line: batch.urls.get(i).map(|(n, _)| *n).unwrap_or(0),
-            reason: code.clone(),
+            reason: code.to_string(),
             code,
             input: echo(&url),
         });
@@ -112,20 +120,23 @@ enum SpoolEntry {
     /// A regular file, or a symbolic link to one (`link` is its target).
     File { link: Option<PathBuf> },
     /// Anything else: moved to `spool/rejected/` with this reason.
-    Reject { label: &'static str, reason: String },
+    Reject {
+        kind: SpoolEntryKind,
+        reason: String,
+    },
 }
 
-fn kind_of(ft: fs::FileType) -> (&'static str, &'static str) {
+fn kind_of(ft: fs::FileType) -> (SpoolEntryKind, &'static str) {
     if ft.is_dir() {
-        ("rejected-directory", "a directory")
+        (SpoolEntryKind::Directory, "a directory")
     } else if ft.is_fifo() {
-        ("rejected-fifo", "a FIFO (named pipe)")
+        (SpoolEntryKind::Fifo, "a FIFO (named pipe)")
     } else if ft.is_socket() {
-        ("rejected-socket", "a socket")
+        (SpoolEntryKind::Socket, "a socket")
     } else if ft.is_block_device() || ft.is_char_device() {
-        ("rejected-device", "a device")
+        (SpoolEntryKind::Device, "a device")
     } else {
-        ("rejected-other", "not a regular file")
+        (SpoolEntryKind::Other, "not a regular file")
     }
 }
 
@@ -135,9 +146,9 @@ fn spool_entry(path: &Path) -> io::Result<SpoolEntry> {
         return Ok(SpoolEntry::File { link: None });
     }
     if !ft.is_symlink() {
-        let (label, what) = kind_of(ft);
+        let (kind, what) = kind_of(ft);
         return Ok(SpoolEntry::Reject {
-            label,
+            kind,
             reason: format!("{what}, not a file of URLs"),
         });
     }
@@ -145,7 +156,7 @@ fn spool_entry(path: &Path) -> io::Result<SpoolEntry> {
     Ok(match fs::metadata(path) {
         Ok(m) if m.is_file() => SpoolEntry::File { link: Some(target) },
         Ok(m) => SpoolEntry::Reject {
-            label: "rejected-link-to-non-file",
+            kind: SpoolEntryKind::LinkToNonFile,
             reason: format!(
                 "symbolic link to {}, which is {}, not a file of URLs",
                 target.display(),
@@ -153,7 +164,7 @@ fn spool_entry(path: &Path) -> io::Result<SpoolEntry> {
             ),
         },
         Err(e) => SpoolEntry::Reject {
-            label: "rejected-dangling-link",
+            kind: SpoolEntryKind::DanglingLink,
             reason: format!(
                 "symbolic link to {}, which cannot be read: {e}",
                 target.display()
@@ -181,8 +192,8 @@ async fn spool_once(sh: &Arc<Shared>) -> Result<()> {
         let path = incoming.join(&name);
         match spool_entry(&path) {
             Ok(SpoolEntry::File { link }) => ingest_file(sh, &spool, &name, link).await?,
-            Ok(SpoolEntry::Reject { label, reason }) => {
-                reject_entry(sh, &spool, &name, label, &reason)?
+            Ok(SpoolEntry::Reject { kind, reason }) => {
+                reject_entry(sh, &spool, &name, kind, &reason)?
             }
             // gone since the listing
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -218,7 +229,7 @@ fn reject_entry(
     sh: &Shared,
     spool: &Path,
     name: &OsStr,
-    label: &'static str,
+    kind: SpoolEntryKind,
     reason: &str,
 ) -> Result<()> {
     let from = spool.join("incoming").join(name);
@@ -242,11 +253,13 @@ fn reject_entry(
     }
     fs::rename(&tmp, rejected.join(&reason_name))
         .with_context(|| format!("moving {} into {}", tmp.display(), rejected.display()))?;
-    sh.metrics.spool_file(label);
-    tracing::warn!(
-        file = %name.to_string_lossy(), reason, moved_to = %rejected.join(&dest).display(),
-        "spool entry rejected"
-    );
+    SpoolEntryRejected {
+        file: &name.to_string_lossy(),
+        kind,
+        reason,
+        moved_to: &rejected.join(&dest),
+    }
+    .emit(&sh.metrics);
     Ok(())
 }
 
@@ -262,7 +275,7 @@ async fn ingest_file(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
             let reason = format!("cannot be opened: {e}");
-            return reject_entry(sh, spool, name, "rejected-unreadable", &reason);
+            return reject_entry(sh, spool, name, SpoolEntryKind::Unreadable, &reason);
         }
     };
     let chunk = sh.settings.raw.intake.batch_size as usize;
@@ -275,7 +288,7 @@ async fn ingest_file(
             Err(e) => {
                 // lines before it are queued; a re-read would only find duplicates
                 let reason = format!("read error after line {}: {e}", reader.lines_read());
-                return reject_entry(sh, spool, name, "rejected-unreadable", &reason);
+                return reject_entry(sh, spool, name, SpoolEntryKind::Unreadable, &reason);
             }
         };
         tally.add(submit_batch(sh, batch).await?);
@@ -296,26 +309,22 @@ async fn ingest_file(
     let done = spool.join("done").join(name);
     // a symbolic link itself is moved, never its target
     fs::rename(&path, &done).with_context(|| format!("moving {} to done", path.display()))?;
-    sh.metrics.spool_file(if tally.rejected.is_empty() {
-        "ok"
-    } else {
-        "with-rejects"
-    });
-    tracing::info!(
-        file = %display_name,
-        link_to = link.as_ref().map(|l| l.display().to_string()),
-        lines = reader.lines_read(),
-        accepted = tally.accepted,
-        duplicate = tally.duplicate,
-        rejected = tally.rejected.len(),
-        "spool file ingested"
-    );
+    SpoolFileIngested {
+        file: &display_name,
+        link_to: link.as_deref(),
+        lines: reader.lines_read(),
+        accepted: tally.accepted,
+        duplicate: tally.duplicate,
+        rejected: tally.rejected.len(),
+    }
+    .emit(&sh.metrics);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::internal_events::intake::SpoolResult;
 
     #[test]
     fn spool_entries_are_judged_without_opening_them() {
@@ -342,7 +351,7 @@ mod tests {
             }
         );
         let label = |n: &str| match spool_entry(&d.join(n)).unwrap() {
-            SpoolEntry::Reject { label, .. } => label,
+            SpoolEntry::Reject { kind, .. } => SpoolResult::Rejected(kind).as_str(),
             other => panic!("{n}: {other:?}"),
         };
         assert_eq!(label("dir"), "rejected-directory");

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::daemon::shared::Shared;
+use crate::internal_events::lifecycle::CrawlDrained;
+use crate::internal_events::InternalEvent;
 
 /// How often the frontier is looked at. Cheap: the full count of queued URLs is redone
 /// only when the frontier's counters moved since the last count.
@@ -86,11 +88,10 @@ pub async fn drain_watch(sh: Arc<Shared>) {
         };
         last = Some((now, drained));
         if announcer.observe(drained, now.0[0] + now.0[1]) {
-            sh.metrics.crawl_drained.inc();
-            tracing::info!(
-                fetched = sh.pages_done.load(Ordering::Relaxed),
-                "crawl drained: nothing queued, nothing in flight"
-            );
+            CrawlDrained {
+                fetched: sh.metrics.pages_completed.get(),
+            }
+            .emit(&sh.metrics);
         }
     }
 }
@@ -108,9 +109,9 @@ pub async fn stats_loop(sh: Arc<Shared>) {
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                let s = sh.stats_json();
-                let pages = sh.pages_done.load(Ordering::Relaxed);
-                let bytes = sh.metrics.fetched_bytes.get();
+                let s = sh.snapshot();
+                let pages = s.pages_fetched;
+                let bytes = s.bytes_fetched;
                 let secs = every.as_secs_f64();
                 let pps = (pages - last_pages) as f64 / secs;
                 let bps = (bytes - last_bytes) as f64 / secs;
@@ -119,19 +120,19 @@ pub async fn stats_loop(sh: Arc<Shared>) {
                 tracing::info!(
                     pages_per_s = format!("{pps:.1}"),
                     kib_per_s = format!("{:.1}", bps / 1024.0),
-                    queued = s["queued"].as_i64().unwrap_or(0),
-                    in_flight = s["in_flight"].as_u64().unwrap_or(0),
+                    queued = s.queued,
+                    in_flight = s.in_flight,
                     fetched = pages,
-                    accepted = s["accepted"].as_u64().unwrap_or(0),
-                    dropped = s["dropped"].as_u64().unwrap_or(0),
-                    given_up = s["given_up"].as_u64().unwrap_or(0),
-                    hosts_in_backoff = s["hosts_in_backoff"].as_i64().unwrap_or(0),
-                    warc_mib = format!("{:.1}", sh.metrics.warc_bytes.get() as f64 / 1048576.0),
+                    accepted = s.accepted,
+                    dropped = s.frontier.dropped,
+                    given_up = s.frontier.given_up,
+                    hosts_in_backoff = s.hosts_in_backoff,
+                    warc_mib = format!("{:.1}", s.warc_bytes as f64 / 1048576.0),
                     "progress"
                 );
                 let status = format!(
                     "{pps:.1} pages/s, {} queued, {} fetched",
-                    s["queued"].as_i64().unwrap_or(0), pages
+                    s.queued, pages
                 );
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Status(&status)]);
             }

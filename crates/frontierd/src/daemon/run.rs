@@ -91,7 +91,6 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         shutdown: Notify::new(),
         stopping: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
-        pages_done: AtomicU64::new(0),
         follow,
         token,
         started: Instant::now(),

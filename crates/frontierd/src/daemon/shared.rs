@@ -15,6 +15,11 @@ use tokio::sync::Notify;
 use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
+use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
+use crate::internal_events::output::{
+    CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, WarcWriteFailed,
+};
+use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
 
 pub fn now_ms() -> u64 {
@@ -34,8 +39,8 @@ fn rfc3339_ms(ms: u64) -> String {
 pub struct SubmitSummary {
     pub accepted: u64,
     pub duplicate: u64,
-    /// (index in the input, url, reason)
-    pub rejected: Vec<(usize, String, String)>,
+    /// (index in the input, url, reason code)
+    pub rejected: Vec<(usize, String, &'static str)>,
 }
 
 /// State shared by every task.
@@ -50,7 +55,6 @@ pub struct Shared {
     pub shutdown: Notify,
     pub stopping: AtomicBool,
     pub in_flight: AtomicU64,
-    pub pages_done: AtomicU64,
     /// What a fetched page leads to (`[scope]`).
     pub follow: FollowRules,
     pub token: Option<String>,
@@ -83,10 +87,18 @@ impl Shared {
     /// Append one crawl log line (fields: docs/crawl-log.md).
     pub fn log_line(&self, line: &LogLine<'_>) {
         let json = line.to_json(&rfc3339_ms(now_ms()));
-        self.metrics.outcome(line.outcome.as_str());
-        let mut w = self.lock_log();
-        if let Err(e) = writeln!(w, "{json}") {
-            tracing::error!(error = %e, "crawl log write failed");
+        let written = writeln!(self.lock_log(), "{json}");
+        match written {
+            Ok(()) => CrawlLogLineWritten {
+                url: line.url,
+                outcome: line.outcome,
+            }
+            .emit(&self.metrics),
+            Err(error) => CrawlLogWriteFailed {
+                url: line.url,
+                error: &error,
+            }
+            .emit(&self.metrics),
         }
     }
 
@@ -134,26 +146,29 @@ impl Shared {
         for (i, (item, r)) in items.iter().zip(results).enumerate() {
             let url = &item.url;
             match r {
-                EnqueueResult::Queued => {
-                    summary.accepted += 1;
-                    self.metrics.urls_accepted.inc();
-                }
-                EnqueueResult::Duplicate => {
-                    summary.duplicate += 1;
-                    self.metrics.urls_duplicate.inc();
-                }
+                EnqueueResult::Queued => summary.accepted += 1,
+                EnqueueResult::Duplicate => summary.duplicate += 1,
                 EnqueueResult::Rejected(rej) => {
-                    let reason = rej.code().to_string();
-                    self.metrics.rejected(&reason);
-                    if log_rejects {
-                        // the URL may be a 1 MB line: echoed cut, with its length
-                        let input = crate::url_list::echo(url);
-                        self.log_outcome(&input, Outcome::Rejected, None, 0, 0, &reason);
+                    let code = rej.code();
+                    // the URL may be a 1 MB line: echoed cut, with its length
+                    let input = crate::url_list::echo(url);
+                    UrlRejected {
+                        input: &input,
+                        code,
                     }
-                    summary.rejected.push((i, url.clone(), reason));
+                    .emit(&self.metrics);
+                    if log_rejects {
+                        self.log_outcome(&input, Outcome::Rejected, None, 0, 0, code);
+                    }
+                    summary.rejected.push((i, url.clone(), code));
                 }
             }
         }
+        UrlsEnqueued {
+            accepted: summary.accepted,
+            duplicate: summary.duplicate,
+        }
+        .emit(&self.metrics);
         if summary.accepted > 0 {
             self.wake.notify_waiters();
         }
@@ -201,7 +216,11 @@ impl Shared {
         let w = guard.as_mut()?;
         match w.write_exchange(ex) {
             Ok(written) => {
-                self.metrics.warc_bytes.inc_by(written.bytes);
+                ExchangeArchived {
+                    url: ex.target_uri,
+                    bytes: written.bytes,
+                }
+                .emit(&self.metrics);
                 Some(Archived {
                     file: written
                         .file
@@ -212,8 +231,12 @@ impl Shared {
                     payload_digest: written.payload_digest,
                 })
             }
-            Err(e) => {
-                tracing::error!(error = %e, url = ex.target_uri, "WARC write failed");
+            Err(error) => {
+                WarcWriteFailed {
+                    url: ex.target_uri,
+                    error: &error,
+                }
+                .emit(&self.metrics);
                 None
             }
         }

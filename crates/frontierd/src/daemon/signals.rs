@@ -11,6 +11,8 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::daemon::shared::Shared;
+use crate::internal_events::output::CrawlLogReopened;
+use crate::internal_events::InternalEvent;
 
 /// Handlers installed at start, before the store is opened: from then on SIGHUP no longer
 /// has its default action (ending the process).
@@ -87,7 +89,6 @@ impl Shared {
         if let Err(e) = finished {
             tracing::error!(error = %e, "SIGHUP: finishing the old crawl log file failed");
         }
-        self.metrics.crawl_log_reopens.inc();
-        tracing::info!(path = %path.display(), "SIGHUP: crawl log reopened");
+        CrawlLogReopened { path }.emit(&self.metrics);
     }
 }

@@ -1,13 +1,62 @@
-//! The daemon's counters as `/v1/stats` and the progress line show them.
+//! The daemon's counters, read in one place: [`Shared::snapshot`] refreshes the gauges
+//! computed from the frontier and reads every counter once, for `/v1/stats`, the progress
+//! line and `/metrics` alike. Events count through internal_events; the frontier keeps its
+//! own counters (`FrontierStats`), read here through its API.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
+use frontier::{FrontierStats, QueueBreakdown};
+
 use crate::daemon::shared::{now_ms, Shared};
 
+/// Every counter of the daemon at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub uptime_s: u64,
+    pub stopping: bool,
+    /// URLs queued in the frontier (held ones included).
+    pub queued: u64,
+    pub queued_by_reason: Option<QueueBreakdown>,
+    pub in_flight: u64,
+    pub accepted: u64,
+    pub duplicate: u64,
+    /// Pages the frontier counted done.
+    pub pages_fetched: u64,
+    pub frontier: FrontierStats,
+    pub hosts_in_backoff: i64,
+    pub hosts_paused: i64,
+    pub bytes_fetched: u64,
+    pub warc_bytes: u64,
+    pub store_bytes: i64,
+}
+
 impl Shared {
-    /// Refresh gauges that are computed from the store.
-    pub fn refresh_gauges(&self) {
+    /// Refreshes the gauges `/metrics` shows and reads every counter.
+    pub fn snapshot(&self) -> Snapshot {
+        let queued_by_reason = self.refresh_gauges();
+        let m = &self.metrics;
+        Snapshot {
+            uptime_s: self.started.elapsed().as_secs(),
+            stopping: self.stopping.load(Ordering::Relaxed),
+            queued: m.urls_queued.get().max(0) as u64,
+            queued_by_reason,
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            accepted: m.urls_accepted.get(),
+            duplicate: m.urls_duplicate.get(),
+            pages_fetched: m.pages_completed.get(),
+            frontier: self.frontier.stats(),
+            hosts_in_backoff: m.hosts_backoff.get(),
+            hosts_paused: m.hosts_paused.get(),
+            bytes_fetched: m.fetched_bytes.get(),
+            warc_bytes: m.warc_bytes.get(),
+            store_bytes: m.store_size.get(),
+        }
+    }
+
+    /// Refreshes the gauges computed from the frontier's state; returns the queue
+    /// breakdown it read (None if the frontier could not say).
+    fn refresh_gauges(&self) -> Option<QueueBreakdown> {
         let now = now_ms();
         let mut queued = 0u64;
         let mut backoff = 0i64;
@@ -24,7 +73,7 @@ impl Shared {
             }
         }
         self.metrics.urls_queued.set(queued as i64);
-        match self.frontier.queue_breakdown(now) {
+        let breakdown = match self.frontier.queue_breakdown(now) {
             Ok(b) => {
                 self.metrics.queued_by_reason("eligible", b.eligible as i64);
                 self.metrics
@@ -35,9 +84,13 @@ impl Shared {
                     self.metrics
                         .queued_by_reason(&format!("robots-{}", k.as_str()), n as i64);
                 }
+                Some(b)
             }
-            Err(e) => tracing::warn!(error = %e, "queue breakdown failed"),
-        }
+            Err(e) => {
+                tracing::warn!(error = %e, "queue breakdown failed");
+                None
+            }
+        };
         self.metrics.hosts_backoff.set(backoff);
         self.metrics.hosts_paused.set(paused);
         let mut by_state: BTreeMap<&'static str, i64> = BTreeMap::new();
@@ -60,23 +113,24 @@ impl Shared {
         if let Ok(size) = self.frontier.size_on_disk() {
             self.metrics.store_size.set(size as i64);
         }
+        breakdown
     }
+}
 
-    /// Stats as JSON (API and the periodic line).
-    pub fn stats_json(&self) -> serde_json::Value {
-        self.refresh_gauges();
-        let s = self.frontier.stats();
-        let m = &self.metrics;
+impl Snapshot {
+    /// `GET /v1/stats`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = &self.frontier;
         serde_json::json!({
-            "uptime_s": self.started.elapsed().as_secs(),
-            "stopping": self.stopping.load(Ordering::Relaxed),
-            "queued": m.urls_queued.get(),
-            "queued_by_reason": self.queued_by_reason_json(),
-            "in_flight": self.in_flight.load(Ordering::Relaxed),
-            "accepted": m.urls_accepted.get(),
-            "duplicate": m.urls_duplicate.get(),
+            "uptime_s": self.uptime_s,
+            "stopping": self.stopping,
+            "queued": self.queued,
+            "queued_by_reason": self.queued_by_reason.as_ref().map(queued_by_reason_json),
+            "in_flight": self.in_flight,
+            "accepted": self.accepted,
+            "duplicate": self.duplicate,
             "rejected": s.rejected,
-            "pages_fetched": self.pages_done.load(Ordering::Relaxed),
+            "pages_fetched": self.pages_fetched,
             "dispatched": s.dispatched,
             "robots_fetches": s.robots_fetches,
             "completed": s.completed,
@@ -86,37 +140,30 @@ impl Shared {
             "crawl_delay_clamped": s.crawl_delay_clamped,
             "rate_limited": s.rate_limited,
             "recovered_leases": s.recovered_leases,
-            "hosts_in_backoff": m.hosts_backoff.get(),
-            "hosts_paused": m.hosts_paused.get(),
-            "bytes_fetched": m.fetched_bytes.get(),
-            "warc_bytes": m.warc_bytes.get(),
-            "store_bytes": m.store_size.get(),
+            "hosts_in_backoff": self.hosts_in_backoff,
+            "hosts_paused": self.hosts_paused,
+            "bytes_fetched": self.bytes_fetched,
+            "warc_bytes": self.warc_bytes,
+            "store_bytes": self.store_bytes,
         })
     }
+}
 
-    /// The queue breakdown: eligible now, waiting on politeness, paused, and held by
-    /// robots.txt per state (every state listed, 0 included).
-    fn queued_by_reason_json(&self) -> serde_json::Value {
-        let b = match self.frontier.queue_breakdown(now_ms()) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "queue breakdown failed");
-                return serde_json::Value::Null;
-            }
-        };
-        let robots: serde_json::Map<String, serde_json::Value> =
-            robots_policy::state::RobotsStateKind::ALL
-                .iter()
-                .map(|k| {
-                    let n = b.robots.get(k.as_str()).copied().unwrap_or(0);
-                    (k.as_str().to_string(), serde_json::json!(n))
-                })
-                .collect();
-        serde_json::json!({
-            "eligible": b.eligible,
-            "politeness": b.politeness,
-            "paused": b.paused,
-            "robots": robots,
-        })
-    }
+/// The queue breakdown: eligible now, waiting on politeness, paused, and held by robots.txt
+/// per state (every state listed, 0 included).
+fn queued_by_reason_json(b: &QueueBreakdown) -> serde_json::Value {
+    let robots: serde_json::Map<String, serde_json::Value> =
+        robots_policy::state::RobotsStateKind::ALL
+            .iter()
+            .map(|k| {
+                let n = b.robots.get(k.as_str()).copied().unwrap_or(0);
+                (k.as_str().to_string(), serde_json::json!(n))
+            })
+            .collect();
+    serde_json::json!({
+        "eligible": b.eligible,
+        "politeness": b.politeness,
+        "paused": b.paused,
+        "robots": robots,
+    })
 }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crawl::{
     archive_response, judge_page, media_type, refused_fetch_result, robots_fetch_result,
@@ -15,6 +15,11 @@ use frontier::{PageLease, PageOutcome, RobotsLease, WorkItem};
 use warc::Exchange;
 
 use crate::daemon::shared::{now_ms, Shared};
+use crate::internal_events::fetch::{
+    PageFetchRefused, PageFetched, PageLeased, PageRetried, RedirectChainStopped,
+    RobotsFetchRefused, RobotsFetched, RobotsRefusal,
+};
+use crate::internal_events::InternalEvent;
 
 /// One fetch worker, until the daemon stops.
 pub async fn worker(sh: Arc<Shared>, _id: u32) {
@@ -67,62 +72,31 @@ fn ip_of(a: Option<std::net::SocketAddr>) -> Option<std::net::IpAddr> {
     a.map(|a| a.ip())
 }
 
-/// The `page_fetches` metric's label: 429 counts with 4xx, a redirect past the limit with 3xx.
-fn page_class_label(class: FetchClass) -> &'static str {
-    match class {
-        FetchClass::Success => "2xx",
-        FetchClass::Redirect | FetchClass::RedirectLimit => "3xx",
-        FetchClass::ClientError | FetchClass::TooManyRequests => "4xx",
-        FetchClass::ServerError => "5xx",
-        FetchClass::Network => "network",
-        FetchClass::Refused => "refused",
-    }
-}
-
-/// The `robots_fetches` metric's label.
-fn robots_class_label(class: FetchClass) -> &'static str {
-    match class {
-        FetchClass::Success => "2xx",
-        FetchClass::Redirect => "3xx",
-        FetchClass::RedirectLimit => "redirect-limit",
-        FetchClass::ClientError => "4xx",
-        FetchClass::TooManyRequests => "429",
-        FetchClass::ServerError => "5xx",
-        FetchClass::Network => "network",
-        FetchClass::Refused => "refused",
-    }
-}
-
 async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
-    let started = Instant::now();
+    let m = &sh.metrics;
     let (result, ms) = match Url::parse(&lease.url) {
         Err(e) => {
-            tracing::warn!(url = %lease.url, error = %e, "robots URL does not parse");
-            sh.metrics
-                .robots_fetch(robots_class_label(FetchClass::Refused));
-            (
-                robots_policy::state::RobotsFetchResult::Network {
-                    kind: robots_policy::state::NetworkErrorKind::Other,
-                },
-                0,
-            )
+            RobotsFetchRefused {
+                url: &lease.url,
+                refusal: RobotsRefusal::DoesNotParse(&e),
+            }
+            .emit(m);
+            (refused_fetch_result(), 0)
         }
         Ok(url) => match sh.fetcher.fetch_robots(&url).await {
             Err(e) => {
-                tracing::warn!(url = %lease.url, error = %e, "robots.txt fetch refused");
-                sh.metrics
-                    .robots_fetch(robots_class_label(FetchClass::Refused));
-                (refused_fetch_result(&e), 0)
+                RobotsFetchRefused {
+                    url: &lease.url,
+                    refusal: RobotsRefusal::Fetcher(&e),
+                }
+                .emit(m);
+                (refused_fetch_result(), 0)
             }
             Ok(f) => {
-                sh.metrics
-                    .robots_fetch(robots_class_label(FetchClass::of(&f.outcome)));
-                sh.metrics
-                    .fetch_latency
-                    .observe(f.timings.total.as_secs_f64());
+                let mut bytes = 0;
                 for hop in &f.exchanges {
                     if let Some(resp) = &hop.response {
-                        sh.metrics.fetched_bytes.inc_by(resp.body.len() as u64);
+                        bytes += resp.body.len() as u64;
                         let req_head = hop.request.head_bytes();
                         let archived = archive_response(resp);
                         sh.write_warc(&Exchange {
@@ -136,11 +110,17 @@ async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                         });
                     }
                 }
+                RobotsFetched {
+                    origin: &lease.origin,
+                    class: FetchClass::of(&f.outcome),
+                    bytes,
+                    elapsed: f.timings.total,
+                }
+                .emit(m);
                 (robots_fetch_result(&f), response_ms(&f.timings))
             }
         },
     };
-    tracing::debug!(origin = %lease.origin, elapsed_ms = started.elapsed().as_millis() as u64, "robots.txt done");
     let fr = sh.frontier.clone();
     let res =
         tokio::task::spawn_blocking(move || fr.complete_robots(&lease, &result, ms, now_ms()))
@@ -153,11 +133,13 @@ async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
-    // what politeness (gap, back-off, robots hold) cost this URL once its host had a free
-    // slot; waiting for a free worker or for robots.txt is not in it
-    sh.metrics
-        .politeness_wait
-        .observe(lease.politeness_wait_ms as f64 / 1000.0);
+    let m = &sh.metrics;
+    // waiting for a free worker or for robots.txt is not in it
+    PageLeased {
+        url: &lease.url,
+        politeness_wait: Duration::from_millis(lease.politeness_wait_ms),
+    }
+    .emit(m);
     // stored with the URL in the frontier, so they survive restarts
     let found = Found {
         depth: lease.depth,
@@ -175,23 +157,21 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     let fetch = match sh.fetcher.fetch_page(&url).await {
         Ok(f) => f,
         Err(e) => {
-            sh.metrics.page_fetch(page_class_label(FetchClass::Refused));
+            PageFetchRefused {
+                url: &lease.url,
+                error: &e,
+            }
+            .emit(m);
             complete(sh, &lease, PageVerdict::not_fetched(e.to_string()).outcome).await;
             return;
         }
     };
-    sh.metrics
-        .page_fetch(page_class_label(FetchClass::of(&fetch.outcome)));
-    sh.metrics
-        .fetch_latency
-        .observe(fetch.timings.total.as_secs_f64());
     let total_ms = fetch.timings.total.as_millis() as u64;
     let mut bytes = 0u64;
     let mut archived = None;
     let mut content_type = None;
     if let Some(resp) = &fetch.response {
         bytes = resp.body.len() as u64;
-        sh.metrics.fetched_bytes.inc_by(bytes);
         content_type = resp
             .headers
             .get("content-type")
@@ -209,6 +189,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             truncated: response.truncated,
         });
     }
+    PageFetched {
+        url: &lease.url,
+        class: FetchClass::of(&fetch.outcome),
+        bytes,
+        elapsed: fetch.timings.total,
+    }
+    .emit(m);
     let status = fetch.outcome.status().map(|s| s.as_u16());
     let page = Page {
         url: &lease.url,
@@ -223,30 +210,30 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         response_ms(&fetch.timings),
     );
     if let Some(stopped) = &verdict.redirect_stopped {
-        sh.metrics.redirect_chains_stopped.inc();
-        tracing::info!(
-            url = %lease.url, location = %stopped.location, redirects = stopped.chain,
-            limit = stopped.limit, "redirect chain stopped at scope.max_redirect_hops"
-        );
+        RedirectChainStopped {
+            url: &lease.url,
+            stopped,
+        }
+        .emit(m);
     }
     let done = verdict.is_done();
-    match &verdict.outcome {
-        PageOutcome::Done { .. } => {}
-        PageOutcome::Throttled { .. } => sh.metrics.page_failure("throttled"),
-        PageOutcome::Unreachable { .. } => sh.metrics.page_failure("unreachable"),
-        PageOutcome::TimedOut { .. } => sh.metrics.page_failure("timed-out"),
-        PageOutcome::Failed { .. } => sh.metrics.page_failure("failed"),
-    }
     if !verdict.discovered.is_empty() {
         if let Err(e) = sh.submit_items(verdict.discovered, false).await {
             tracing::error!(error = %e, "enqueue of discovered links failed");
         }
     }
+    if !done {
+        PageRetried {
+            url: &lease.url,
+            attempt: lease.attempt,
+            status,
+            outcome: &verdict.outcome,
+        }
+        .emit(m);
+    }
     complete(sh, &lease, verdict.outcome).await;
     if done {
-        sh.pages_done.fetch_add(1, Ordering::Relaxed);
-    } else {
-        tracing::debug!(url = %lease.url, attempt = lease.attempt, ?status, "fetch to be retried");
+        m.pages_completed.inc();
     }
     if let Some((outcome, reason)) = verdict.log {
         sh.log_line(&LogLine {

@@ -1,0 +1,99 @@
+//! The admin API's connections: opened, closed, refused when full, cut off by a timeout.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::{label, InternalEvent};
+use crate::metrics::Metrics;
+
+/// An admin API connection was accepted.
+pub struct AdminConnectionOpened {
+    pub peer: SocketAddr,
+}
+
+impl InternalEvent for AdminConnectionOpened {
+    fn emit(self, m: &Metrics) {
+        tracing::trace!(peer = %self.peer, "admin connection opened");
+        m.admin_connections.inc();
+    }
+}
+
+/// An admin API connection ended (`error` when it did not end cleanly).
+pub struct AdminConnectionClosed<'a> {
+    pub peer: SocketAddr,
+    pub error: Option<&'a hyper::Error>,
+}
+
+impl InternalEvent for AdminConnectionClosed<'_> {
+    fn emit(self, m: &Metrics) {
+        if let Some(e) = self.error {
+            tracing::debug!(peer = %self.peer, error = %e, "admin connection ended");
+        }
+        m.admin_connections.dec();
+    }
+}
+
+/// A connection over `admin.max_connections` was answered 503 and closed. Every refusal is
+/// counted; `log` says whether this one is also logged (the server logs at most one every
+/// few seconds, so a flood cannot flood the log).
+pub struct AdminConnectionRefused {
+    pub peer: SocketAddr,
+    pub max_connections: usize,
+    pub log: bool,
+}
+
+impl InternalEvent for AdminConnectionRefused {
+    fn emit(self, m: &Metrics) {
+        m.admin_connections_refused.inc();
+        if self.log {
+            tracing::warn!(
+                peer = %self.peer,
+                max_connections = self.max_connections,
+                refused_total = m.admin_connections_refused.get(),
+                "admin connection refused: admin.max_connections are open"
+            );
+        }
+    }
+}
+
+/// Which admin API timeout cut a connection off: the `phase` label of `admin_timeouts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminTimeout {
+    /// No complete request head within `admin.header_read_timeout`.
+    Header,
+    /// A request (body and answer) not complete within `admin.request_timeout`.
+    Request { method: hyper::Method },
+}
+
+/// An admin API connection or request was cut off by its timeout.
+pub struct AdminTimedOut<'a> {
+    pub peer: SocketAddr,
+    pub timeout: &'a AdminTimeout,
+    /// For a request: its path.
+    pub path: &'a str,
+    pub limit: Duration,
+}
+
+impl InternalEvent for AdminTimedOut<'_> {
+    fn emit(self, m: &Metrics) {
+        let limit = humantime::format_duration(self.limit);
+        let phase = match self.timeout {
+            AdminTimeout::Header => {
+                tracing::info!(
+                    peer = %self.peer,
+                    limit = %limit,
+                    "admin connection sent no complete request head within admin.header_read_timeout: closed"
+                );
+                "header"
+            }
+            AdminTimeout::Request { method } => {
+                tracing::warn!(
+                    peer = %self.peer, method = %method, path = self.path, limit = %limit,
+                    "admin request not complete within admin.request_timeout: cut off"
+                );
+                "request"
+            }
+        };
+        m.admin_timeouts.get_or_create(&label("phase", phase)).inc();
+    }
+}

@@ -1,0 +1,223 @@
+//! Each event logs and counts, with the label its typed value maps to.
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crawl::{FetchClass, Outcome};
+
+use super::admin::{AdminConnectionRefused, AdminTimedOut, AdminTimeout};
+use super::fetch::{PageFetched, PageRetried, RobotsFetched};
+use super::intake::{SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected};
+use super::output::{CrawlLogLineWritten, CrawlLogWriteFailed, WarcWriteFailed};
+use super::InternalEvent;
+use crate::metrics::{Format, Metrics};
+
+/// A log sink the test can read back.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Emits what `f` emits on fresh metrics; returns (log text, Prometheus text).
+fn run(f: impl FnOnce(&Metrics)) -> (String, String) {
+    let metrics = Metrics::new();
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || f(&metrics));
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    (log, metrics.encode(Format::PrometheusText))
+}
+
+fn has_sample(scrape: &str, sample: &str) -> bool {
+    scrape.lines().any(|l| l == sample)
+}
+
+#[test]
+fn fetch_classes_are_labelled_as_each_metric_documents_them() {
+    let (log, scrape) = run(|m| {
+        for class in [FetchClass::TooManyRequests, FetchClass::RedirectLimit] {
+            PageFetched {
+                url: "http://a.test/",
+                class,
+                bytes: 10,
+                elapsed: Duration::from_millis(5),
+            }
+            .emit(m);
+            RobotsFetched {
+                origin: "http://a.test",
+                class,
+                bytes: 1,
+                elapsed: Duration::from_millis(5),
+            }
+            .emit(m);
+        }
+    });
+    // pages: 429 with 4xx, a redirect past the limit with 3xx; robots.txt: each its own
+    for sample in [
+        r#"frontierd_page_fetches_total{class="4xx"} 1"#,
+        r#"frontierd_page_fetches_total{class="3xx"} 1"#,
+        r#"frontierd_robots_fetches_total{outcome="429"} 1"#,
+        r#"frontierd_robots_fetches_total{outcome="redirect-limit"} 1"#,
+        "frontierd_fetched_bytes_total 22",
+    ] {
+        assert!(has_sample(&scrape, sample), "{sample} missing:\n{scrape}");
+    }
+    assert!(
+        log.contains("class=\"4xx\"") && log.contains("robots.txt done"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_retry_counts_its_failure_kind_and_a_final_answer_counts_none() {
+    let (log, scrape) = run(|m| {
+        let timed_out = frontier::PageOutcome::TimedOut {
+            reason: "timeout: 30s".into(),
+        };
+        PageRetried {
+            url: "http://a.test/x",
+            attempt: 2,
+            status: None,
+            outcome: &timed_out,
+        }
+        .emit(m);
+        PageRetried {
+            url: "http://a.test/y",
+            attempt: 1,
+            status: Some(200),
+            outcome: &frontier::PageOutcome::Done { response_ms: 1 },
+        }
+        .emit(m);
+    });
+    assert!(has_sample(
+        &scrape,
+        r#"frontierd_page_failures_total{kind="timed-out"} 1"#
+    ));
+    assert_eq!(
+        scrape.matches("frontierd_page_failures_total{").count(),
+        1,
+        "{scrape}"
+    );
+    assert_eq!(log.matches("fetch to be retried").count(), 1, "{log}");
+}
+
+#[test]
+fn failures_to_write_are_logged_and_counted() {
+    let warc_error = warc::WarcError::InvalidTargetUri("a b".into());
+    let io_error = io::Error::new(io::ErrorKind::StorageFull, "no space left");
+    let (log, scrape) = run(|m| {
+        WarcWriteFailed {
+            url: "http://a.test/",
+            error: &warc_error,
+        }
+        .emit(m);
+        CrawlLogWriteFailed {
+            url: "http://a.test/",
+            error: &io_error,
+        }
+        .emit(m);
+        CrawlLogLineWritten {
+            url: "http://a.test/",
+            outcome: Outcome::BlockedByRobots,
+        }
+        .emit(m);
+    });
+    assert!(
+        has_sample(&scrape, "frontierd_warc_write_failures_total 1"),
+        "{scrape}"
+    );
+    assert!(has_sample(
+        &scrape,
+        "frontierd_crawl_log_write_failures_total 1"
+    ));
+    assert!(has_sample(
+        &scrape,
+        r#"frontierd_crawl_outcomes_total{outcome="blocked-by-robots"} 1"#
+    ));
+    assert!(
+        log.contains("WARC write failed") && log.contains("WARC-Target-URI"),
+        "{log}"
+    );
+    assert!(log.contains("crawl log write failed") && log.contains("no space left"));
+}
+
+#[test]
+fn spool_and_intake_events_carry_their_result_label() {
+    let (log, scrape) = run(|m| {
+        SpoolEntryRejected {
+            file: "pipe",
+            kind: SpoolEntryKind::Fifo,
+            reason: "a FIFO (named pipe), not a file of URLs",
+            moved_to: Path::new("/spool/rejected/pipe"),
+        }
+        .emit(m);
+        SpoolFileIngested {
+            file: "list.txt",
+            link_to: None,
+            lines: 3,
+            accepted: 2,
+            duplicate: 0,
+            rejected: 1,
+        }
+        .emit(m);
+        UrlRejected {
+            input: "ftp://x",
+            code: "bad-scheme",
+        }
+        .emit(m);
+    });
+    for sample in [
+        r#"frontierd_spool_files_total{result="rejected-fifo"} 1"#,
+        r#"frontierd_spool_files_total{result="with-rejects"} 1"#,
+        r#"frontierd_urls_rejected_total{reason="bad-scheme"} 1"#,
+    ] {
+        assert!(has_sample(&scrape, sample), "{sample} missing:\n{scrape}");
+    }
+    assert!(log.contains("spool entry rejected") && log.contains("spool file ingested"));
+}
+
+#[test]
+fn admin_refusals_are_all_counted_and_logged_when_asked() {
+    let peer = "127.0.0.1:9".parse().unwrap();
+    let (log, scrape) = run(|m| {
+        for log in [true, false, false] {
+            AdminConnectionRefused {
+                peer,
+                max_connections: 4,
+                log,
+            }
+            .emit(m);
+        }
+        AdminTimedOut {
+            peer,
+            timeout: &AdminTimeout::Header,
+            path: "",
+            limit: Duration::from_secs(10),
+        }
+        .emit(m);
+    });
+    assert!(has_sample(
+        &scrape,
+        "frontierd_admin_connections_refused_total 3"
+    ));
+    assert!(has_sample(
+        &scrape,
+        r#"frontierd_admin_timeouts_total{phase="header"} 1"#
+    ));
+    assert_eq!(log.matches("admin connection refused").count(), 1, "{log}");
+}
