@@ -632,10 +632,12 @@ impl Config {
         let token_file =
             (!c.admin.token_file.is_empty()).then(|| PathBuf::from(&c.admin.token_file));
         if token_file.is_none()
-            && !crate::config_checks::is_loopback(admin_listen)
+            && !crate::exposure::is_loopback(admin_listen)
             && !c.admin.allow_unauthenticated
         {
-            return Err(crate::config_checks::unauthenticated_listener(admin_listen));
+            return Err(ConfigError(crate::exposure::unauthenticated_listener(
+                admin_listen,
+            )));
         }
         range_dur(
             "admin.header_read_timeout",

@@ -1,29 +1,9 @@
 //! Checks of a configuration that are about safety and etiquette rather than syntax: who
-//! can reach the admin API, and whether site owners can reach the operator.
+//! can reach the admin API, and whether site owners can reach the operator. The listener
+//! rule itself is exposure.rs's, which config.rs applies as an error.
 
-use std::net::{IpAddr, SocketAddr};
-
-use crate::config::{ConfigError, Settings};
-
-/// Whether only this machine can reach a listener on `addr` (127.0.0.0/8, ::1, and
-/// IPv4-mapped loopback); 0.0.0.0 and :: listen on every interface.
-pub fn is_loopback(addr: SocketAddr) -> bool {
-    match addr.ip() {
-        IpAddr::V4(a) => a.is_loopback(),
-        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
-    }
-}
-
-/// Anyone who can reach the admin API can add URLs and pause hosts: off this machine it
-/// needs a token, or the operator's explicit word that the network is trusted.
-pub fn unauthenticated_listener(listen: SocketAddr) -> ConfigError {
-    ConfigError(format!(
-        "admin.listen = \"{listen}\" is reachable from other machines but admin.token_file is \
-         not set (or the file is empty): anyone who can connect could add URLs and pause \
-         hosts. Set admin.token_file, listen on 127.0.0.1, or set \
-         admin.allow_unauthenticated = true if the network is trusted"
-    ))
-}
+use crate::config::Settings;
+use crate::exposure::is_loopback;
 
 /// The contact part of the default user agent: a placeholder nobody can be reached at.
 const PLACEHOLDER_CONTACTS: [&str; 3] = ["example.org", "example.com", "example.net"];
@@ -75,33 +55,12 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::Config;
 
     fn err(text: &str) -> String {
         match Config::parse(text, "t.toml").and_then(|c| c.check(None)) {
             Ok(_) => panic!("accepted: {text}"),
             Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn loopback_addresses() {
-        for a in [
-            "127.0.0.1:1",
-            "127.1.2.3:1",
-            "[::1]:1",
-            "[::ffff:127.0.0.1]:1",
-        ] {
-            assert!(is_loopback(a.parse().unwrap()), "{a}");
-        }
-        for a in [
-            "0.0.0.0:1",
-            "[::]:1",
-            "192.168.1.2:1",
-            "[::ffff:10.0.0.1]:1",
-        ] {
-            assert!(!is_loopback(a.parse().unwrap()), "{a}");
         }
     }
 

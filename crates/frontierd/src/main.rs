@@ -5,6 +5,7 @@ mod admin;
 mod config;
 mod config_checks;
 mod daemon;
+mod exposure;
 mod internal_events;
 mod metrics;
 mod robots_cmd;

@@ -50,11 +50,13 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         .filter(|t| !t.is_empty()),
     };
     if token.is_none()
-        && !crate::config_checks::is_loopback(settings.admin_listen)
+        && !crate::exposure::is_loopback(settings.admin_listen)
         && !settings.raw.admin.allow_unauthenticated
     {
         // an empty token file: `config check` cannot see that
-        return Err(crate::config_checks::unauthenticated_listener(settings.admin_listen).into());
+        anyhow::bail!(crate::exposure::unauthenticated_listener(
+            settings.admin_listen
+        ));
     }
 
     let fcfg = settings.frontier_config();
