@@ -9,6 +9,7 @@ mod exposure;
 mod internal_events;
 mod metrics;
 mod robots_cmd;
+mod stdout;
 mod url_list;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+
+use crate::stdout::{out, StdoutClosed};
 
 /// A politeness-aware crawler frontier daemon.
 #[derive(Parser)]
@@ -136,32 +139,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Standard output was closed by its reader (`frontierd stats --watch | head`): the command
-/// ends quietly, exit 0.
-#[derive(Debug)]
-struct StdoutClosed;
-
-impl std::fmt::Display for StdoutClosed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("standard output closed")
-    }
-}
-
-impl std::error::Error for StdoutClosed {}
-
-/// Write to standard output (not `println!`, which panics on a closed pipe).
-pub(crate) fn out(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe => anyhow::Error::new(StdoutClosed),
-            _ => anyhow::Error::new(e).context("writing to standard output"),
-        })
 }
 
 fn state_dir() -> Option<String> {

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 
-use crate::out;
+use crate::stdout::out;
 
 /// Where a running daemon listens, and its token.
 pub struct Target {
