@@ -53,6 +53,8 @@ pub struct Metrics {
     pub crawl_log_reopens: Counter,
     pub crawl_log_write_failures: Counter,
     pub crawl_drained: Counter,
+    pub leases_returned: Counter,
+    pub robots_transitions: Family<Labels, Counter>,
     pub pages_completed: Counter,
     pub warc_write_failures: Counter,
 }
@@ -90,6 +92,8 @@ impl Metrics {
             crawl_log_reopens: Counter::default(),
             crawl_log_write_failures: Counter::default(),
             crawl_drained: Counter::default(),
+            leases_returned: Counter::default(),
+            robots_transitions: Family::default(),
             pages_completed: Counter::default(),
             warc_write_failures: Counter::default(),
             registry: Registry::default(),
@@ -229,6 +233,16 @@ impl Metrics {
             "crawl_drained",
             "Times the crawl drained: nothing queued, nothing in flight",
             m.crawl_drained.clone(),
+        );
+        registry.register(
+            "leases_returned",
+            "Leases in flight when the last run ended, returned to their queues at start",
+            m.leases_returned.clone(),
+        );
+        registry.register(
+            "robots_transitions",
+            "robots.txt outcomes applied to an origin's state, by the state after (a refresh counts too)",
+            m.robots_transitions.clone(),
         );
         registry.register(
             "pages_completed",

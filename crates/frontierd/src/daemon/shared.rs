@@ -16,6 +16,7 @@ use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
 use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
+use crate::internal_events::lifecycle::{LeasesReturned, RobotsTransition};
 use crate::internal_events::output::{
     CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, WarcWriteFailed,
 };
@@ -177,20 +178,20 @@ impl Shared {
 
     /// Take the frontier's events: drops go to the crawl log (then acknowledged, so they
     /// are not reported again after a crash), robots transitions and returned leases are
-    /// logged.
+    /// logged and counted.
     pub(crate) fn drain_events(&self) {
         let mut drops = Vec::new();
         for event in self.frontier.drain_events() {
             match event {
                 FrontierEvent::Dropped(d) => drops.push(d),
-                FrontierEvent::RobotsTransition { origin, from, to } => {
-                    tracing::info!(%origin, from, to, "robots state changed");
+                FrontierEvent::RobotsTransition { origin, from, to } => RobotsTransition {
+                    origin: &origin,
+                    from,
+                    to,
                 }
+                .emit(&self.metrics),
                 FrontierEvent::LeasesReturned { count } => {
-                    tracing::info!(
-                        count,
-                        "leases in flight at the last stop returned to their queues"
-                    );
+                    LeasesReturned { count }.emit(&self.metrics)
                 }
             }
         }

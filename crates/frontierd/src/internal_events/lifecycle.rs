@@ -18,3 +18,36 @@ impl InternalEvent for CrawlDrained {
         m.crawl_drained.inc();
     }
 }
+
+/// A robots.txt outcome was applied to an origin's state (`from` and `to` may be equal: a
+/// refresh).
+pub struct RobotsTransition<'a> {
+    pub origin: &'a str,
+    /// The state names of `robots_policy::state::RobotsStateKind`.
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+impl InternalEvent for RobotsTransition<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(origin = %self.origin, from = self.from, to = self.to, "robots state changed");
+        m.robots_transitions
+            .get_or_create(&super::label("to", self.to))
+            .inc();
+    }
+}
+
+/// Leases in flight when the last run ended went back to their queues at open.
+pub struct LeasesReturned {
+    pub count: u64,
+}
+
+impl InternalEvent for LeasesReturned {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            count = self.count,
+            "leases in flight at the last stop returned to their queues"
+        );
+        m.leases_returned.inc_by(self.count);
+    }
+}

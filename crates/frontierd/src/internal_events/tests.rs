@@ -10,6 +10,7 @@ use crawl::{FetchClass, Outcome};
 use super::admin::{AdminConnectionRefused, AdminTimedOut, AdminTimeout};
 use super::fetch::{PageFetched, PageRetried, RobotsFetched};
 use super::intake::{SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected};
+use super::lifecycle::{LeasesReturned, RobotsTransition};
 use super::output::{CrawlLogLineWritten, CrawlLogWriteFailed, WarcWriteFailed};
 use super::InternalEvent;
 use crate::metrics::{Format, Metrics};
@@ -220,4 +221,24 @@ fn admin_refusals_are_all_counted_and_logged_when_asked() {
         r#"frontierd_admin_timeouts_total{phase="header"} 1"#
     ));
     assert_eq!(log.matches("admin connection refused").count(), 1, "{log}");
+}
+
+#[test]
+fn robots_transitions_and_returned_leases_are_counted_once_and_logged_once() {
+    let (log, scrape) = run(|m| {
+        RobotsTransition {
+            origin: "http://a.test",
+            from: "unknown",
+            to: "fresh",
+        }
+        .emit(m);
+        LeasesReturned { count: 3 }.emit(m);
+    });
+    assert!(has_sample(
+        &scrape,
+        r#"frontierd_robots_transitions_total{to="fresh"} 1"#
+    ));
+    assert!(has_sample(&scrape, "frontierd_leases_returned_total 3"));
+    assert_eq!(log.matches("robots state changed").count(), 1, "{log}");
+    assert!(log.contains("returned to their queues"));
 }
