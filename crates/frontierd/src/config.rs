@@ -147,20 +147,24 @@ pub struct PolitenessSection {
 }
 
 impl Default for PolitenessSection {
+    /// The frontier's own defaults, so they are written once (the embedded TOML repeats
+    /// them for the reader; a test holds the two equal).
     fn default() -> Self {
+        let f = frontier::FrontierConfig::new("");
+        let ms = |v: u64| Dur(Duration::from_millis(v));
         PolitenessSection {
             key: "host".into(),
-            min_delay: Dur(Duration::from_secs(1)),
-            max_delay: Dur(Duration::from_secs(30)),
-            delay_factor: 5.0,
-            max_crawl_delay: Dur(Duration::from_secs(60)),
+            min_delay: ms(f.min_delay_ms),
+            max_delay: ms(f.max_delay_ms),
+            delay_factor: f.delay_factor,
+            max_crawl_delay: ms(f.max_crawl_delay_ms),
             crawl_delay_over_cap: "clamp".into(),
-            max_in_flight_per_host: 1,
-            global_rate_per_sec: 0,
-            max_attempts: 5,
-            backoff_base: Dur(Duration::from_secs(60)),
-            backoff_max: Dur(Duration::from_secs(3600)),
-            retry_after_cap: Dur(Duration::from_secs(24 * 3600)),
+            max_in_flight_per_host: f.max_in_flight_per_host,
+            global_rate_per_sec: f.global_rate_per_sec.map_or(0, |r| r.get()),
+            max_attempts: f.max_attempts,
+            backoff_base: ms(f.backoff_base_ms),
+            backoff_max: ms(f.backoff_max_ms),
+            retry_after_cap: ms(f.retry_after_cap_ms),
         }
     }
 }
@@ -305,20 +309,39 @@ impl Default for LogSection {
     }
 }
 
-/// A configuration error: exit status 2.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+/// A configuration error (exit status 2): every one names the file or the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A key whose value is not allowed; `allowed` says what is.
+    #[error("{key} = {value}: {allowed}")]
+    Invalid {
+        key: String,
+        value: String,
+        allowed: String,
+    },
+    /// The text is not TOML of the expected shape (unknown key, wrong type, bad duration).
+    #[error("{origin}: {source}")]
+    Parse {
+        origin: String,
+        source: toml::de::Error,
+    },
+    /// The file cannot be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A non-loopback admin listener without a token or explicit consent.
+    #[error("{0}")]
+    UnauthenticatedListener(String),
 }
 
-impl std::error::Error for ConfigError {}
-
 fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
-    ConfigError(format!("{key} = {value}: {allowed}"))
+    ConfigError::Invalid {
+        key: key.to_string(),
+        value: value.to_string(),
+        allowed: allowed.to_string(),
+    }
 }
 
 pub use crawl::ScopeMode;
@@ -335,6 +358,10 @@ pub struct Settings {
     pub admin_listen: SocketAddr,
     pub token_file: Option<PathBuf>,
     pub scope_mode: ScopeMode,
+    /// `politeness.key`, checked.
+    pub key_mode: frontier::PolitenessKeyMode,
+    /// `politeness.crawl_delay_over_cap`, checked.
+    pub crawl_delay_over_cap: frontier::CrawlDelayOverCap,
     pub product_token: String,
     pub include: Vec<regex::Regex>,
     pub exclude: Vec<regex::Regex>,
@@ -344,7 +371,10 @@ pub struct Settings {
 impl Config {
     /// Parse TOML text (`origin` names the file in messages).
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError(format!("{origin}: {e}")))
+        toml::from_str(text).map_err(|source| ConfigError::Parse {
+            origin: origin.to_string(),
+            source,
+        })
     }
 
     /// Load a file, or the embedded defaults when `path` is None.
@@ -352,8 +382,10 @@ impl Config {
         match path {
             None => Config::parse(DEFAULT_TOML, "embedded default configuration"),
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| ConfigError(format!("{}: cannot read: {e}", p.display())))?;
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.to_path_buf(),
+                    source,
+                })?;
                 Config::parse(&text, &p.display().to_string())
             }
         }
@@ -419,10 +451,14 @@ impl Config {
         )?;
         range_dur("fetch.shutdown_grace", c.fetch.shutdown_grace, 0, 3_600_000)?;
         // politeness
-        one_of(
+        let key_mode = choose(
             "politeness.key",
             &c.politeness.key,
-            &["host", "domain", "origin"],
+            &[
+                ("host", frontier::PolitenessKeyMode::Host),
+                ("domain", frontier::PolitenessKeyMode::Domain),
+                ("origin", frontier::PolitenessKeyMode::Origin),
+            ],
         )?;
         range_dur("politeness.min_delay", c.politeness.min_delay, 0, 3_600_000)?;
         range_dur(
@@ -454,10 +490,13 @@ impl Config {
             0,
             86_400_000,
         )?;
-        one_of(
+        let crawl_delay_over_cap = choose(
             "politeness.crawl_delay_over_cap",
             &c.politeness.crawl_delay_over_cap,
-            &["clamp", "skip"],
+            &[
+                ("clamp", frontier::CrawlDelayOverCap::Clamp),
+                ("skip", frontier::CrawlDelayOverCap::Skip),
+            ],
         )?;
         range_u64(
             "politeness.max_in_flight_per_host",
@@ -526,16 +565,15 @@ impl Config {
         range_dur("robots.hold_recheck", r.hold_recheck, 1_000, 86_400_000)?;
         range_u64("robots.cache_origins", r.cache_origins, 16, 100_000_000)?;
         // scope
-        one_of(
+        let scope_mode = choose(
             "scope.mode",
             &c.scope.mode,
-            &["same-host", "same-domain", "any"],
+            &[
+                ("same-host", ScopeMode::SameHost),
+                ("same-domain", ScopeMode::SameDomain),
+                ("any", ScopeMode::Any),
+            ],
         )?;
-        let scope_mode = match c.scope.mode.as_str() {
-            "same-domain" => ScopeMode::SameDomain,
-            "any" => ScopeMode::Any,
-            _ => ScopeMode::SameHost,
-        };
         range_u64("scope.max_depth", c.scope.max_depth.into(), 0, 1000)?;
         // a chain is counted on the hop path kept with the URL, which holds the last 50 hops
         range_u64(
@@ -578,11 +616,21 @@ impl Config {
             )
         })?;
         // log
-        one_of("log.format", &c.log.format, &["text", "json"])?;
-        one_of(
+        let json_logs = choose(
+            "log.format",
+            &c.log.format,
+            &[("text", false), ("json", true)],
+        )?;
+        choose(
             "log.level",
             &c.log.level,
-            &["error", "warn", "info", "debug", "trace"],
+            &[
+                ("error", ()),
+                ("warn", ()),
+                ("info", ()),
+                ("debug", ()),
+                ("trace", ()),
+            ],
         )?;
         range_dur(
             "log.stats_interval",
@@ -635,9 +683,9 @@ impl Config {
             && !crate::exposure::is_loopback(admin_listen)
             && !c.admin.allow_unauthenticated
         {
-            return Err(ConfigError(crate::exposure::unauthenticated_listener(
-                admin_listen,
-            )));
+            return Err(ConfigError::UnauthenticatedListener(
+                crate::exposure::unauthenticated_listener(admin_listen),
+            ));
         }
         range_dur(
             "admin.header_read_timeout",
@@ -664,7 +712,6 @@ impl Config {
             1 << 16,
             1 << 34,
         )?;
-        let json_logs = c.log.format == "json";
         Ok(Settings {
             data_dir,
             store_path,
@@ -674,6 +721,8 @@ impl Config {
             admin_listen,
             token_file,
             scope_mode,
+            key_mode,
+            crawl_delay_over_cap,
             product_token,
             include,
             exclude,
@@ -735,15 +784,20 @@ fn range_dur(key: &str, v: Dur, min_ms: u64, max_ms: u64) -> Result<(), ConfigEr
     Ok(())
 }
 
-fn one_of(key: &str, v: &str, allowed: &[&str]) -> Result<(), ConfigError> {
-    if !allowed.contains(&v) {
-        return Err(bad(
-            key,
-            format!("{v:?}"),
-            &format!("allowed: {}", allowed.join(" | ")),
-        ));
+/// The value that `v` names among `choices` (spelling, value); anything else is an error
+/// listing the spellings. The one place a string setting becomes a typed one.
+fn choose<T: Copy>(key: &str, v: &str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
+    match choices.iter().find(|(name, _)| *name == v) {
+        Some((_, value)) => Ok(*value),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            Err(bad(
+                key,
+                format!("{v:?}"),
+                &format!("allowed: {}", names.join(" | ")),
+            ))
+        }
     }
-    Ok(())
 }
 
 fn regexes(key: &str, pats: &[String]) -> Result<Vec<regex::Regex>, ConfigError> {
@@ -785,23 +839,13 @@ impl Settings {
         let mut f = frontier::FrontierConfig::new(&self.store_path);
         f.sled.cache_bytes = self.raw.store.cache_bytes;
         f.intake_buffer_bytes = self.raw.store.intake_buffer_bytes;
-        f.key_mode = if p.key == "domain" {
-            frontier::PolitenessKeyMode::Domain
-        } else if p.key == "origin" {
-            frontier::PolitenessKeyMode::Origin
-        } else {
-            frontier::PolitenessKeyMode::Host
-        };
+        f.key_mode = self.key_mode;
         f.user_agent = self.product_token.clone();
         f.min_delay_ms = p.min_delay.ms();
         f.max_delay_ms = p.max_delay.ms();
         f.delay_factor = p.delay_factor;
         f.max_crawl_delay_ms = p.max_crawl_delay.ms();
-        f.crawl_delay_over_cap = if p.crawl_delay_over_cap == "skip" {
-            frontier::CrawlDelayOverCap::Skip
-        } else {
-            frontier::CrawlDelayOverCap::Clamp
-        };
+        f.crawl_delay_over_cap = self.crawl_delay_over_cap;
         f.max_in_flight_per_host = p.max_in_flight_per_host;
         f.global_rate_per_sec = std::num::NonZeroU32::new(p.global_rate_per_sec);
         f.retry_after_cap_ms = p.retry_after_cap.ms();
@@ -855,6 +899,22 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_carry_typed_choices() {
+        let s = Config::parse(
+            "[politeness]\nkey = \"origin\"\ncrawl_delay_over_cap = \"skip\"\n[log]\nformat = \"json\"\n",
+            "t",
+        )
+        .unwrap()
+        .check(None)
+        .unwrap();
+        assert_eq!(s.key_mode, frontier::PolitenessKeyMode::Origin);
+        assert_eq!(s.crawl_delay_over_cap, frontier::CrawlDelayOverCap::Skip);
+        assert!(s.json_logs);
+        let f = s.frontier_config();
+        assert_eq!(f.key_mode, frontier::PolitenessKeyMode::Origin);
+    }
 
     #[test]
     fn embedded_default_parses_and_checks() {
