@@ -12,6 +12,7 @@ use crate::events::{EventQueue, FrontierEvent, FrontierStats, OriginView};
 use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
+use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{PolicyRobots, RobotsBackend, RobotsCache};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
@@ -23,9 +24,6 @@ use crate::store::reclaim::Reclaimer;
 use crate::store::sled::SledStore;
 use crate::store::{Batch, Store};
 use crate::work::url_hash;
-use governor::clock::FakeRelativeClock;
-use governor::state::{InMemoryState, NotKeyed};
-use governor::{Quota, RateLimiter};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -36,7 +34,8 @@ pub(crate) struct Inner {
     pub(crate) heap: BinaryHeap<Reverse<(u64, u64)>>,
     pub(crate) next_host_id: u64,
     pub(crate) robots: RobotsCache,
-    pub(crate) clock_ms: Option<u64>,
+    /// `global_rate_per_sec` as a token bucket on the callers' `now_ms`.
+    pub(crate) quota: Option<TokenBucket>,
     pub(crate) rng: StdRng,
     pub(crate) stats: FrontierStats,
     /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
@@ -56,20 +55,12 @@ impl Inner {
     }
 }
 
-pub(crate) type Limiter = RateLimiter<
-    NotKeyed,
-    InMemoryState,
-    FakeRelativeClock,
-    governor::middleware::NoOpMiddleware<governor::nanos::Nanos>,
->;
-
 /// The frontier. All methods take `now_ms` (unix milliseconds) from the caller.
 pub struct Frontier {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) cfg: FrontierConfig,
     pub(crate) commit: GroupCommit,
     pub(crate) inner: Mutex<Inner>,
-    pub(crate) limiter: Option<(Limiter, FakeRelativeClock)>,
     pub(crate) reclaimer: Reclaimer,
 }
 
@@ -113,11 +104,9 @@ impl Frontier {
             }
             _ => 1,
         };
-        let limiter = cfg.global_rate_per_sec.map(|rate| {
-            let clock = FakeRelativeClock::default();
-            let quota = Quota::per_second(rate).allow_burst(cfg.global_burst.unwrap_or(rate));
-            (RateLimiter::direct_with_clock(quota, &clock), clock)
-        });
+        let quota = cfg
+            .global_rate_per_sec
+            .map(|rate| TokenBucket::new(rate.get(), cfg.global_burst.unwrap_or(rate).get()));
         let rng = match cfg.seed {
             Some(s) => StdRng::seed_from_u64(s),
             None => StdRng::from_entropy(),
@@ -128,7 +117,7 @@ impl Frontier {
             heap: BinaryHeap::new(),
             next_host_id,
             robots: RobotsCache::new(robots, &cfg.user_agent, cfg.robots_cache_origins),
-            clock_ms: None,
+            quota,
             rng,
             stats: FrontierStats::default(),
             paused: HashSet::new(),
@@ -159,7 +148,6 @@ impl Frontier {
             cfg,
             commit: GroupCommit::default(),
             inner: Mutex::new(inner),
-            limiter,
         };
         f.recover()?;
         Ok(f)

@@ -17,7 +17,6 @@ use crate::store::keys;
 use crate::store::packed::Segment;
 use crate::store::Batch;
 use crate::work::{url_hash, LeaseId, PageLease, RobotsLease, WorkItem};
-use std::time::Duration;
 
 impl Frontier {
     // ---------------------------------------------------------------- dispatch
@@ -36,13 +35,6 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            if let Some((_, clock)) = &self.limiter {
-                let last = inner.clock_ms.unwrap_or(now_ms);
-                if now_ms > last {
-                    clock.advance(Duration::from_millis(now_ms - last));
-                }
-                inner.clock_ms = Some(last.max(now_ms));
-            }
             let mut dirty: Vec<u64> = Vec::new();
             'hosts: while items.len() < max {
                 let Some(&Reverse((ready, id))) = inner.heap.peek() else {
@@ -163,7 +155,7 @@ impl Frontier {
                             continue;
                         }
                         Step::FetchRobots => {
-                            if !self.quota_ok(inner) {
+                            if !self.quota_ok(inner, now_ms) {
                                 inner.heap.push(Reverse((ready, id)));
                                 if let Some(h) = inner.hosts.get_mut(&id) {
                                     h.scheduled = Some(ready);
@@ -196,7 +188,7 @@ impl Frontier {
                             }
                             h.rec.crawl_delay_ms = crawl_delay_ms;
                             h.rec.skipped = 0;
-                            if !self.quota_ok(inner) {
+                            if !self.quota_ok(inner, now_ms) {
                                 inner.heap.push(Reverse((ready, id)));
                                 if let Some(h) = inner.hosts.get_mut(&id) {
                                     h.scheduled = Some(ready);
@@ -271,11 +263,11 @@ impl Frontier {
         Ok(Some(seg.raw((seq - first) as usize)?.to_vec()))
     }
 
-    pub(crate) fn quota_ok(&self, inner: &mut Inner) -> bool {
-        match &self.limiter {
+    pub(crate) fn quota_ok(&self, inner: &mut Inner, now_ms: u64) -> bool {
+        match &mut inner.quota {
             None => true,
-            Some((l, _)) => {
-                let ok = l.check().is_ok();
+            Some(bucket) => {
+                let ok = bucket.try_take(now_ms);
                 if !ok {
                     inner.stats.rate_limited += 1;
                 }

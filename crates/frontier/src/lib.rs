@@ -4,7 +4,7 @@
 //! politeness key (host, registrable domain, or origin), per-host records (next-allowed instant,
 //! in-flight count, back-off, crawl-delay, last response time, counters), robots records
 //! (stored as the robots backend's encoded bytes, decoded states cached in a bounded
-//! cache), the politeness scheduler with a global rate quota (`governor`), leases with
+//! cache), the politeness scheduler with a global rate quota (a token bucket on the caller's clock), leases with
 //! at-least-once delivery across crashes, group-commit enqueue, and the robots gate that
 //! asks robots-policy about every URL before it is handed out.
 //!

@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod failure;
 pub(crate) mod hosts;
 pub mod politeness;
+pub mod rate;
 pub mod robots_gate;
 
 #[cfg(test)]
