@@ -1,0 +1,112 @@
+//! Unit tests of the configuration: defaults, errors that name the key, typed choices.
+use super::*;
+
+#[test]
+fn settings_carry_typed_choices() {
+    let s = Config::parse(
+        "[politeness]\nkey = \"origin\"\ncrawl_delay_over_cap = \"skip\"\n[log]\nformat = \"json\"\n",
+        "t",
+    )
+    .unwrap()
+    .check(None)
+    .unwrap();
+    assert_eq!(s.key_mode, frontier::PolitenessKeyMode::Origin);
+    assert_eq!(s.crawl_delay_over_cap, frontier::CrawlDelayOverCap::Skip);
+    assert!(s.json_logs);
+    let f = s.frontier_config();
+    assert_eq!(f.key_mode, frontier::PolitenessKeyMode::Origin);
+}
+
+#[test]
+fn embedded_default_parses_and_checks() {
+    let c = Config::load(None).unwrap();
+    let s = c.check(None).unwrap();
+    assert_eq!(s.data_dir, PathBuf::from("./frontierd-data"));
+    assert_eq!(s.product_token, "frontierd");
+    assert_eq!(s.raw.fetch.workers, FetchSection::default().workers);
+    assert_eq!(s.raw.log.stats_interval, Dur(Duration::from_secs(10)));
+}
+
+#[test]
+fn embedded_default_equals_built_in_defaults() {
+    let from_file = format!("{:?}", Config::load(None).unwrap());
+    let built_in = format!("{:?}", Config::default());
+    assert_eq!(from_file, built_in);
+}
+
+#[test]
+fn state_directory_is_used() {
+    let s = Config::default().check(Some("/var/lib/frontierd")).unwrap();
+    assert_eq!(s.store_path, PathBuf::from("/var/lib/frontierd/store"));
+}
+
+fn err(text: &str) -> String {
+    match Config::parse(text, "t.toml").and_then(|c| c.check(None)) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn errors_name_key_value_and_allowed() {
+    let e = err("[fetch]\nworkerz = 3\n");
+    assert!(e.contains("workerz"), "{e}");
+    let e = err("[politeness]\nmin_delay = \"5 parsecs\"\n");
+    assert!(
+        e.contains("min_delay") && e.contains("5 parsecs") && e.contains("allowed"),
+        "{e}"
+    );
+    let e = err("[fetch]\nworkers = -1\n");
+    assert!(e.contains("workers"), "{e}");
+    let e = err("[fetch]\nworkers = 100000\n");
+    assert!(
+        e.contains("fetch.workers = 100000") && e.contains("1 to 4096"),
+        "{e}"
+    );
+    let e = err("[politeness]\nmax_delay = \"90days\"\n");
+    assert!(
+        e.contains("politeness.max_delay = \"90days\"") && e.contains("to \"1days\""),
+        "{e}"
+    );
+    let e = err("[scope]\nmode = \"galaxy\"\n");
+    assert!(e.contains("scope.mode") && e.contains("same-host"), "{e}");
+    // a chain is counted on the last 50 hops kept with a URL
+    let e = err("[scope]\nmax_redirect_hops = 51\n");
+    assert!(
+        e.contains("scope.max_redirect_hops = 51") && e.contains("0 to 50"),
+        "{e}"
+    );
+    let e = err("[resolve]\n\"*.site.test\" = [\"not-an-ip\"]\n");
+    assert!(e.contains("not-an-ip"), "{e}");
+}
+
+/// Short robots timings are accepted (a rehearsal on a test site), with a warning
+/// naming the key; zero is still refused. The defaults warn about nothing.
+#[test]
+fn short_robots_timings_are_accepted_with_a_warning() {
+    let s = Config::parse(
+        "[robots]\nfreshness = \"5s\"\nfallback_after = \"10s\"\n",
+        "t.toml",
+    )
+    .and_then(|c| c.check(None))
+    .unwrap();
+    let w = robots_timing_warnings(&s.raw);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].contains("robots.freshness = \"5s\""));
+    // logged at start and printed by `config check` with the other warnings
+    assert!(w.iter().all(|x| s.warnings().contains(x)));
+    assert!(s
+        .warnings()
+        .iter()
+        .any(|x| x.contains("robots.fallback_after = \"10s\"")));
+    assert!(robots_timing_warnings(&Config::default()).is_empty());
+    let e = err("[robots]\nfreshness = \"0s\"\n");
+    assert!(e.contains("robots.freshness"), "{e}");
+    let s = Config::parse("[politeness]\nkey = \"origin\"\n", "t.toml")
+        .and_then(|c| c.check(None))
+        .unwrap();
+    assert_eq!(
+        s.frontier_config().key_mode,
+        frontier::PolitenessKeyMode::Origin
+    );
+}
