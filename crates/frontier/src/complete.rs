@@ -176,6 +176,11 @@ impl Frontier {
 
     /// Report the outcome of a robots.txt fetch handed out by `next`. The new robots state
     /// is durable before any URL is gated by it.
+    ///
+    /// The scheduler lock is not held across the flush: the state is written under the
+    /// lock, made durable by a group flush (shared with other callers), and only then put
+    /// into the cache and acted on. Until then the host keeps its robots lease, so it is
+    /// not scheduled and nothing of it is gated by the new state early.
     pub fn complete_robots(
         &self,
         lease: &RobotsLease,
@@ -183,19 +188,21 @@ impl Frontier {
         response_ms: u64,
         now_ms: u64,
     ) -> Result<()> {
+        let (state, event, ticket) = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            if !Self::robots_pending(inner, lease) {
+                return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
+            }
+            let mut batch = Batch::new();
+            let (state, event) =
+                self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
+            self.store.apply(batch)?;
+            (state, event, self.commit.written())
+        };
+        self.commit.sync(self.store.as_ref(), ticket)?;
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let pending = inner
-            .hosts
-            .get(&lease.host_id)
-            .and_then(|h| h.robots_pending.as_deref())
-            == Some(lease.origin.as_str());
-        if !pending {
-            return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
-        }
-        let mut batch = Batch::new();
-        let (state, event) =
-            self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
         // robots.txt was a request to the site: the gap after it is the crawl-delay it
         // just gave (capped), from its answer on, like after any page
         let crawl_delay = RobotsCache::crawl_delay_of(
@@ -205,6 +212,13 @@ impl Frontier {
             now_ms,
         )
         .map(|d| (d.as_millis() as u64).min(self.cfg.max_crawl_delay_ms));
+        inner.census.note(&lease.origin, state.as_ref(), now_ms);
+        inner.robots.put(&lease.origin, state);
+        inner.events.push(event);
+        // (the lease is still ours: only this call clears it)
+        if !Self::robots_pending(inner, lease) {
+            return Ok(());
+        }
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
@@ -216,18 +230,28 @@ impl Frontier {
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
             h.hold_until_ms = 0;
         }
+        let mut batch = Batch::new();
+        // the host record is written without a flush, like a lease: losing it in a crash
+        // only returns the host to the state recovery rebuilds anyway (nothing in flight)
         Self::journal_hosts(inner, &[lease.host_id], &mut batch);
         // a host left with nothing to do leaves memory (nothing to schedule then)
         Self::maybe_evict(inner, lease.host_id);
         Self::maybe_checkpoint(inner, &mut batch);
-        // durable before it acts: flush while still holding the scheduler lock
-        self.store.apply(batch)?;
-        self.store.flush()?;
-        inner.census.note(&lease.origin, state.as_ref(), now_ms);
-        inner.robots.put(&lease.origin, state);
-        inner.events.push(event);
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.commit.written();
+        }
         self.schedule(inner, lease.host_id);
         Ok(())
+    }
+
+    /// Whether `lease` is the robots.txt fetch its host is waiting for.
+    fn robots_pending(inner: &Inner, lease: &RobotsLease) -> bool {
+        inner
+            .hosts
+            .get(&lease.host_id)
+            .and_then(|h| h.robots_pending.as_deref())
+            == Some(lease.origin.as_str())
     }
 
     pub(crate) fn apply_robots(

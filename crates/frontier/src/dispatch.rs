@@ -26,12 +26,12 @@ impl Frontier {
         Ok(self.next_batch(now_ms, 1)?.pop())
     }
 
-    /// Up to `max` units of work that may be done now. Leases are durable on return.
+    /// Up to `max` units of work that may be done now. Leases are written but not flushed:
+    /// after a crash before the next flush, their URLs are simply handed out again.
     pub fn next_batch(&self, now_ms: u64, max: usize) -> Result<Vec<WorkItem>> {
         let mut items = Vec::new();
         let mut batch = Batch::new();
         let mut dead = Vec::new();
-        let ticket;
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
@@ -232,10 +232,14 @@ impl Frontier {
                 return Ok(items);
             }
             self.store.apply(batch)?;
-            ticket = self.commit.written();
+            self.commit.written();
         }
-        self.commit.sync(self.store.as_ref(), ticket)?;
-        // only now: the head moves that made these segments dead are durable
+        // No flush here: the next one (a completion's, an enqueue's, a robots outcome's)
+        // carries these writes. The engine's log is ordered, so whatever a crash keeps is
+        // a prefix of what was applied: a lease lost with it only returns its URL to the
+        // queue (served again, at-least-once), a durable completion implies its lease is
+        // durable, and the reclaimer's deletes below, applied after the head moves that
+        // made the segments dead, cannot outlive them.
         self.reclaimer.delete(dead);
         Ok(items)
     }

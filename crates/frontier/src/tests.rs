@@ -317,3 +317,291 @@ fn store_of_an_earlier_version_opens_as_it_is() {
     assert!(f.is_seen("http://old.test/0").unwrap());
     assert!(f.is_seen("http://old.test/new").unwrap());
 }
+
+/// A store that keeps two copies: what was applied (read by the frontier) and what a crash
+/// would keep (what was applied before the last flush, in order).
+#[derive(Default)]
+struct CrashSim {
+    live: MemStore,
+    unflushed: parking_lot::Mutex<Vec<Batch>>,
+    durable: std::sync::Arc<MemStore>,
+}
+
+impl Store for CrashSim {
+    fn get(&self, key: &[u8]) -> std::result::Result<Option<Vec<u8>>, StoreError> {
+        self.live.get(key)
+    }
+    fn read_with(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> std::result::Result<(), StoreError> {
+        self.live.read_with(key, f)
+    }
+    fn contains(&self, key: &[u8]) -> std::result::Result<bool, StoreError> {
+        self.live.contains(key)
+    }
+    fn first_in_range(
+        &self,
+        from: &[u8],
+        to: &[u8],
+    ) -> std::result::Result<Option<Kv>, StoreError> {
+        self.live.first_in_range(from, to)
+    }
+    fn last_in_range(&self, from: &[u8], to: &[u8]) -> std::result::Result<Option<Kv>, StoreError> {
+        self.live.last_in_range(from, to)
+    }
+    fn scan_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> Box<dyn Iterator<Item = std::result::Result<Kv, StoreError>> + 'a> {
+        self.live.scan_prefix(prefix)
+    }
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> std::result::Result<(), StoreError> {
+        self.live.visit_prefix(prefix, f)
+    }
+    fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
+        // under the lock: the order of the unflushed list is the order of the log
+        let mut unflushed = self.unflushed.lock();
+        unflushed.push(batch.clone());
+        self.live.apply(batch)
+    }
+    fn flush(&self) -> std::result::Result<(), StoreError> {
+        for b in self.unflushed.lock().drain(..) {
+            self.durable.apply(b)?;
+        }
+        Ok(())
+    }
+    fn size_on_disk(&self) -> std::result::Result<u64, StoreError> {
+        self.live.size_on_disk()
+    }
+}
+
+fn open_sim(store: std::sync::Arc<dyn Store>) -> Frontier {
+    let mut c = FrontierConfig::new("/nonexistent-crash-sim").without_gaps();
+    c.seed = Some(1);
+    Frontier::open_store(c, store, std::sync::Arc::new(PolicyRobots::default())).unwrap()
+}
+
+fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
+    items
+        .into_iter()
+        .filter_map(|w| match w {
+            WorkItem::Page(p) => Some(p),
+            WorkItem::Robots(_) => None,
+        })
+        .collect()
+}
+
+/// Handing out leases does not flush; a crash before any later flush loses the leases only:
+/// every acknowledged URL is handed out again. A completion's flush carries the leases
+/// before it, so after a crash then the completed URL stays done and the others return.
+#[test]
+fn lease_not_flushed_is_served_again_after_crash() {
+    let sim = std::sync::Arc::new(CrashSim::default());
+    let f = open_sim(sim.clone());
+    let hosts = ["http://a.test", "http://b.test", "http://c.test"];
+    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
+        .iter()
+        .map(|h| (*h, RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    // one URL per host: one lease each at once
+    let urls: Vec<String> = hosts.iter().map(|h| format!("{h}/page")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let flushes = f.flushes();
+    let leased = pages(f.next_batch(T0, 10).unwrap());
+    assert_eq!(leased.len(), 3, "all three URLs handed out");
+    assert_eq!(f.flushes(), flushes, "handing out leases does not flush");
+    assert!(
+        !sim.unflushed.lock().is_empty(),
+        "the leases are written, waiting for a flush"
+    );
+
+    // crash now: what was flushed is the state before the leases
+    let after_crash: std::sync::Arc<dyn Store> = std::sync::Arc::new(MemStore::new());
+    {
+        let mut b = Batch::new();
+        for (k, v) in sim.durable.scan_prefix(b"").map(|kv| kv.unwrap()) {
+            b.put(k, v);
+        }
+        after_crash.apply(b).unwrap();
+    }
+    let g = open_sim(after_crash);
+    let mut again: Vec<String> = pages(g.next_batch(T0 + 10, 10).unwrap())
+        .into_iter()
+        .map(|p| p.url)
+        .collect();
+    again.sort();
+    assert_eq!(again, urls, "every URL is served again, none lost");
+
+    // in the first frontier, one completion: its flush carries all three leases
+    f.complete(leased[0].id, PageOutcome::Done { response_ms: 5 }, T0 + 3)
+        .unwrap();
+    assert!(sim.unflushed.lock().is_empty());
+    let g = open_sim(sim.durable.clone());
+    assert_eq!(g.stats().recovered_leases, 2);
+    let mut back: Vec<String> = pages(g.next_batch(T0 + 10, 10).unwrap())
+        .into_iter()
+        .map(|p| p.url)
+        .collect();
+    back.sort();
+    let mut expected: Vec<String> = leased[1..].iter().map(|p| p.url.clone()).collect();
+    expected.sort();
+    assert_eq!(
+        back, expected,
+        "the completed URL stays done, the two in flight return"
+    );
+}
+
+/// A store whose flushes can be held (a slow disk, on demand).
+#[derive(Default)]
+struct HeldFlush {
+    inner: MemStore,
+    // (held, flushes waiting)
+    state: parking_lot::Mutex<(bool, usize)>,
+    cv: parking_lot::Condvar,
+}
+
+impl HeldFlush {
+    fn hold(&self, on: bool) {
+        self.state.lock().0 = on;
+        self.cv.notify_all();
+    }
+    fn waiting(&self) -> usize {
+        self.state.lock().1
+    }
+}
+
+impl Store for HeldFlush {
+    fn get(&self, key: &[u8]) -> std::result::Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get(key)
+    }
+    fn read_with(
+        &self,
+        key: &[u8],
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> std::result::Result<(), StoreError> {
+        self.inner.read_with(key, f)
+    }
+    fn contains(&self, key: &[u8]) -> std::result::Result<bool, StoreError> {
+        self.inner.contains(key)
+    }
+    fn first_in_range(
+        &self,
+        from: &[u8],
+        to: &[u8],
+    ) -> std::result::Result<Option<Kv>, StoreError> {
+        self.inner.first_in_range(from, to)
+    }
+    fn last_in_range(&self, from: &[u8], to: &[u8]) -> std::result::Result<Option<Kv>, StoreError> {
+        self.inner.last_in_range(from, to)
+    }
+    fn scan_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> Box<dyn Iterator<Item = std::result::Result<Kv, StoreError>> + 'a> {
+        self.inner.scan_prefix(prefix)
+    }
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> std::result::Result<(), StoreError> {
+        self.inner.visit_prefix(prefix, f)
+    }
+    fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
+        self.inner.apply(batch)
+    }
+    fn flush(&self) -> std::result::Result<(), StoreError> {
+        let mut st = self.state.lock();
+        st.1 += 1;
+        while st.0 {
+            self.cv.wait(&mut st);
+        }
+        st.1 -= 1;
+        Ok(())
+    }
+    fn size_on_disk(&self) -> std::result::Result<u64, StoreError> {
+        self.inner.size_on_disk()
+    }
+}
+
+/// A robots.txt outcome waiting for its flush does not stop the scheduler: other hosts'
+/// pages are handed out meanwhile; the host whose rules are being made durable gets none
+/// until they are, then its pages flow.
+#[test]
+fn robots_outcome_flush_does_not_hold_the_scheduler() {
+    let store = std::sync::Arc::new(HeldFlush::default());
+    let f = std::sync::Arc::new(open_sim(store.clone()));
+    f.set_robots(
+        &[(
+            "http://known.test",
+            RobotsFetchOutcome::ClientError { status: 404 },
+        )],
+        T0,
+    )
+    .unwrap();
+    let urls = ["http://new.test/a", "http://known.test/a"];
+    f.enqueue_batch(&urls, T0).unwrap();
+    let items = f.next_batch(T0, 10).unwrap();
+    let robots = items
+        .iter()
+        .find_map(|w| match w {
+            WorkItem::Robots(r) => Some(r.clone()),
+            WorkItem::Page(_) => None,
+        })
+        .expect("new.test needs its robots.txt");
+    let known: Vec<PageLease> = pages(items);
+    assert_eq!(known.len(), 1);
+    f.complete(known[0].id, PageOutcome::Done { response_ms: 1 }, T0)
+        .unwrap();
+    f.enqueue_batch(&["http://known.test/b"], T0).unwrap();
+
+    store.hold(true);
+    let completer = {
+        let f = f.clone();
+        std::thread::spawn(move || {
+            f.complete_robots(
+                &robots,
+                &RobotsFetchOutcome::ClientError { status: 404 },
+                1,
+                T0 + 1,
+            )
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.waiting() == 0 {
+        assert!(std::time::Instant::now() < deadline, "no flush started");
+        std::thread::yield_now();
+    }
+    // the flush is held: dispatch must still answer (run on a thread, so a blocked call
+    // fails the test instead of hanging it)
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dispatcher = {
+        let f = f.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(f.next_batch(T0 + 2, 10).map(pages));
+        })
+    };
+    let during = rx.recv_timeout(std::time::Duration::from_secs(10));
+    store.hold(false);
+    completer.join().unwrap().unwrap();
+    dispatcher.join().unwrap();
+    let during: Vec<String> = during
+        .expect("dispatch waited for a robots.txt flush")
+        .unwrap()
+        .into_iter()
+        .map(|p| p.url)
+        .collect();
+    assert_eq!(during, vec!["http://known.test/b".to_string()]);
+    let after: Vec<String> = pages(f.next_batch(T0 + 3, 10).unwrap())
+        .into_iter()
+        .map(|p| p.url)
+        .collect();
+    assert_eq!(after, vec!["http://new.test/a".to_string()]);
+}
