@@ -1,7 +1,7 @@
 //! The frontier's public face: open, inspect, pause.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::canon::canonicalize;
@@ -47,6 +47,12 @@ pub(crate) struct Inner {
     pub(crate) journal: Journal,
     pub(crate) seen: SeenSet,
     pub(crate) intake: IntakeLog,
+    /// robots.txt leases handed out and not yet completed.
+    pub(crate) robots_in_flight: u64,
+    /// Hosts (ready time, id) that need robots.txt while `max_robots_in_flight` is reached,
+    /// oldest first. Each keeps `scheduled == Some(ready)`: this entry is its place (a
+    /// later `schedule` makes it stale, as for heap entries).
+    pub(crate) robots_waiting: VecDeque<(u64, u64)>,
 }
 
 impl Inner {
@@ -115,6 +121,8 @@ impl Frontier {
             hosts: HashMap::new(),
             by_key: HashMap::new(),
             heap: BinaryHeap::new(),
+            robots_in_flight: 0,
+            robots_waiting: VecDeque::new(),
             next_host_id,
             robots: RobotsCache::new(robots, &cfg.user_agent, cfg.robots_cache_origins),
             quota,
@@ -181,7 +189,22 @@ impl Frontier {
     /// Earliest instant at which some host becomes ready (None if nothing is queued).
     pub fn next_ready_at(&self) -> Option<u64> {
         let inner = self.inner.lock();
-        inner.heap.peek().map(|Reverse((t, _))| *t)
+        let robots_free = self
+            .cfg
+            .max_robots_in_flight
+            .is_none_or(|cap| inner.robots_in_flight < cap);
+        let waiting = inner
+            .robots_waiting
+            .front()
+            .filter(|_| robots_free)
+            .map(|&(t, _)| t);
+        inner
+            .heap
+            .peek()
+            .map(|Reverse((t, _))| *t)
+            .into_iter()
+            .chain(waiting)
+            .min()
     }
 
     // ---------------------------------------------------------------- inspection

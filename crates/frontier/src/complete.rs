@@ -21,7 +21,8 @@ impl Frontier {
         self.complete_batch(&[(lease, outcome)], now_ms)
     }
 
-    /// Report several page leases at once (one flush).
+    /// Report several page leases at once (one flush). If any lease is unknown (or given
+    /// twice), nothing is applied and that lease is named in the error.
     pub fn complete_batch(&self, done: &[(LeaseId, PageOutcome)], now_ms: u64) -> Result<()> {
         let mut batch = Batch::new();
         let mut dead = Vec::new();
@@ -29,6 +30,18 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
+            // every lease is checked before any is applied: a batch with one unknown (or
+            // repeated) lease changes nothing, so the caller can retry the others
+            let mut given = std::collections::HashSet::with_capacity(done.len());
+            for (lease, _) in done {
+                let known = inner
+                    .hosts
+                    .get(&lease.host_id)
+                    .is_some_and(|h| h.leased.contains(&lease.seq));
+                if !known || !given.insert(*lease) {
+                    return Err(FrontierError::UnknownLease(*lease));
+                }
+            }
             let mut dirty = Vec::with_capacity(done.len());
             for (lease, outcome) in done {
                 let (id, seq) = (lease.host_id, lease.seq);
@@ -219,6 +232,7 @@ impl Frontier {
         if !Self::robots_pending(inner, lease) {
             return Ok(());
         }
+        inner.robots_in_flight = inner.robots_in_flight.saturating_sub(1);
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);

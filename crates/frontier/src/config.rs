@@ -65,6 +65,10 @@ pub struct FrontierConfig {
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this
     /// bounds that memory; larger means fewer, fuller segment writes.
     pub intake_buffer_bytes: u64,
+    /// robots.txt fetches handed out and not yet completed, at most; `None`: no cap. While
+    /// the cap is reached, hosts that need robots.txt wait in order and hosts whose rules
+    /// are known keep getting pages (no robots.txt wall with many new hosts).
+    pub max_robots_in_flight: Option<u64>,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
 }
@@ -94,6 +98,7 @@ impl FrontierConfig {
             robots_cache_origins: 10_000,
             journal_checkpoint_bytes: 16 * 1024 * 1024,
             intake_buffer_bytes: 64 * 1024 * 1024,
+            max_robots_in_flight: None,
             seed: None,
         }
     }

@@ -35,6 +35,7 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
+            Self::release_robots_waiting(&self.cfg, inner);
             let mut dirty: Vec<u64> = Vec::new();
             'hosts: while items.len() < max {
                 let Some(&Reverse((ready, id))) = inner.heap.peek() else {
@@ -155,6 +156,17 @@ impl Frontier {
                             continue;
                         }
                         Step::FetchRobots => {
+                            if self
+                                .cfg
+                                .max_robots_in_flight
+                                .is_some_and(|cap| inner.robots_in_flight >= cap)
+                            {
+                                // wait in line for a robots.txt slot; the heap goes on
+                                // with hosts whose rules are known
+                                h.scheduled = Some(ready);
+                                inner.robots_waiting.push_back((ready, id));
+                                continue 'hosts;
+                            }
                             if !self.quota_ok(inner, now_ms) {
                                 inner.heap.push(Reverse((ready, id)));
                                 if let Some(h) = inner.hosts.get_mut(&id) {
@@ -170,6 +182,7 @@ impl Frontier {
                             h.rec.counters.robots_fetches += 1;
                             h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
                             inner.stats.robots_fetches += 1;
+                            inner.robots_in_flight += 1;
                             dirty.push(id);
                             items.push(WorkItem::Robots(RobotsLease {
                                 host_id: id,
@@ -242,6 +255,29 @@ impl Frontier {
         // made the segments dead, cannot outlive them.
         self.reclaimer.delete(dead);
         Ok(items)
+    }
+
+    /// Hosts waiting for a robots.txt slot go back to the heap, as many as there are free
+    /// slots (their old ready times put them first).
+    fn release_robots_waiting(cfg: &crate::config::FrontierConfig, inner: &mut Inner) {
+        let Some(cap) = cfg.max_robots_in_flight else {
+            return;
+        };
+        let mut free = cap.saturating_sub(inner.robots_in_flight);
+        while free > 0 {
+            let Some((ready, id)) = inner.robots_waiting.pop_front() else {
+                break;
+            };
+            // (a stale entry: the host was rescheduled, paused or left memory meanwhile)
+            if inner
+                .hosts
+                .get(&id)
+                .is_some_and(|h| h.scheduled == Some(ready))
+            {
+                inner.heap.push(Reverse((ready, id)));
+                free -= 1;
+            }
+        }
     }
 
     /// The encoded entry with sequence `seq` of host `id`: its retry entry, its pending

@@ -605,3 +605,111 @@ fn robots_outcome_flush_does_not_hold_the_scheduler() {
         .collect();
     assert_eq!(after, vec!["http://new.test/a".to_string()]);
 }
+
+/// A batch of completions with one unknown lease applies none of them: the others stay
+/// leased and can be completed afterwards (a batching caller retries them one by one).
+#[test]
+fn complete_batch_with_an_unknown_lease_changes_nothing() {
+    let f = open_sim(std::sync::Arc::new(MemStore::new()));
+    let hosts = ["http://a.test", "http://b.test"];
+    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
+        .iter()
+        .map(|h| (*h, RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let urls: Vec<String> = hosts.iter().map(|h| format!("{h}/x")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let leased = pages(f.next_batch(T0, 10).unwrap());
+    assert_eq!(leased.len(), 2);
+    let stale = LeaseId {
+        host_id: leased[1].id.host_id,
+        seq: leased[1].id.seq + 100,
+    };
+    let done = PageOutcome::Done { response_ms: 1 };
+    let batch = vec![
+        (leased[0].id, done.clone()),
+        (stale, done.clone()),
+        (leased[1].id, done.clone()),
+    ];
+    assert!(matches!(
+        f.complete_batch(&batch, T0),
+        Err(FrontierError::UnknownLease(l)) if l == stale
+    ));
+    // the same lease twice is refused too
+    assert!(f
+        .complete_batch(
+            &[(leased[0].id, done.clone()), (leased[0].id, done.clone())],
+            T0
+        )
+        .is_err());
+    for p in &leased {
+        f.complete(p.id, done.clone(), T0).unwrap();
+    }
+}
+
+/// With `max_robots_in_flight`, many new hosts do not take every robots.txt slot at once:
+/// pages of a host whose rules are known go out beside them, and each completed robots.txt
+/// frees a slot for the next host in line, until every host got its robots.txt.
+#[test]
+fn robots_fetches_are_capped_and_pages_flow_beside_them() {
+    let mut c = FrontierConfig::new("/nonexistent-robots-cap").without_gaps();
+    c.seed = Some(1);
+    c.max_robots_in_flight = Some(2);
+    let f = Frontier::open_store(
+        c,
+        std::sync::Arc::new(MemStore::new()),
+        std::sync::Arc::new(PolicyRobots::default()),
+    )
+    .unwrap();
+    // ten new hosts queued first (older ready times), then one with known rules
+    let new: Vec<String> = (0..10).map(|i| format!("http://n{i}.test/p")).collect();
+    f.enqueue_batch(&new, T0).unwrap();
+    f.set_robots(
+        &[(
+            "http://known.test",
+            RobotsFetchOutcome::ClientError { status: 404 },
+        )],
+        T0,
+    )
+    .unwrap();
+    let known: Vec<String> = (0..3).map(|i| format!("http://known.test/{i}")).collect();
+    f.enqueue_batch(&known, T0 + 1).unwrap();
+
+    let mut robots_done = std::collections::BTreeSet::new();
+    let mut pages_done = Vec::new();
+    for now in T0 + 2..T0 + 102 {
+        let items = f.next_batch(now, 100).unwrap();
+        if items.is_empty() {
+            break;
+        }
+        let mut robots_out = 0;
+        let mut leases = Vec::new();
+        for w in items {
+            match w {
+                WorkItem::Robots(r) => {
+                    robots_out += 1;
+                    f.complete_robots(&r, &RobotsFetchOutcome::ClientError { status: 404 }, 1, now)
+                        .unwrap();
+                    robots_done.insert(r.origin);
+                }
+                WorkItem::Page(p) => leases.push(p),
+            }
+        }
+        assert!(
+            robots_out <= 2,
+            "at most two robots.txt at once, got {robots_out}"
+        );
+        for p in leases {
+            f.complete(p.id, PageOutcome::Done { response_ms: 1 }, now)
+                .unwrap();
+            pages_done.push(p.url);
+        }
+    }
+    // the known host's first page went out in the first round, beside two robots.txt
+    assert_eq!(
+        pages_done.first().map(String::as_str),
+        Some("http://known.test/0")
+    );
+    assert_eq!(robots_done.len(), 10, "every new host got its robots.txt");
+    assert_eq!(pages_done.len(), 13, "every page was fetched");
+}
