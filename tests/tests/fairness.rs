@@ -285,3 +285,63 @@ fn the_first_page_waits_the_crawl_delay_of_robots_txt() {
         );
     }
 }
+
+/// No robots.txt wall: with many new hosts whose robots.txt is slow, robots.txt fetches
+/// take only a share of the workers, so a host whose rules came back first gets its pages
+/// fetched right away instead of after every other host's robots.txt.
+#[test]
+fn pages_start_within_a_second_of_the_first_robots_txt_answer() {
+    let site = Site::start(|req: &Req| {
+        if req.path == "/robots.txt" {
+            let allow = Reply::text("User-agent: *\nAllow: /\n");
+            if req.host.starts_with("slow") {
+                return allow.delayed(Duration::from_millis(600));
+            }
+            return allow;
+        }
+        Reply::html("page")
+    });
+    let env = Env::new(&[
+        ("fetch", "workers", "4"),
+        ("politeness", "min_delay", "\"0s\""),
+        ("politeness", "max_delay", "\"0s\""),
+        ("politeness", "delay_factor", "0.0"),
+    ]);
+    let daemon = env.start();
+    // the quick host first, then 32 hosts whose robots.txt takes 0.6 s: one robots.txt
+    // fetch per worker for all of them would keep 4 workers busy for ~5 s
+    let fast = site.base("fast.site.test");
+    let mut urls: Vec<String> = (0..5).map(|i| format!("{fast}/p{i}")).collect();
+    for i in 0..32 {
+        urls.push(format!("{}/p", site.base(&format!("slow{i}.site.test"))));
+    }
+    daemon.submit(&urls);
+    wait_until("the quick host's pages", Duration::from_secs(60), || {
+        let log = env.crawl_log();
+        urls[..5].iter().all(|u| logged(&log, u, "fetched"))
+    });
+    let hits = site.hits();
+    let first_answer = hits
+        .iter()
+        .filter(|h| h.path == "/robots.txt")
+        .filter_map(|h| h.sent)
+        .min()
+        .expect("a robots.txt answered");
+    let first_page = hits
+        .iter()
+        .filter(|h| h.path != "/robots.txt")
+        .map(|h| h.start)
+        .min()
+        .expect("a page fetched");
+    let wait = first_page.saturating_duration_since(first_answer);
+    eprintln!("first page {wait:?} after the first robots.txt answer");
+    assert!(
+        wait < Duration::from_secs(1),
+        "the first page came {wait:?} after the first robots.txt answer"
+    );
+    // and the slow hosts were not starved either
+    wait_until("every page", Duration::from_secs(60), || {
+        let log = env.crawl_log();
+        urls.iter().all(|u| logged(&log, u, "fetched"))
+    });
+}

@@ -44,6 +44,8 @@ pub struct Metrics {
     crawl_delay_clamped_seen: AtomicU64,
     pub warc_bytes: Counter,
     pub in_flight: Gauge,
+    pub completion_batches: Counter,
+    pub completion_batch_size: Histogram,
     pub store_size: Gauge,
     pub spool_files: Family<Labels, Counter>,
     pub redirect_chains_stopped: Counter,
@@ -83,6 +85,8 @@ impl Metrics {
             crawl_delay_clamped_seen: AtomicU64::new(0),
             warc_bytes: Counter::default(),
             in_flight: Gauge::default(),
+            completion_batches: Counter::default(),
+            completion_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             store_size: Gauge::default(),
             spool_files: Family::default(),
             redirect_chains_stopped: Counter::default(),
@@ -189,6 +193,16 @@ impl Metrics {
             m.warc_bytes.clone(),
         );
         registry.register("in_flight", "Fetches in flight", m.in_flight.clone());
+        registry.register(
+            "completion_batches",
+            "Batches of page outcomes applied to the frontier (one flush each)",
+            m.completion_batches.clone(),
+        );
+        registry.register(
+            "completion_batch_size",
+            "Page outcomes per batch applied to the frontier",
+            m.completion_batch_size.clone(),
+        );
         registry.register(
             "store_size_bytes",
             "Frontier store size on disk",

@@ -304,7 +304,7 @@ fn pause_or_resume(
         sh.frontier.pause(&h.key)
     } else {
         let r = sh.frontier.resume(&h.key);
-        sh.wake.notify_waiters();
+        sh.pipeline.kick();
         r
     };
     let changed = match changed {

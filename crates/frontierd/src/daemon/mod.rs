@@ -4,13 +4,16 @@
 //!
 //! - run.rs: start-up, the task set, the shutdown sequence
 //! - shared.rs: the state every task shares; submitting URLs, the crawl log, WARC writing
-//! - worker.rs: fetch workers (lease, fetch, archive, judge, log, report back)
+//! - pipeline.rs: between frontier and workers: one dispatcher leases for the idle
+//!   workers, one completer reports page outcomes in batches (one flush per batch)
+//! - worker.rs: fetch workers (take an item, fetch, archive, judge, log, report back)
 //! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
 //! - stats.rs: the counters `/v1/stats`, `/metrics` and the progress line share
 //! - progress.rs: the periodic progress line and "crawl drained"
 //! - signals.rs: SIGTERM/SIGINT stop, SIGHUP reopens the crawl log
 
 pub mod intake;
+pub mod pipeline;
 pub mod progress;
 pub mod run;
 pub mod shared;

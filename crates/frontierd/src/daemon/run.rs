@@ -14,7 +14,10 @@ use tokio::sync::Notify;
 use warc::{recover_open_files, WarcConfig, WarcWriter};
 
 use crate::config::Settings;
+use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
+use crate::internal_events::fetch::CompletionsApplied;
+use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
 
 /// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
@@ -83,21 +86,42 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
     let follow = settings.follow_rules();
 
-    let shared = Arc::new(Shared {
-        frontier: Arc::new(frontier),
-        fetcher,
-        warc: Mutex::new(Some(warc)),
-        crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
-        metrics: Metrics::new(),
-        wake: Notify::new(),
-        shutdown: Notify::new(),
-        stopping: AtomicBool::new(false),
-        in_flight: AtomicU64::new(0),
-        follow,
-        token,
-        started: Instant::now(),
-        settings,
+    let frontier = Arc::new(frontier);
+    let mut pipeline_tasks = None;
+    let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
+        let (on_dispatch, on_complete) = (weak.clone(), weak.clone());
+        let observer = Observer {
+            after_dispatch: Box::new(move |_| {
+                if let Some(sh) = on_dispatch.upgrade() {
+                    sh.drain_events();
+                }
+            }),
+            after_completions: Box::new(move |size| {
+                if let Some(sh) = on_complete.upgrade() {
+                    CompletionsApplied { size }.emit(&sh.metrics);
+                    sh.drain_events();
+                }
+            }),
+        };
+        let (pipeline, tasks) = Pipeline::start(frontier.clone(), observer);
+        pipeline_tasks = Some(tasks);
+        Shared {
+            frontier,
+            pipeline,
+            fetcher,
+            warc: Mutex::new(Some(warc)),
+            crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
+            metrics: Metrics::new(),
+            shutdown: Notify::new(),
+            stopping: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            follow,
+            token,
+            started: Instant::now(),
+            settings,
+        }
     });
+    let pipeline_tasks = pipeline_tasks.context("starting the dispatcher")?;
     shared
         .metrics
         .config_warnings
@@ -148,6 +172,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         ],
     );
     shared.stopping.store(true, Ordering::SeqCst);
+    shared.pipeline.stop();
     shared.shutdown.notify_waiters();
     spool_task.abort();
     let grace = shared.settings.raw.fetch.shutdown_grace.0;
@@ -165,6 +190,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             "grace period over: unfinished leases return to their queues at the next start"
         );
     }
+    // every completion the workers sent is applied (and flushed) before the store closes
+    pipeline_tasks.finish(&shared.pipeline).await;
     shared.drain_events();
     for task in [admin_task, stats_task, drain_task, spool_task] {
         task.abort();

@@ -52,7 +52,8 @@ pub struct Shared {
     pub warc: Mutex<Option<WarcWriter>>,
     pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
     pub metrics: Metrics,
-    pub wake: Notify,
+    /// Dispatcher and completer between the frontier and the workers.
+    pub pipeline: Arc<crate::daemon::pipeline::Pipeline>,
     pub shutdown: Notify,
     pub stopping: AtomicBool,
     pub in_flight: AtomicU64,
@@ -171,7 +172,7 @@ impl Shared {
         }
         .emit(&self.metrics);
         if summary.accepted > 0 {
-            self.wake.notify_waiters();
+            self.pipeline.kick();
         }
         Ok(summary)
     }

@@ -23,31 +23,9 @@ use crate::internal_events::InternalEvent;
 
 /// One fetch worker, until the daemon stops.
 pub async fn worker(sh: Arc<Shared>, _id: u32) {
-    loop {
-        if sh.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let now = now_ms();
-        let item = match sh.frontier.next(now) {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::error!(error = %e, "frontier next failed");
-                None
-            }
-        };
-        sh.drain_events();
-        let Some(item) = item else {
-            let wait_ms = match sh.frontier.next_ready_at() {
-                Some(t) => t.saturating_sub(now).clamp(20, 1000),
-                None => 1000,
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
-                _ = sh.wake.notified() => {}
-                _ = sh.shutdown.notified() => {}
-            }
-            continue;
-        };
+    // items come from the dispatcher (pipeline.rs), leased for all idle workers in one
+    // call off the runtime threads; `None` once the daemon stops
+    while let Some(item) = sh.pipeline.next_item().await {
         sh.in_flight.fetch_add(1, Ordering::SeqCst);
         sh.metrics
             .in_flight
@@ -60,7 +38,6 @@ pub async fn worker(sh: Arc<Shared>, _id: u32) {
         sh.metrics
             .in_flight
             .set(sh.in_flight.load(Ordering::Relaxed) as i64);
-        sh.drain_events();
     }
 }
 
@@ -130,6 +107,8 @@ async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
         Ok(Err(e)) => tracing::error!(error = %e, "complete_robots failed"),
         Err(e) => tracing::error!(error = %e, "complete_robots task failed"),
     }
+    // the host's pages may go now
+    sh.pipeline.kick();
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
@@ -251,13 +230,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     }
 }
 
+/// Hand the outcome to the completer: applied with others in one batch (one flush).
 async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome) {
-    let fr = sh.frontier.clone();
-    let id = lease.id;
-    let res = tokio::task::spawn_blocking(move || fr.complete(id, outcome, now_ms())).await;
-    match res {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::error!(url = %lease.url, error = %e, "complete failed"),
-        Err(e) => tracing::error!(error = %e, "complete task failed"),
-    }
+    sh.pipeline.complete(lease.id, outcome).await;
 }

@@ -193,3 +193,16 @@ impl InternalEvent for RobotsFetchRefused<'_> {
             .inc();
     }
 }
+
+/// A batch of page outcomes was applied to the frontier (one `complete_batch`, one flush).
+pub struct CompletionsApplied {
+    pub size: usize,
+}
+
+impl InternalEvent for CompletionsApplied {
+    fn emit(self, m: &Metrics) {
+        tracing::trace!(size = self.size, "page outcomes applied");
+        m.completion_batches.inc();
+        m.completion_batch_size.observe(self.size as f64);
+    }
+}

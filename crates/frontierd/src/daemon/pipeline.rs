@@ -1,0 +1,266 @@
+//! Between the frontier and the fetch workers: one dispatcher task leases work for the
+//! idle workers (one `next_batch` for all of them, on the blocking pool) and feeds them
+//! through a channel; one completer task reports page outcomes in batches (one
+//! `complete_batch`, so one flush, per batch). The runtime threads never wait on the
+//! frontier's lock or a disk flush, and a flush is shared by every page of a batch.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use frontier::{Frontier, FrontierError, LeaseId, PageOutcome, WorkItem};
+use tokio::sync::{mpsc, oneshot, Mutex, Notify};
+
+use crate::daemon::shared::now_ms;
+
+/// At most this many leases per `next_batch` call.
+const MAX_DISPATCH: usize = 256;
+/// At most this many completions per `complete_batch` call.
+const MAX_COMPLETIONS: usize = 512;
+/// A batch of completions waits at most this long for more after its first one.
+const COMPLETION_LINGER: Duration = Duration::from_millis(2);
+/// Completions waiting to be applied, at most (workers wait beyond that).
+const COMPLETION_QUEUE: usize = 4096;
+
+enum Completion {
+    Page(LeaseId, PageOutcome),
+    /// Apply everything before this, then answer and end.
+    Close(oneshot::Sender<()>),
+}
+
+/// The dispatcher's and completer's shared ends, held by the workers.
+pub struct Pipeline {
+    items: Mutex<mpsc::UnboundedReceiver<WorkItem>>,
+    done: mpsc::Sender<Completion>,
+    /// Workers waiting for an item.
+    idle: AtomicUsize,
+    /// Items sent to the channel and not yet taken.
+    queued: AtomicUsize,
+    /// Something changed that may let the dispatcher lease more: a worker became idle, a
+    /// completion or robots outcome made a host ready, URLs were queued.
+    kick: Notify,
+    stopping: AtomicBool,
+    stop: Notify,
+}
+
+/// What runs the pipeline: spawned by [`Pipeline::start`], ended by [`Tasks::finish`].
+pub struct Tasks {
+    dispatcher: tokio::task::JoinHandle<()>,
+    completer: tokio::task::JoinHandle<()>,
+}
+
+/// Counts the pipeline reports (to metrics, by the caller's closure).
+pub struct Observer {
+    /// Called after each `next_batch` (with the items leased) on the blocking pool; the
+    /// daemon takes the frontier's events there.
+    pub after_dispatch: Box<dyn Fn(usize) + Send + Sync>,
+    /// Called after each `complete_batch` with its size.
+    pub after_completions: Box<dyn Fn(usize) + Send + Sync>,
+}
+
+impl Pipeline {
+    /// Start the dispatcher and the completer for `frontier`.
+    pub fn start(frontier: Arc<Frontier>, observer: Observer) -> (Arc<Pipeline>, Tasks) {
+        let (item_tx, item_rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = mpsc::channel(COMPLETION_QUEUE);
+        let p = Arc::new(Pipeline {
+            items: Mutex::new(item_rx),
+            done: done_tx,
+            idle: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            kick: Notify::new(),
+            stopping: AtomicBool::new(false),
+            stop: Notify::new(),
+        });
+        let observer = Arc::new(observer);
+        let dispatcher = tokio::spawn(dispatch_loop(
+            p.clone(),
+            frontier.clone(),
+            item_tx,
+            observer.clone(),
+        ));
+        let completer = tokio::spawn(complete_loop(p.clone(), frontier, done_rx, observer));
+        (
+            p,
+            Tasks {
+                dispatcher,
+                completer,
+            },
+        )
+    }
+
+    /// The next item for a worker; `None` once the pipeline stops.
+    pub async fn next_item(&self) -> Option<WorkItem> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        self.kick.notify_one();
+        let item = tokio::select! {
+            item = async { self.items.lock().await.recv().await } => item,
+            _ = self.stop.notified() => None,
+        };
+        self.idle.fetch_sub(1, Ordering::SeqCst);
+        if item.is_some() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        item
+    }
+
+    /// Report a page's outcome; applied with others in one batch, soon.
+    pub async fn complete(&self, lease: LeaseId, outcome: PageOutcome) {
+        if self
+            .done
+            .send(Completion::Page(lease, outcome))
+            .await
+            .is_err()
+        {
+            // the completer is gone (only after a stop): the lease returns at the next open
+            tracing::warn!(
+                ?lease,
+                "completion after the completer ended; the URL will be fetched again"
+            );
+        }
+    }
+
+    /// Hosts may have become ready (URLs queued, a robots.txt answered): look again now.
+    pub fn kick(&self) {
+        self.kick.notify_one();
+    }
+
+    /// No new leases from now on; workers waiting for an item get `None`.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.notify_waiters();
+        self.kick.notify_one();
+    }
+}
+
+impl Tasks {
+    /// After the workers are done: end the dispatcher, apply every completion sent so far
+    /// and end the completer.
+    pub async fn finish(self, p: &Pipeline) {
+        p.stop();
+        let _ = self.dispatcher.await;
+        let (tx, rx) = oneshot::channel();
+        if p.done.send(Completion::Close(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        let _ = self.completer.await;
+    }
+}
+
+async fn dispatch_loop(
+    p: Arc<Pipeline>,
+    frontier: Arc<Frontier>,
+    items: mpsc::UnboundedSender<WorkItem>,
+    observer: Arc<Observer>,
+) {
+    while !p.stopping.load(Ordering::SeqCst) {
+        let want = p
+            .idle
+            .load(Ordering::SeqCst)
+            .saturating_sub(p.queued.load(Ordering::SeqCst));
+        if want == 0 {
+            p.kick.notified().await;
+            continue;
+        }
+        let fr = frontier.clone();
+        let obs = observer.clone();
+        let leased = tokio::task::spawn_blocking(move || {
+            let r = fr.next_batch(now_ms(), want.min(MAX_DISPATCH));
+            (obs.after_dispatch)(r.as_ref().map_or(0, Vec::len));
+            r.map(|items| (items, fr.next_ready_at()))
+        })
+        .await;
+        match leased {
+            Ok(Ok((batch, next_ready))) if batch.is_empty() => {
+                // nothing may go now: wait until the first host is ready, or a kick
+                let wait_ms =
+                    next_ready.map_or(1000, |t| t.saturating_sub(now_ms()).clamp(1, 1000));
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(wait_ms)) => {}
+                    _ = p.kick.notified() => {}
+                }
+            }
+            Ok(Ok((batch, _))) => {
+                p.queued.fetch_add(batch.len(), Ordering::SeqCst);
+                for item in batch {
+                    // (the receiver lives as long as the pipeline)
+                    let _ = items.send(item);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "frontier next_batch failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "frontier next_batch task failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn complete_loop(
+    p: Arc<Pipeline>,
+    frontier: Arc<Frontier>,
+    mut rx: mpsc::Receiver<Completion>,
+    observer: Arc<Observer>,
+) {
+    let mut closing = None;
+    while closing.is_none() {
+        let Some(first) = rx.recv().await else {
+            return;
+        };
+        let mut batch = Vec::new();
+        let mut take = |c: Completion, batch: &mut Vec<(LeaseId, PageOutcome)>| match c {
+            Completion::Page(l, o) => batch.push((l, o)),
+            Completion::Close(tx) => closing = Some(tx),
+        };
+        take(first, &mut batch);
+        let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
+        while batch.len() < MAX_COMPLETIONS {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(c)) => {
+                    let close = matches!(c, Completion::Close(_));
+                    take(c, &mut batch);
+                    if close {
+                        break;
+                    }
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            let n = batch.len();
+            let fr = frontier.clone();
+            let res = tokio::task::spawn_blocking(move || apply(&fr, &batch)).await;
+            if let Err(e) = res {
+                tracing::error!(error = %e, "complete_batch task failed");
+            }
+            (observer.after_completions)(n);
+            p.kick();
+        }
+    }
+    if let Some(tx) = closing {
+        let _ = tx.send(());
+    }
+}
+
+/// One `complete_batch`; if it names a lease it does not know (nothing applied then), the
+/// others are applied one by one so one bad lease costs only itself.
+fn apply(frontier: &Frontier, batch: &[(LeaseId, PageOutcome)]) {
+    match frontier.complete_batch(batch, now_ms()) {
+        Ok(()) => {}
+        Err(FrontierError::UnknownLease(bad)) => {
+            tracing::error!(lease = ?bad, "completion of an unknown lease; the batch is applied one by one");
+            for (lease, outcome) in batch {
+                if let Err(e) = frontier.complete(*lease, outcome.clone(), now_ms()) {
+                    tracing::error!(?lease, error = %e, "complete failed");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, completions = batch.len(), "complete_batch failed"),
+    }
+}
