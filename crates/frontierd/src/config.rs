@@ -854,9 +854,6 @@ impl Settings {
         f.max_attempts = p.max_attempts;
         f.robots_hold_recheck_ms = self.raw.robots.hold_recheck.ms();
         f.robots_cache_origins = usize::try_from(self.raw.robots.cache_origins).unwrap_or(10_000);
-        // robots.txt fetches take at most half the workers: with many new hosts, pages of
-        // the hosts whose rules are known keep flowing beside them (no robots.txt wall)
-        f.max_robots_in_flight = Some(u64::from(self.raw.fetch.workers / 2).max(1));
         f
     }
 

@@ -62,7 +62,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         ));
     }
 
-    let fcfg = settings.frontier_config();
+    let mut fcfg = settings.frontier_config();
+    // robots.txt fetches take at most half the workers: with many new hosts, pages of the
+    // hosts whose rules are known keep flowing beside them (no robots.txt wall)
+    fcfg.max_robots_in_flight = Some(u64::from(settings.raw.fetch.workers / 2).max(1));
     let backend = Arc::new(PolicyRobots {
         state_config: Arc::new(settings.robots_state_config()),
     });
