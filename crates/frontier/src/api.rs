@@ -13,7 +13,7 @@ use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
 use crate::sched::rate::TokenBucket;
-use crate::sched::robots_gate::{PolicyRobots, RobotsBackend, RobotsCache};
+use crate::sched::robots_gate::{RobotsCache, RobotsEngine};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::commit::GroupCommit;
@@ -87,11 +87,11 @@ impl Frontier {
 
     /// Open (or create) the frontier at `cfg.path` with sled and the robots-policy backend.
     pub fn open(cfg: FrontierConfig) -> Result<Frontier> {
-        Self::open_with(cfg, Arc::new(PolicyRobots::default()))
+        Self::open_with(cfg, RobotsEngine::default())
     }
 
-    /// Open with a given robots backend.
-    pub fn open_with(cfg: FrontierConfig, robots: Arc<dyn RobotsBackend>) -> Result<Frontier> {
+    /// Open with a given robots engine (its state-machine timing).
+    pub fn open_with(cfg: FrontierConfig, robots: RobotsEngine) -> Result<Frontier> {
         let store: Arc<dyn Store> = Arc::new(SledStore::open(&cfg.path, &cfg.sled)?);
         Self::open_store(cfg, store, robots)
     }
@@ -100,7 +100,7 @@ impl Frontier {
     pub fn open_store(
         cfg: FrontierConfig,
         store: Arc<dyn Store>,
-        robots: Arc<dyn RobotsBackend>,
+        robots: RobotsEngine,
     ) -> Result<Frontier> {
         let next_host_id = match store.get(keys::NEXT_HOST_ID)? {
             Some(v) if v.len() == 8 => {
@@ -124,7 +124,7 @@ impl Frontier {
             robots_in_flight: 0,
             robots_waiting: VecDeque::new(),
             next_host_id,
-            robots: RobotsCache::new(robots, &cfg.user_agent, cfg.robots_cache_origins),
+            robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
             quota,
             rng,
             stats: FrontierStats::default(),
@@ -250,7 +250,7 @@ impl Frontier {
         }
     }
 
-    /// The stored robots record of an origin (the backend's encoding).
+    /// The stored robots record of an origin (robots-policy's encoding).
     pub fn robots_record(&self, origin: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.store.get(&keys::robots(origin))?)
     }

@@ -32,7 +32,7 @@ fn changes_at(status: &RobotsStatus, now_ms: u64) -> u64 {
 
 impl RobotsCensus {
     /// Record `origin`'s new state as of `now_ms` (a no-op until the census is built).
-    pub(crate) fn note(&mut self, origin: &str, state: &dyn OriginState, now_ms: u64) {
+    pub(crate) fn note(&mut self, origin: &str, state: &OriginState, now_ms: u64) {
         if !self.ready {
             return;
         }

@@ -221,11 +221,11 @@ impl Frontier {
         let crawl_delay = RobotsCache::crawl_delay_of(
             inner.robots.backend().as_ref(),
             &self.cfg.user_agent,
-            state.as_ref(),
+            &state,
             now_ms,
         )
         .map(|d| (d.as_millis() as u64).min(self.cfg.max_crawl_delay_ms));
-        inner.census.note(&lease.origin, state.as_ref(), now_ms);
+        inner.census.note(&lease.origin, &state, now_ms);
         inner.robots.put(&lease.origin, state);
         inner.events.push(event);
         // (the lease is still ours: only this call clears it)
@@ -275,7 +275,7 @@ impl Frontier {
         outcome: &RobotsFetchOutcome,
         now_ms: u64,
         batch: &mut Batch,
-    ) -> Result<(Box<dyn OriginState>, FrontierEvent)> {
+    ) -> Result<(OriginState, FrontierEvent)> {
         let backend = inner.robots.backend().clone();
         let mut state = match self.store.get(&keys::robots(origin))? {
             Some(b) => backend.decode(&b)?,
@@ -310,7 +310,7 @@ impl Frontier {
         self.store.apply(batch)?;
         self.store.flush()?;
         for (origin, st) in states {
-            inner.census.note(origin, st.as_ref(), now_ms);
+            inner.census.note(origin, &st, now_ms);
             inner.robots.put(origin, st);
         }
         Ok(())

@@ -15,19 +15,13 @@ pub enum FrontierError {
     Codec(#[from] CodecError),
     /// A stored robots record could not be decoded.
     #[error("robots record: {0}")]
-    Robots(String),
+    Robots(#[from] robots_policy::state::DecodeError),
     /// The lease is not (or no longer) in flight, e.g. it returned to its queue at restart.
     #[error("unknown lease {0:?}")]
     UnknownLease(LeaseId),
     /// A robots lease for an origin that has no robots fetch in flight.
     #[error("no robots fetch in flight for {0}")]
     UnknownRobotsLease(String),
-}
-
-impl From<String> for FrontierError {
-    fn from(s: String) -> Self {
-        FrontierError::Robots(s)
-    }
 }
 
 /// Result alias.

@@ -3,7 +3,7 @@
 //! It owns: canonical URLs ([`canon`]), the exact seen-set, one durable FIFO queue per
 //! politeness key (host, registrable domain, or origin), per-host records (next-allowed instant,
 //! in-flight count, back-off, crawl-delay, last response time, counters), robots records
-//! (stored as the robots backend's encoded bytes, decoded states cached in a bounded
+//! (stored as robots-policy's encoded bytes, decoded states cached in a bounded
 //! cache), the politeness scheduler with a global rate quota (a token bucket on the caller's clock), leases with
 //! at-least-once delivery across crashes, group-commit enqueue, and the robots gate that
 //! asks robots-policy about every URL before it is handed out.
@@ -41,7 +41,7 @@ pub use error::{FrontierError, Result};
 pub use events::{FrontierEvent, FrontierStats, OriginView};
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
-pub use sched::robots_gate::{PolicyRobots, RobotsBackend, RobotsDecision, RobotsFetchOutcome};
+pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFetchOutcome};
 pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};
 pub use work::{url_hash, EnqueueItem, EnqueueResult, LeaseId, PageLease, RobotsLease, WorkItem};

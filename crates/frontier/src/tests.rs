@@ -384,7 +384,7 @@ impl Store for CrashSim {
 fn open_sim(store: std::sync::Arc<dyn Store>) -> Frontier {
     let mut c = FrontierConfig::new("/nonexistent-crash-sim").without_gaps();
     c.seed = Some(1);
-    Frontier::open_store(c, store, std::sync::Arc::new(PolicyRobots::default())).unwrap()
+    Frontier::open_store(c, store, RobotsEngine::default()).unwrap()
 }
 
 fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
@@ -658,7 +658,7 @@ fn robots_fetches_are_capped_and_pages_flow_beside_them() {
     let f = Frontier::open_store(
         c,
         std::sync::Arc::new(MemStore::new()),
-        std::sync::Arc::new(PolicyRobots::default()),
+        RobotsEngine::default(),
     )
     .unwrap();
     // ten new hosts queued first (older ready times), then one with known rules

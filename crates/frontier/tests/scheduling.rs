@@ -7,12 +7,7 @@ use frontier::*;
 /// A frontier on the in-memory store: for the rules that need no restart (the tests that
 /// reopen keep sled, for what must survive).
 fn open_mem(c: FrontierConfig) -> Frontier {
-    Frontier::open_store(
-        c,
-        Arc::new(MemStore::new()),
-        Arc::new(PolicyRobots::default()),
-    )
-    .unwrap()
+    Frontier::open_store(c, Arc::new(MemStore::new()), RobotsEngine::default()).unwrap()
 }
 
 /// The drops among the frontier's events (the other events are dropped here).

@@ -1,14 +1,20 @@
 //! The robots gate: how the frontier asks robots-policy about an origin and a URL.
 //!
-//! The frontier only sees the small traits here, so the robots engine could be swapped;
-//! [`PolicyRobots`] plugs in robots-policy's per-origin state machine and matcher.
+//! There is one robots engine, robots-policy: [`RobotsEngine`] holds its state-machine
+//! timing, [`OriginState`] is one origin's state (robots-policy's `OriginRobots` with that
+//! timing) and a compiled rule set is robots-policy's [`AgentPolicy`].
 //!
-//! Robots records live in the store as the backend's encoded bytes; decoded states and
+//! Robots records live in the store as robots-policy's encoded bytes; decoded states and
 //! compiled policies are kept in a bounded in-memory cache ([`RobotsCache`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use robots_policy::state::{
+    self as rp, DecodeError, Directive as RpDirective, Jitter, StateConfig, UnixMillis,
+};
+use robots_policy::AgentPolicy;
 
 /// What fetching an origin's robots.txt produced: robots-policy's fetch result.
 pub type RobotsFetchOutcome = robots_policy::state::RobotsFetchResult;
@@ -34,50 +40,16 @@ pub enum RobotsDecision<'a> {
     },
 }
 
-/// One origin's robots state (decoded).
-pub trait OriginState: Send {
-    /// The decision at `now_ms`.
-    fn decide(&self, now_ms: u64) -> RobotsDecision<'_>;
-    /// Apply the outcome of a robots.txt fetch. `jitter` is a uniform random u64.
-    fn apply(&mut self, outcome: &RobotsFetchOutcome, now_ms: u64, jitter: u64);
-    /// Versioned encoding for the store.
-    fn encode(&self) -> Vec<u8>;
-    /// Its status at `now_ms`: the state in effect, expiry, next fetch, last fetch.
-    fn status(&self, now_ms: u64) -> robots_policy::state::RobotsStatus;
-    /// Sitemaps named by the copy in force (or the last good one).
-    fn sitemaps(&self) -> Vec<String>;
-    /// Short name of the state (for logs and stats).
-    fn kind(&self) -> &'static str;
-}
-
-/// A compiled rule set for our user agent.
-pub trait PathPolicy: Send + Sync {
-    /// `Ok(())` if allowed; `Err(deciding rule)` if disallowed.
-    fn check(&self, path_and_query: &str) -> Result<(), String>;
-    /// Crawl-delay of the chosen group.
-    fn crawl_delay(&self) -> Option<Duration>;
-}
-
-/// A robots backend: creates, decodes and compiles.
-pub trait RobotsBackend: Send + Sync {
-    /// State of an origin never seen.
-    fn unknown(&self) -> Box<dyn OriginState>;
-    /// Decode a stored record.
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn OriginState>, String>;
-    /// Compile a robots.txt body for `agent`.
-    fn compile(&self, body: &[u8], agent: &str) -> Arc<dyn PathPolicy>;
-}
-
 /// Cached origin: decoded state plus, once needed, the compiled policy of the body it obeys.
 pub struct CachedOrigin {
     /// Decoded state.
-    pub state: Box<dyn OriginState>,
+    pub state: OriginState,
     /// The compiled policy and the copy it was compiled from: (fetched at, body length).
-    policy: Option<((u64, usize), Arc<dyn PathPolicy>)>,
+    policy: Option<((u64, usize), Arc<AgentPolicy>)>,
 }
 
 impl CachedOrigin {
-    fn new(state: Box<dyn OriginState>) -> CachedOrigin {
+    fn new(state: OriginState) -> CachedOrigin {
         CachedOrigin {
             state,
             policy: None,
@@ -101,7 +73,7 @@ pub enum RobotsVerdict {
 /// Bounded cache of decoded origin states (approximate LRU with two generations: when the
 /// hot map reaches half the capacity it becomes the cold map; a cold hit is promoted).
 pub struct RobotsCache {
-    backend: Arc<dyn RobotsBackend>,
+    backend: Arc<RobotsEngine>,
     agent: String,
     cap: usize,
     hot: HashMap<String, CachedOrigin>,
@@ -110,7 +82,7 @@ pub struct RobotsCache {
 
 impl RobotsCache {
     /// New cache holding about `cap` origins.
-    pub fn new(backend: Arc<dyn RobotsBackend>, agent: &str, cap: usize) -> RobotsCache {
+    pub fn new(backend: Arc<RobotsEngine>, agent: &str, cap: usize) -> RobotsCache {
         RobotsCache {
             backend,
             agent: agent.to_string(),
@@ -120,8 +92,8 @@ impl RobotsCache {
         }
     }
 
-    /// The backend.
-    pub fn backend(&self) -> &Arc<dyn RobotsBackend> {
+    /// The engine.
+    pub fn backend(&self) -> &Arc<RobotsEngine> {
         &self.backend
     }
 
@@ -142,7 +114,7 @@ impl RobotsCache {
         load: impl FnOnce() -> Result<Option<Vec<u8>>, E>,
     ) -> Result<&mut CachedOrigin, E>
     where
-        E: From<String>,
+        E: From<DecodeError>,
     {
         if !self.hot.contains_key(origin) {
             let entry = match self.cold.remove(origin) {
@@ -168,7 +140,7 @@ impl RobotsCache {
     }
 
     /// Replace the state of `origin` (after a durable apply).
-    pub fn put(&mut self, origin: &str, state: Box<dyn OriginState>) {
+    pub fn put(&mut self, origin: &str, state: OriginState) {
         self.cold.remove(origin);
         if self.hot.len() >= self.cap / 2 && !self.hot.contains_key(origin) {
             self.cold = std::mem::take(&mut self.hot);
@@ -179,7 +151,7 @@ impl RobotsCache {
 
     /// The verdict on `path_and_query` of an origin whose entry is `entry`.
     pub fn verdict(
-        backend: &dyn RobotsBackend,
+        backend: &RobotsEngine,
         agent: &str,
         entry: &mut CachedOrigin,
         path_and_query: &str,
@@ -202,9 +174,9 @@ impl RobotsCache {
                         pol
                     }
                 };
-                match policy.check(path_and_query) {
-                    Ok(()) => RobotsVerdict::Allow(policy.crawl_delay()),
-                    Err(rule) => RobotsVerdict::Disallow(rule),
+                match disallowing_rule(&policy, path_and_query) {
+                    None => RobotsVerdict::Allow(policy.crawl_delay()),
+                    Some(rule) => RobotsVerdict::Disallow(rule),
                 }
             }
         }
@@ -213,9 +185,9 @@ impl RobotsCache {
     /// The crawl-delay for `agent` of the rules `state` obeys at `now_ms` (None when it
     /// obeys none, or they set none).
     pub fn crawl_delay_of(
-        backend: &dyn RobotsBackend,
+        backend: &RobotsEngine,
         agent: &str,
-        state: &dyn OriginState,
+        state: &OriginState,
         now_ms: u64,
     ) -> Option<Duration> {
         match state.decide(now_ms) {
@@ -225,33 +197,71 @@ impl RobotsCache {
     }
 
     /// Split borrow helper: backend and agent.
-    pub fn parts(&mut self, origin: &str) -> Option<(&dyn RobotsBackend, &str, &mut CachedOrigin)> {
+    pub fn parts(&mut self, origin: &str) -> Option<(&RobotsEngine, &str, &mut CachedOrigin)> {
         let e = self.hot.get_mut(origin)?;
         Some((self.backend.as_ref(), self.agent.as_str(), e))
     }
 }
 
+/// `None` if `policy` allows `path_and_query`; else the deciding rule, as
+/// "kind: pattern (line n)" (or "disallowed" when the matcher names no rule).
+pub fn disallowing_rule(policy: &AgentPolicy, path_and_query: &str) -> Option<String> {
+    let v = policy.check(path_and_query);
+    if v.allowed {
+        return None;
+    }
+    Some(match v.rule.and_then(|id| policy.rule(id)) {
+        Some(r) => format!("{}: {} (line {})", r.kind.as_str(), r.pattern, r.line),
+        None => "disallowed".to_string(),
+    })
+}
+
 // ---------------------------------------------------------------------------------------
-// The robots-policy backend.
+// The engine: robots-policy's state machine and matcher.
 
-use robots_policy::state::{self as rp, Directive as RpDirective, Jitter, StateConfig, UnixMillis};
-use robots_policy::AgentPolicy;
-
-/// The real backend: robots-policy's per-origin state machine (`robots_policy::state`) and
-/// its Google-compatible matcher.
+/// The robots engine: robots-policy's per-origin state machine (`robots_policy::state`)
+/// with its timing, and its Google-compatible matcher.
 #[derive(Debug, Clone, Default)]
-pub struct PolicyRobots {
+pub struct RobotsEngine {
     /// Timing of the state machine.
     pub state_config: Arc<StateConfig>,
 }
 
-struct PolicyState {
+impl RobotsEngine {
+    /// State of an origin never seen.
+    pub fn unknown(&self) -> OriginState {
+        OriginState {
+            cfg: self.state_config.clone(),
+            inner: rp::OriginRobots::new(),
+        }
+    }
+
+    /// Decode a stored record.
+    pub fn decode(&self, bytes: &[u8]) -> Result<OriginState, DecodeError> {
+        Ok(OriginState {
+            cfg: self.state_config.clone(),
+            inner: rp::decode(bytes)?,
+        })
+    }
+
+    /// Compile a robots.txt body for `agent` (its product token: the part before `/`).
+    pub fn compile(&self, body: &[u8], agent: &str) -> Arc<AgentPolicy> {
+        let token = agent.split('/').next().unwrap_or(agent).trim();
+        Arc::new(AgentPolicy::parse(body, token))
+    }
+}
+
+/// One origin's robots state (decoded): robots-policy's `OriginRobots` with the timing it
+/// is read under (every question to the state machine needs both).
+#[derive(Debug, Clone)]
+pub struct OriginState {
     cfg: Arc<StateConfig>,
     inner: rp::OriginRobots,
 }
 
-impl OriginState for PolicyState {
-    fn decide(&self, now_ms: u64) -> RobotsDecision<'_> {
+impl OriginState {
+    /// The decision at `now_ms`.
+    pub fn decide(&self, now_ms: u64) -> RobotsDecision<'_> {
         let now = UnixMillis(now_ms);
         if self.inner.needs_fetch(now) {
             return RobotsDecision::FetchNow;
@@ -269,7 +279,8 @@ impl OriginState for PolicyState {
         }
     }
 
-    fn apply(&mut self, outcome: &RobotsFetchOutcome, now_ms: u64, jitter: u64) {
+    /// Apply the outcome of a robots.txt fetch. `jitter` is a uniform random u64.
+    pub fn apply(&mut self, outcome: &RobotsFetchOutcome, now_ms: u64, jitter: u64) {
         self.inner.apply(
             &self.cfg,
             outcome.clone(),
@@ -278,19 +289,23 @@ impl OriginState for PolicyState {
         );
     }
 
-    fn encode(&self) -> Vec<u8> {
+    /// Versioned encoding for the store.
+    pub fn encode(&self) -> Vec<u8> {
         rp::encode(&self.inner)
     }
 
-    fn kind(&self) -> &'static str {
+    /// Short name of the state (for logs and stats).
+    pub fn kind(&self) -> &'static str {
         self.inner.kind().as_str()
     }
 
-    fn status(&self, now_ms: u64) -> rp::RobotsStatus {
+    /// Its status at `now_ms`: the state in effect, expiry, next fetch, last fetch.
+    pub fn status(&self, now_ms: u64) -> rp::RobotsStatus {
         self.inner.status(&self.cfg, UnixMillis(now_ms))
     }
 
-    fn sitemaps(&self) -> Vec<String> {
+    /// Sitemaps named by the copy in force (or the last good one).
+    pub fn sitemaps(&self) -> Vec<String> {
         match self.inner.copy().map(|c| &c.content) {
             Some(rp::CopyContent::Body(body)) => {
                 robots_policy::RobotsTxt::parse(body).sitemaps().to_vec()
@@ -300,53 +315,13 @@ impl OriginState for PolicyState {
     }
 }
 
-struct CompiledPolicy(AgentPolicy);
-
-impl PathPolicy for CompiledPolicy {
-    fn check(&self, path_and_query: &str) -> Result<(), String> {
-        let v = self.0.check(path_and_query);
-        if v.allowed {
-            return Ok(());
-        }
-        Err(match v.rule.and_then(|id| self.0.rule(id)) {
-            Some(r) => format!("{}: {} (line {})", r.kind.as_str(), r.pattern, r.line),
-            None => "disallowed".to_string(),
-        })
-    }
-    fn crawl_delay(&self) -> Option<Duration> {
-        self.0.crawl_delay()
-    }
-}
-
-impl RobotsBackend for PolicyRobots {
-    fn unknown(&self) -> Box<dyn OriginState> {
-        Box::new(PolicyState {
-            cfg: self.state_config.clone(),
-            inner: rp::OriginRobots::new(),
-        })
-    }
-
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn OriginState>, String> {
-        let inner = rp::decode(bytes).map_err(|e| e.to_string())?;
-        Ok(Box::new(PolicyState {
-            cfg: self.state_config.clone(),
-            inner,
-        }))
-    }
-
-    fn compile(&self, body: &[u8], agent: &str) -> Arc<dyn PathPolicy> {
-        let token = agent.split('/').next().unwrap_or(agent).trim();
-        Arc::new(CompiledPolicy(AgentPolicy::parse(body, token)))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn policy_backend_roundtrip() {
-        let b = PolicyRobots::default();
+    fn engine_roundtrip() {
+        let b = RobotsEngine::default();
         let mut s = b.unknown();
         assert_eq!(s.decide(0), RobotsDecision::FetchNow);
         s.apply(
@@ -374,9 +349,14 @@ mod tests {
             panic!("expected rules");
         };
         let p = b.compile(body, "frontierd/0.1");
-        assert!(p.check("/x/y").is_err());
-        assert!(p.check("/y").is_ok());
+        assert_eq!(
+            disallowing_rule(&p, "/x/y").as_deref(),
+            Some("disallow: /x (line 2)")
+        );
+        assert_eq!(disallowing_rule(&p, "/y"), None);
         assert_eq!(p.crawl_delay(), Some(Duration::from_secs(5)));
         assert_eq!(s.decide(2000 + 24 * 3600 * 1000), RobotsDecision::FetchNow);
+        // a record that is not robots-policy's encoding is a typed decode error
+        assert_eq!(b.decode(&[]).err(), Some(DecodeError::Empty));
     }
 }

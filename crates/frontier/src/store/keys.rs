@@ -47,7 +47,7 @@ pub fn queued(id: u64, seq: u64) -> Vec<u8> {
 pub fn leased(id: u64, seq: u64) -> Vec<u8> {
     idseq(b'L', id, seq)
 }
-/// Robots record: `R` + origin -> the robots backend's encoded state.
+/// Robots record: `R` + origin -> robots-policy's encoded state.
 pub fn robots(origin: &str) -> Vec<u8> {
     tagged(b'R', &[origin.as_bytes()])
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use fetcher::Fetcher;
-use frontier::{Frontier, PolicyRobots};
+use frontier::{Frontier, RobotsEngine};
 use tokio::sync::Notify;
 use warc::{recover_open_files, WarcConfig, WarcWriter};
 
@@ -66,11 +66,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     // robots.txt fetches take at most half the workers: with many new hosts, pages of the
     // hosts whose rules are known keep flowing beside them (no robots.txt wall)
     fcfg.max_robots_in_flight = Some(u64::from(settings.raw.fetch.workers / 2).max(1));
-    let backend = Arc::new(PolicyRobots {
+    let engine = RobotsEngine {
         state_config: Arc::new(settings.robots_state_config()),
-    });
+    };
     let store_path = fcfg.path.clone();
-    let frontier = tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, backend))
+    let frontier = tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, engine))
         .await
         .context("store open task")?
         .with_context(|| {
