@@ -13,7 +13,7 @@ use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
 use crate::sched::rate::TokenBucket;
-use crate::sched::robots_gate::{RobotsCache, RobotsEngine};
+use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::commit::GroupCommit;
@@ -515,15 +515,26 @@ impl Frontier {
             if n == 0 {
                 continue;
             }
-            let store = &self.store;
-            let entry = inner.robots.entry(&origin, || {
-                store
-                    .get(&keys::robots(&origin))
-                    .map_err(FrontierError::from)
-            })?;
+            let entry = self.cached_robots(inner, &origin)?;
             *out.robots.entry(entry.state.kind()).or_default() += n;
         }
         Ok(out)
+    }
+}
+
+impl Frontier {
+    /// The origin's robots state, from the cache or else decoded from its stored record.
+    pub(crate) fn cached_robots<'a>(
+        &self,
+        inner: &'a mut Inner,
+        origin: &str,
+    ) -> Result<&'a mut CachedOrigin> {
+        let store = &self.store;
+        inner.robots.entry(origin, || {
+            store
+                .get(&keys::robots(origin))
+                .map_err(FrontierError::from)
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
 use crate::canon::origin_of;
-use crate::error::{FrontierError, Result};
+use crate::error::Result;
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
@@ -85,12 +85,7 @@ impl Frontier {
                         continue;
                     };
                     let path = &entry.url[origin.len()..];
-                    let store = &self.store;
-                    inner.robots.entry(&origin, || {
-                        store
-                            .get(&keys::robots(&origin))
-                            .map_err(FrontierError::from)
-                    })?;
+                    self.cached_robots(inner, &origin)?;
                     let verdict = match inner.robots.parts(&origin) {
                         Some((backend, agent, e)) => {
                             RobotsCache::verdict(backend, agent, e, path, now_ms)
@@ -391,12 +386,7 @@ impl Frontier {
             None => return Ok(()),
         };
         for origin in due {
-            let store = &self.store;
-            let entry = inner.robots.entry(&origin, || {
-                store
-                    .get(&keys::robots(&origin))
-                    .map_err(FrontierError::from)
-            })?;
+            let entry = self.cached_robots(inner, &origin)?;
             let held_until = match entry.state.decide(now_ms) {
                 RobotsDecision::Hold(until) => {
                     Some(until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms))
