@@ -13,6 +13,10 @@ use crate::store::Batch;
 use crate::work::{url_hash, LeaseId, RobotsLease};
 use rand::Rng;
 
+/// After a robots.txt outcome could not be stored, its host waits this long before its
+/// robots.txt is fetched again (a failing disk is not hammered with retries).
+const ROBOTS_RETRY_AFTER_STORE_ERROR_MS: u64 = 5_000;
+
 impl Frontier {
     // ---------------------------------------------------------------- completion
 
@@ -208,12 +212,25 @@ impl Frontier {
                 return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
             }
             let mut batch = Batch::new();
-            let (state, event) =
-                self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)?;
-            self.store.apply(batch)?;
-            (state, event, self.commit.written())
+            let written = self
+                .apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)
+                .and_then(|(state, event)| {
+                    self.store.apply(batch)?;
+                    Ok((state, event, self.commit.written()))
+                });
+            match written {
+                Ok(w) => w,
+                Err(e) => {
+                    self.release_robots_lease(inner, lease, now_ms);
+                    return Err(e);
+                }
+            }
         };
-        self.commit.sync(self.store.as_ref(), ticket)?;
+        if let Err(e) = self.commit.sync(self.store.as_ref(), ticket) {
+            let mut guard = self.inner.lock();
+            self.release_robots_lease(&mut guard, lease, now_ms);
+            return Err(e.into());
+        }
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         // robots.txt was a request to the site: the gap after it is the crawl-delay it
@@ -257,6 +274,26 @@ impl Frontier {
         }
         self.schedule(inner, lease.host_id);
         Ok(())
+    }
+
+    /// The outcome of `lease` could not be made durable (a store error): give back the
+    /// robots.txt slot and the host's lease, so the host is not stuck waiting for an answer
+    /// that will never come; its robots.txt is fetched again after a pause. The state the
+    /// outcome would have set is not used (it is not durable).
+    fn release_robots_lease(&self, inner: &mut Inner, lease: &RobotsLease, now_ms: u64) {
+        if !Self::robots_pending(inner, lease) {
+            return;
+        }
+        inner.robots_in_flight = inner.robots_in_flight.saturating_sub(1);
+        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+            h.robots_pending = None;
+            h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            h.free_since_ms = now_ms;
+            h.hold_until_ms = h
+                .hold_until_ms
+                .max(now_ms + ROBOTS_RETRY_AFTER_STORE_ERROR_MS);
+        }
+        self.schedule(inner, lease.host_id);
     }
 
     /// Whether `lease` is the robots.txt fetch its host is waiting for.

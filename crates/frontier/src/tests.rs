@@ -458,10 +458,12 @@ fn lease_not_flushed_is_served_again_after_crash() {
     );
 }
 
-/// A store whose flushes can be held (a slow disk, on demand).
+/// A store whose flushes can be held (a slow disk) or fail (a bad disk), on demand.
 #[derive(Default)]
 struct HeldFlush {
     inner: MemStore,
+    // set: every write fails (a disk gone bad; unlike a failed flush, not sticky)
+    failing: std::sync::atomic::AtomicBool,
     // (held, flushes waiting)
     state: parking_lot::Mutex<(bool, usize)>,
     cv: parking_lot::Condvar,
@@ -515,6 +517,12 @@ impl Store for HeldFlush {
         self.inner.visit_prefix(prefix, f)
     }
     fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError {
+                op: "apply",
+                source: "disk gone bad (test)".into(),
+            });
+        }
         self.inner.apply(batch)
     }
     fn flush(&self) -> std::result::Result<(), StoreError> {
@@ -712,4 +720,67 @@ fn robots_fetches_are_capped_and_pages_flow_beside_them() {
     );
     assert_eq!(robots_done.len(), 10, "every new host got its robots.txt");
     assert_eq!(pages_done.len(), 13, "every page was fetched");
+}
+
+/// A robots.txt outcome that cannot be made durable gives its slot and its host back:
+/// with one robots.txt slot, the next host still gets its robots.txt, and the failed host's
+/// robots.txt is fetched again after the pause instead of never.
+#[test]
+fn robots_outcome_store_error_frees_the_slot_and_the_host() {
+    let store = std::sync::Arc::new(HeldFlush::default());
+    let mut c = FrontierConfig::new("/nonexistent-robots-store-error").without_gaps();
+    c.seed = Some(1);
+    c.max_robots_in_flight = Some(1);
+    let f = Frontier::open_store(c, store.clone(), RobotsEngine::default()).unwrap();
+    f.enqueue_batch(&["http://a.test/p", "http://b.test/p"], T0)
+        .unwrap();
+    let robots_of = |items: Vec<WorkItem>| -> Vec<RobotsLease> {
+        items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Robots(r) => Some(r),
+                WorkItem::Page(_) => None,
+            })
+            .collect()
+    };
+    let first = robots_of(f.next_batch(T0, 10).unwrap());
+    assert_eq!(first.len(), 1, "one robots.txt slot");
+    store
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let allow = RobotsFetchOutcome::ClientError { status: 404 };
+    assert!(f.complete_robots(&first[0], &allow, 1, T0 + 1).is_err());
+    store
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    // the slot is free again: the other host's robots.txt goes out
+    let second = robots_of(f.next_batch(T0 + 2, 10).unwrap());
+    assert_eq!(second.len(), 1, "the slot came back");
+    assert_ne!(second[0].origin, first[0].origin);
+    f.complete_robots(&second[0], &allow, 1, T0 + 3).unwrap();
+    // the failed host's robots.txt comes again after the pause, then its page
+    let mut fetched = Vec::new();
+    let mut again = None;
+    for now in [T0 + 4, T0 + 5_000, T0 + 6_000, T0 + 7_000] {
+        for w in f.next_batch(now, 10).unwrap() {
+            match w {
+                WorkItem::Robots(r) => {
+                    assert!(
+                        now >= T0 + 1 + 5_000,
+                        "robots.txt retried only after the pause"
+                    );
+                    f.complete_robots(&r, &allow, 1, now).unwrap();
+                    again = Some(r.origin);
+                }
+                WorkItem::Page(p) => {
+                    f.complete(p.id, PageOutcome::Done { response_ms: 1 }, now)
+                        .unwrap();
+                    fetched.push(p.url);
+                }
+            }
+        }
+    }
+    assert_eq!(again.as_deref(), Some(first[0].origin.as_str()));
+    fetched.sort();
+    assert_eq!(fetched, vec!["http://a.test/p", "http://b.test/p"]);
 }
