@@ -26,14 +26,17 @@ use crate::outcome::{
     FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord, RobotsFetch,
     RobotsHop, Timings,
 };
+use crate::pool_cap::{CappedConnector, PoolCap};
 use crate::resolve::TableResolver;
 
-type HttpClient = Client<HttpsConnector<HttpConnector<TableResolver>>, Empty<Bytes>>;
+type HttpClient =
+    Client<CappedConnector<HttpsConnector<HttpConnector<TableResolver>>>, Empty<Bytes>>;
 
 /// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
 #[derive(Clone)]
 pub struct Fetcher {
     client: HttpClient,
+    pool_cap: PoolCap,
     user_agent: HeaderValue,
     config: FetcherConfig,
 }
@@ -79,11 +82,13 @@ impl Fetcher {
             .enable_http1()
             .enable_http2()
             .wrap_connector(http);
+        let pool_cap = PoolCap::new(config.max_pooled_connections);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.pool_idle_timeout)
-            .build(https);
+            .build(CappedConnector::new(https, pool_cap.clone()));
         Ok(Fetcher {
             client,
+            pool_cap,
             user_agent,
             config,
         })
@@ -91,6 +96,11 @@ impl Fetcher {
 
     pub fn config(&self) -> &FetcherConfig {
         &self.config
+    }
+
+    /// Connections open now: kept for reuse, in use, or closing.
+    pub fn open_connections(&self) -> usize {
+        self.pool_cap.open()
     }
 
     /// Fetches `<origin>/robots.txt` for the origin of `origin_url` (any URL of the

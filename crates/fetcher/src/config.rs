@@ -19,6 +19,9 @@ pub const DEFAULT_MAX_DECODED_BYTES: usize = 10 * 1024 * 1024;
 /// Redirect hops a robots.txt fetch follows (the spec asks for at least 5).
 pub const DEFAULT_ROBOTS_MAX_REDIRECTS: u32 = 5;
 
+/// Default [`FetcherConfig::max_pooled_connections`].
+pub const DEFAULT_MAX_POOLED_CONNECTIONS: usize = 1024;
+
 /// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.
 #[derive(Debug, Clone)]
 pub struct FetcherConfig {
@@ -47,6 +50,10 @@ pub struct FetcherConfig {
     pub resolve: ResolveTable,
     /// How long an idle pooled connection is kept. Default 90 s.
     pub pool_idle_timeout: Duration,
+    /// Connections kept open for reuse, in total over all hosts: a connection opened while
+    /// this many are open serves its one request and closes. Bounds idle keep-alive
+    /// sockets when a crawl touches many hosts. Default 1024.
+    pub max_pooled_connections: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
     /// or a test server's self-signed certificate). Default empty.
     pub extra_root_certificates: Vec<Vec<u8>>,
@@ -64,6 +71,7 @@ impl Default for FetcherConfig {
             robots_max_redirects: DEFAULT_ROBOTS_MAX_REDIRECTS,
             resolve: ResolveTable::default(),
             pool_idle_timeout: Duration::from_secs(90),
+            max_pooled_connections: DEFAULT_MAX_POOLED_CONNECTIONS,
             extra_root_certificates: Vec::new(),
         }
     }

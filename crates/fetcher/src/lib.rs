@@ -17,12 +17,14 @@ mod config;
 mod error;
 mod headers;
 mod outcome;
+mod pool_cap;
 mod resolve;
 
 pub use client::Fetcher;
 pub use config::{
-    FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP,
-    DEFAULT_ROBOTS_MAX_REDIRECTS, DEFAULT_USER_AGENT,
+    FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_POOLED_CONNECTIONS,
+    DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP, DEFAULT_ROBOTS_MAX_REDIRECTS,
+    DEFAULT_USER_AGENT,
 };
 pub use error::{FetchError, FetcherError};
 pub use headers::{

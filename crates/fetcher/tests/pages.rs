@@ -339,6 +339,62 @@ async fn connections_are_pooled_per_origin() {
     );
 }
 
+/// Many hosts do not each keep a socket: past `max_pooled_connections` open, a new
+/// connection serves its request and closes, so a second round over the hosts reuses at
+/// most that many and the open count falls back to the cap.
+#[tokio::test]
+async fn pooled_connections_are_capped_across_hosts() {
+    let server = HttpServer::start(|_req| async move { respond(200, &[], PAGE) }).await;
+    let hosts: Vec<String> = (0..6).map(|i| format!("h{i}.pool.test")).collect();
+    let round = |f: Fetcher| {
+        let hosts = hosts.clone();
+        let port = server.port();
+        async move {
+            for h in &hosts {
+                let url = Url::parse(&format!("http://{h}:{port}/p")).unwrap();
+                let fetch = f.fetch_page(&url).await.unwrap();
+                assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+            }
+        }
+    };
+    let connections = |from: usize| {
+        let seen = server.seen();
+        let peers: std::collections::BTreeSet<_> = seen[from..].iter().map(|s| s.peer).collect();
+        peers.len()
+    };
+    let capped = fetcher(FetcherConfig {
+        resolve: loopback_table(&["*.pool.test"]),
+        max_pooled_connections: 2,
+        ..test_config()
+    });
+    round(capped.clone()).await;
+    let first = server.seen().len();
+    round(capped.clone()).await;
+    // the two pooled connections served two hosts again; four hosts needed new ones
+    assert_eq!(connections(0), 6 + 4, "sockets opened over both rounds");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while capped.open_connections() > 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} connections still open",
+            capped.open_connections()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.seen().len(), 2 * first);
+
+    // without the cap every host keeps its socket: the second round opens none
+    let uncapped = fetcher(FetcherConfig {
+        resolve: loopback_table(&["*.pool.test"]),
+        ..test_config()
+    });
+    let before = server.seen().len();
+    round(uncapped.clone()).await;
+    round(uncapped.clone()).await;
+    assert_eq!(connections(before), 6);
+    assert_eq!(uncapped.open_connections(), 6);
+}
+
 #[tokio::test]
 async fn resolve_table_names_work_for_pages() {
     let server = HttpServer::start(|req| async move {

@@ -8,53 +8,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 /// The documented defaults, embedded so `frontierd run` works without a file.
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/frontierd.toml");
 
-/// A duration written as a humantime string (`"5s"`, `"24h"`, `"1h 30m"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dur(pub Duration);
-
-impl<'de> Deserialize<'de> for Dur {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        humantime::parse_duration(s.trim()).map(Dur).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "invalid duration {s:?} ({e}); allowed: a number with a unit, e.g. \"500ms\", \"5s\", \"10m\", \"24h\", \"30days\""
-            ))
-        })
-    }
-}
-
-impl fmt::Display for Dur {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&fmt_dur(self.0))
-    }
-}
-
-/// Shortest exact spelling: "90days", "24h", "5s", "1500ms".
-fn fmt_dur(d: Duration) -> String {
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    for (unit, name) in [
-        (86_400_000, "days"),
-        (3_600_000, "h"),
-        (60_000, "m"),
-        (1000, "s"),
-    ] {
-        if ms >= unit && ms % unit == 0 {
-            return format!("{}{name}", ms / unit);
-        }
-    }
-    format!("{ms}ms")
-}
-
-impl Dur {
-    fn ms(self) -> u64 {
-        u64::try_from(self.0.as_millis()).unwrap_or(u64::MAX)
-    }
-}
+mod duration;
+use duration::fmt_dur;
+pub use duration::Dur;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -111,6 +72,8 @@ pub struct FetchSection {
     pub max_decoded_bytes: u64,
     pub robots_max_redirects: u32,
     pub shutdown_grace: Dur,
+    pub max_pooled_connections: u32,
+    pub pool_idle_timeout: Dur,
 }
 
 impl Default for FetchSection {
@@ -125,6 +88,8 @@ impl Default for FetchSection {
             max_decoded_bytes: fetcher::DEFAULT_MAX_DECODED_BYTES as u64,
             robots_max_redirects: fetcher::DEFAULT_ROBOTS_MAX_REDIRECTS,
             shutdown_grace: Dur(Duration::from_secs(30)),
+            max_pooled_connections: fetcher::DEFAULT_MAX_POOLED_CONNECTIONS as u32,
+            pool_idle_timeout: Dur(Duration::from_secs(90)),
         }
     }
 }
@@ -423,6 +388,18 @@ impl Config {
             ));
         }
         range_u64("fetch.workers", c.fetch.workers.into(), 1, 4096)?;
+        range_u64(
+            "fetch.max_pooled_connections",
+            c.fetch.max_pooled_connections.into(),
+            0,
+            1 << 20,
+        )?;
+        range_dur(
+            "fetch.pool_idle_timeout",
+            c.fetch.pool_idle_timeout,
+            1000,
+            3_600_000,
+        )?;
         range_dur(
             "fetch.connect_timeout",
             c.fetch.connect_timeout,
@@ -890,6 +867,8 @@ impl Settings {
             page_body_cap: usize::try_from(f.page_body_cap)?,
             max_decoded_bytes: usize::try_from(f.max_decoded_bytes)?,
             robots_max_redirects: f.robots_max_redirects,
+            max_pooled_connections: f.max_pooled_connections as usize,
+            pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             ..fetcher::FetcherConfig::default()
         })

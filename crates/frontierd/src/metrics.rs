@@ -39,6 +39,7 @@ pub struct Metrics {
     pub politeness_wait: Histogram,
     pub hosts_backoff: Gauge,
     pub hosts_paused: Gauge,
+    pub open_connections: Gauge,
     pub crawl_delay_clamped: Counter,
     /// The frontier's cumulative clamp count already added to `crawl_delay_clamped`.
     crawl_delay_clamped_seen: AtomicU64,
@@ -81,6 +82,7 @@ impl Metrics {
             politeness_wait: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
             hosts_backoff: Gauge::default(),
             hosts_paused: Gauge::default(),
+            open_connections: Gauge::default(),
             crawl_delay_clamped: Counter::default(),
             crawl_delay_clamped_seen: AtomicU64::new(0),
             warc_bytes: Counter::default(),
@@ -181,6 +183,11 @@ impl Metrics {
             "hosts_paused",
             "Hosts paused by the operator",
             m.hosts_paused.clone(),
+        );
+        registry.register(
+            "fetch_open_connections",
+            "HTTP connections open: kept for reuse, in use, or closing",
+            m.open_connections.clone(),
         );
         registry.register(
             "crawl_delays_clamped",

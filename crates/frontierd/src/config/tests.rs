@@ -110,3 +110,31 @@ fn short_robots_timings_are_accepted_with_a_warning() {
         frontier::PolitenessKeyMode::Origin
     );
 }
+
+/// The connection-pool keys reach the fetcher; out of range they are refused by name.
+#[test]
+fn pool_keys_reach_the_fetcher() {
+    let s = Config::parse(
+        "[fetch]\nmax_pooled_connections = 7\npool_idle_timeout = \"15s\"\n",
+        "t",
+    )
+    .unwrap()
+    .check(None)
+    .unwrap();
+    let f = s.fetcher_config().unwrap();
+    assert_eq!(f.max_pooled_connections, 7);
+    assert_eq!(f.pool_idle_timeout, Duration::from_secs(15));
+    let d = Config::default()
+        .check(None)
+        .unwrap()
+        .fetcher_config()
+        .unwrap();
+    assert_eq!(
+        d.max_pooled_connections,
+        fetcher::DEFAULT_MAX_POOLED_CONNECTIONS
+    );
+    let e = err("[fetch]\npool_idle_timeout = \"0s\"\n");
+    assert!(e.contains("fetch.pool_idle_timeout"), "{e}");
+    let e = err("[fetch]\nmax_pooled_connections = 99999999\n");
+    assert!(e.contains("fetch.max_pooled_connections"), "{e}");
+}

@@ -93,6 +93,9 @@ impl Shared {
         };
         self.metrics.hosts_backoff.set(backoff);
         self.metrics.hosts_paused.set(paused);
+        self.metrics
+            .open_connections
+            .set(self.fetcher.open_connections() as i64);
         let mut by_state: BTreeMap<&'static str, i64> = BTreeMap::new();
         for k in robots_policy::state::RobotsStateKind::ALL {
             by_state.insert(k.as_str(), 0);

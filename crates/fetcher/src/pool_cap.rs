@@ -1,0 +1,148 @@
+//! A cap on the connections the pool keeps: crawling 100k hosts must not leave 100k idle
+//! keep-alive sockets open until their idle timeout.
+//!
+//! hyper-util's pool limits idle connections per host and by time, not in total. This
+//! connector wrapper counts every open connection; one opened while `max` or more are
+//! already open is marked single-use (hyper-util's "poisoned": not returned to the pool),
+//! so it closes after its request. Open sockets therefore stay at most `max` plus the
+//! requests in flight, and the sockets kept for reuse at most `max`.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Uri;
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use tower_service::Service;
+
+/// Open-connection count shared by a connector and every connection it made.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolCap {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl PoolCap {
+    pub(crate) fn new(max: usize) -> Self {
+        PoolCap {
+            open: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// Connections open now (pooled, in use, or closing).
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+/// Wraps a connector; see the module docs.
+#[derive(Debug, Clone)]
+pub(crate) struct CappedConnector<C> {
+    inner: C,
+    cap: PoolCap,
+}
+
+impl<C> CappedConnector<C> {
+    pub(crate) fn new(inner: C, cap: PoolCap) -> Self {
+        CappedConnector { inner, cap }
+    }
+}
+
+impl<C> Service<Uri> for CappedConnector<C>
+where
+    C: Service<Uri>,
+    C::Future: Send + 'static,
+    C::Response: Send + 'static,
+{
+    type Response = Counted<C::Response>;
+    type Error = C::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.inner.call(uri);
+        let cap = self.cap.clone();
+        Box::pin(async move {
+            let io = connecting.await?;
+            let before = cap.open.fetch_add(1, Ordering::Relaxed);
+            Ok(Counted {
+                io,
+                single_use: before >= cap.max,
+                cap,
+            })
+        })
+    }
+}
+
+/// A connection counted in its [`PoolCap`] until dropped.
+#[derive(Debug)]
+pub(crate) struct Counted<T> {
+    io: T,
+    cap: PoolCap,
+    /// Opened over the cap: not kept for reuse.
+    single_use: bool,
+}
+
+impl<T> Drop for Counted<T> {
+    fn drop(&mut self) {
+        self.cap.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<T: Connection> Connection for Counted<T> {
+    fn connected(&self) -> Connected {
+        let connected = self.io.connected();
+        if self.single_use {
+            connected.poison();
+        }
+        connected
+    }
+}
+
+impl<T: Read + Unpin> Read for Counted<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: Write + Unpin> Write for Counted<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+}
