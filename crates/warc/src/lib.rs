@@ -40,8 +40,8 @@ pub use error::WarcError;
 pub use record::{sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
-    Exchange, Truncated, WarcConfig, WarcWriter, WrittenExchange, DEFAULT_MAX_FILE_SIZE,
-    OPEN_SUFFIX, WARC_SUFFIX,
+    EncodedExchange, Exchange, Truncated, WarcConfig, WarcWriter, WrittenExchange,
+    DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX, WARC_SUFFIX,
 };
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ fn parse_record(member: &[u8]) -> Record {
 }
 
 fn sha1_of(data: &[u8]) -> String {
-    sha1_label(&sha1_smol::Sha1::from(data).digest().bytes())
+    sha1_label(&<sha1::Sha1 as sha1::Digest>::digest(data))
 }
 
 fn exchange<'a>(uri: &'a str, head: &'a [u8], body: &'a [u8]) -> Exchange<'a> {
@@ -311,6 +311,57 @@ fn written_exchange_locates_its_response_record() {
     }
 }
 
+/// The daemon encodes on each worker's thread and appends under a lock: records encoded in
+/// parallel and appended in another order must still be whole, located and paired.
+#[test]
+fn exchanges_encoded_on_other_threads_append_whole_in_any_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+    let encoded: Vec<(String, Vec<u8>, EncodedExchange)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                s.spawn(move || {
+                    let uri = format!("https://example.org/{i}");
+                    let body = format!("body of page {i} ").repeat(50 + i).into_bytes();
+                    let e = WarcWriter::encode_exchange(&exchange(&uri, head, &body)).unwrap();
+                    (uri, body, e)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut written = Vec::new();
+    for (uri, body, e) in encoded.into_iter().rev() {
+        let done = w.append_exchange(e).unwrap();
+        assert_eq!(done.payload_digest, sha1_of(&body));
+        written.push((uri, body, done));
+    }
+    let path = w.finish().unwrap().unwrap();
+    let records = read_records(&path);
+    // warcinfo, then a request/response pair per exchange, in append order
+    assert_eq!(records.len(), 1 + 2 * written.len());
+    for ((uri, body, done), pair) in written.iter().zip(records[1..].chunks(2)) {
+        let (req, resp) = (&pair[0], &pair[1]);
+        assert_eq!(req.get("WARC-Type"), "request");
+        assert_eq!(resp.get("WARC-Target-URI"), uri);
+        assert_eq!(resp.get("WARC-Record-ID"), done.response_id);
+        assert_eq!(req.get("WARC-Concurrent-To"), done.response_id);
+        assert!(resp.block.ends_with(body));
+        let mut f = File::open(&path).unwrap();
+        f.seek(io::SeekFrom::Start(done.response_offset)).unwrap();
+        let mut member = Vec::new();
+        flate2::read::GzDecoder::new(f)
+            .read_to_end(&mut member)
+            .unwrap();
+        assert_eq!(
+            parse_record(&member).get("WARC-Record-ID"),
+            done.response_id
+        );
+    }
+    warcio_check(&[path]);
+}
+
 #[test]
 fn rotates_by_size_without_splitting_exchanges() {
     let dir = tempfile::tempdir().unwrap();
@@ -493,4 +544,42 @@ fn recovers_open_files_after_a_crash() {
     // A second pass finds nothing to do.
     assert!(recover_open_files(dir.path()).unwrap().is_empty());
     warcio_check(&[a, b]);
+}
+
+/// Members come from one deflate state per thread, reset between records: a record much
+/// larger than the first output reservation (incompressible), then small ones on the same
+/// thread, each decode alone to exactly their record with a correct gzip trailer.
+#[test]
+fn reused_deflate_state_makes_whole_independent_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n";
+    let mut x: u64 = 99;
+    let noise: Vec<u8> = (0..3 << 20)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 33) as u8
+        })
+        .collect();
+    let bodies = [noise, b"small".to_vec(), Vec::new(), b"again".repeat(1000)];
+    let mut done = Vec::new();
+    for (i, body) in bodies.iter().enumerate() {
+        let uri = format!("https://example.org/{i}");
+        done.push(w.write_exchange(&exchange(&uri, head, body)).unwrap());
+    }
+    let path = w.finish().unwrap().unwrap();
+    for (body, d) in bodies.iter().zip(&done) {
+        let mut f = File::open(&path).unwrap();
+        f.seek(io::SeekFrom::Start(d.response_offset)).unwrap();
+        // GzDecoder checks the CRC-32 and length trailer of the member
+        let mut member = Vec::new();
+        flate2::read::GzDecoder::new(f)
+            .read_to_end(&mut member)
+            .unwrap();
+        let r = parse_record(&member);
+        assert_eq!(r.get("WARC-Record-ID"), d.response_id);
+        assert!(r.block.ends_with(body));
+        assert_eq!(r.get("WARC-Payload-Digest"), sha1_of(body));
+    }
+    warcio_check(&[path]);
 }

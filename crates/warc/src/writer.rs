@@ -9,6 +9,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use sha1::{Digest, Sha1};
+
 use crate::files::{rename_no_clobber, sync_dir};
 use crate::record::{
     check_uri, encode_record, file_timestamp, new_record_id, sha1_label, warc_date, with_blank_line,
@@ -128,6 +130,17 @@ pub struct WrittenExchange {
     pub bytes: u64,
 }
 
+/// Both records of one fetch, compressed and ready to append: what
+/// [`WarcWriter::encode_exchange`] makes and [`WarcWriter::append_exchange`] writes.
+#[derive(Debug, Clone)]
+pub struct EncodedExchange {
+    request_id: String,
+    response_id: String,
+    payload_digest: String,
+    request: Vec<u8>,
+    response: Vec<u8>,
+}
+
 pub(crate) struct OpenWarc {
     open_path: PathBuf,
     final_path: PathBuf,
@@ -170,11 +183,20 @@ impl WarcWriter {
 
     /// Writes the request record and the response record of one fetch, linked to each
     /// other by `WARC-Concurrent-To`, into the same file. Both are flushed to the OS before
-    /// returning.
+    /// returning. The same as [`WarcWriter::encode_exchange`] then
+    /// [`WarcWriter::append_exchange`].
     pub fn write_exchange(
         &mut self,
         exchange: &Exchange<'_>,
     ) -> Result<WrittenExchange, WarcError> {
+        let encoded = Self::encode_exchange(exchange)?;
+        self.append_exchange(encoded)
+    }
+
+    /// Builds both records of one fetch (digests and gzip members) without touching any
+    /// file. It needs no writer: callers sharing one writer behind a lock encode first, on
+    /// their own thread, and hold the lock only for [`WarcWriter::append_exchange`].
+    pub fn encode_exchange(exchange: &Exchange<'_>) -> Result<EncodedExchange, WarcError> {
         check_uri(exchange.target_uri)?;
         let request_id = new_record_id();
         let response_id = new_record_id();
@@ -195,7 +217,7 @@ impl WarcWriter {
             &request_fields,
             "application/http;msgtype=request",
             &[&request_head],
-            Some(&sha1_label(&sha1_smol::Sha1::new().digest().bytes())),
+            Some(&sha1_label(&Sha1::digest(b""))),
         )?;
 
         let response_head = with_blank_line(exchange.response_head);
@@ -204,11 +226,7 @@ impl WarcWriter {
         if let Some(reason) = exchange.truncated {
             response_fields.push(("WARC-Truncated", reason.as_str().to_string()));
         }
-        let payload_digest = sha1_label(
-            &sha1_smol::Sha1::from(exchange.response_body)
-                .digest()
-                .bytes(),
-        );
+        let payload_digest = sha1_label(&Sha1::digest(exchange.response_body));
         let response = encode_record(
             "response",
             &response_id,
@@ -218,7 +236,28 @@ impl WarcWriter {
             &[&response_head, exchange.response_body],
             Some(&payload_digest),
         )?;
+        Ok(EncodedExchange {
+            request_id,
+            response_id,
+            payload_digest,
+            request,
+            response,
+        })
+    }
 
+    /// Appends an exchange built by [`WarcWriter::encode_exchange`] to the current file
+    /// (rotating first if it would pass `max_file_size`), flushed to the OS.
+    pub fn append_exchange(
+        &mut self,
+        encoded: EncodedExchange,
+    ) -> Result<WrittenExchange, WarcError> {
+        let EncodedExchange {
+            request_id,
+            response_id,
+            payload_digest,
+            request,
+            response,
+        } = encoded;
         let needed = (request.len() + response.len()) as u64;
         let mut bytes = 0;
         if let Some(current) = &self.current {

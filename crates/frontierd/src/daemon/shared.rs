@@ -214,9 +214,16 @@ impl Shared {
 
     /// Archive one exchange; where its response record went (None if not written).
     pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
-        let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
-        let w = guard.as_mut()?;
-        match w.write_exchange(ex) {
+        // compress and digest on this worker's thread; the lock covers only the append, so
+        // workers on both cores are not queued behind one another's deflate
+        let written = WarcWriter::encode_exchange(ex).and_then(|encoded| {
+            let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_mut() {
+                Some(w) => w.append_exchange(encoded).map(Some),
+                None => Ok(None),
+            }
+        });
+        match written.transpose()? {
             Ok(written) => {
                 ExchangeArchived {
                     url: ex.target_uri,
