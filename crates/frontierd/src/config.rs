@@ -213,6 +213,7 @@ pub struct WarcSection {
     pub prefix: String,
     pub max_file_size: u64,
     pub operator: String,
+    pub gzip_level: u32,
 }
 
 impl Default for WarcSection {
@@ -222,6 +223,7 @@ impl Default for WarcSection {
             prefix: "frontierd".into(),
             max_file_size: 1 << 30,
             operator: String::new(),
+            gzip_level: warc::DEFAULT_GZIP_LEVEL,
         }
     }
 }
@@ -388,6 +390,7 @@ impl Config {
             ));
         }
         range_u64("fetch.workers", c.fetch.workers.into(), 1, 4096)?;
+        range_u64("warc.gzip_level", c.warc.gzip_level.into(), 0, 9)?;
         range_u64(
             "fetch.max_pooled_connections",
             c.fetch.max_pooled_connections.into(),

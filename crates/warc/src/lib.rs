@@ -41,7 +41,7 @@ pub use record::{sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
     EncodedExchange, Exchange, Truncated, WarcConfig, WarcWriter, WrittenExchange,
-    DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX, WARC_SUFFIX,
+    DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX, WARC_SUFFIX,
 };
 
 #[cfg(test)]

@@ -9,8 +9,9 @@ use sha1::{Digest, Sha1};
 
 use crate::WarcError;
 
-/// Builds one record as a complete gzip member. `payload_digest` is the digest label of the
-/// entity body, if the record has one.
+/// Builds one record as a complete gzip member, deflated at `gzip_level` (0-9).
+/// `payload_digest` is the digest label of the entity body, if the record has one.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_record(
     warc_type: &str,
     record_id: &str,
@@ -19,6 +20,7 @@ pub(crate) fn encode_record(
     content_type: &str,
     block: &[&[u8]],
     payload_digest: Option<&str>,
+    gzip_level: u32,
 ) -> Result<Vec<u8>, WarcError> {
     let mut block_digest = Sha1::new();
     let mut length = 0usize;
@@ -46,6 +48,7 @@ pub(crate) fn encode_record(
         std::iter::once(head.as_bytes())
             .chain(block.iter().copied())
             .chain(std::iter::once(&b"\r\n\r\n"[..])),
+        gzip_level,
         &mut member,
     )
     .map_err(WarcError::Compress)?;
@@ -56,23 +59,36 @@ thread_local! {
     /// One deflate state per thread, reset between members: a new state per record costs
     /// a fresh window and hash table (allocated and zeroed) per record, which was a
     /// tenth of the daemon's CPU on small pages.
-    static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::default(), false));
+    static DEFLATE: RefCell<Option<(u32, Compress)>> = const { RefCell::new(None) };
 }
 
 /// Appends `parts`, concatenated, to `out` as one complete gzip member (RFC 1952: header
 /// with no name and mtime 0, raw deflate, CRC-32 and length trailer), as `GzEncoder` would.
-fn gzip_member<'a>(parts: impl Iterator<Item = &'a [u8]>, out: &mut Vec<u8>) -> io::Result<()> {
+fn gzip_member<'a>(
+    parts: impl Iterator<Item = &'a [u8]>,
+    level: u32,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     // ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unknown
     out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
     let mut crc = Crc::new();
     DEFLATE.with(|d| {
-        let mut deflate = d.borrow_mut();
-        deflate.reset();
+        let mut cached = d.borrow_mut();
+        let deflate = match &mut *cached {
+            Some((l, deflate)) if *l == level => {
+                deflate.reset();
+                deflate
+            }
+            other => {
+                let fresh = Compress::new(Compression::new(level.min(9)), false);
+                &mut other.insert((level, fresh)).1
+            }
+        };
         for part in parts {
             crc.update(part);
-            deflate_into(&mut deflate, part, out, FlushCompress::None)?;
+            deflate_into(deflate, part, out, FlushCompress::None)?;
         }
-        deflate_into(&mut deflate, &[], out, FlushCompress::Finish)
+        deflate_into(deflate, &[], out, FlushCompress::Finish)
     })?;
     out.extend_from_slice(&crc.sum().to_le_bytes());
     out.extend_from_slice(&crc.amount().to_le_bytes());

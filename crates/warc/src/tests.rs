@@ -324,7 +324,7 @@ fn exchanges_encoded_on_other_threads_append_whole_in_any_order() {
                 s.spawn(move || {
                     let uri = format!("https://example.org/{i}");
                     let body = format!("body of page {i} ").repeat(50 + i).into_bytes();
-                    let e = WarcWriter::encode_exchange(&exchange(&uri, head, &body)).unwrap();
+                    let e = WarcWriter::encode_exchange(&exchange(&uri, head, &body), 6).unwrap();
                     (uri, body, e)
                 })
             })
@@ -582,4 +582,30 @@ fn reused_deflate_state_makes_whole_independent_members() {
         assert_eq!(r.get("WARC-Payload-Digest"), sha1_of(body));
     }
     warcio_check(&[path]);
+}
+
+/// `gzip_level` is honoured: 0 stores (the file outgrows the page), 6 deflates it to a
+/// fraction; both files are valid WARC and hold the same record.
+#[test]
+fn gzip_level_is_honoured() {
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+    let body = b"<p>the same paragraph, again and again</p>\n".repeat(2000);
+    let mut sizes = Vec::new();
+    for level in [0, 6] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = WarcConfig::new(dir.path());
+        config.gzip_level = level;
+        let mut w = WarcWriter::new(config).unwrap();
+        let done = w
+            .write_exchange(&exchange("https://example.org/", head, &body))
+            .unwrap();
+        assert_eq!(done.payload_digest, sha1_of(&body));
+        let path = w.finish().unwrap().unwrap();
+        let records = read_records(&path);
+        assert!(records[2].block.ends_with(&body));
+        sizes.push(fs::metadata(&path).unwrap().len());
+        warcio_check(&[path]);
+    }
+    assert!(sizes[0] > body.len() as u64, "level 0 stores: {sizes:?}");
+    assert!(sizes[1] * 20 < sizes[0], "level 6 deflates: {sizes:?}");
 }

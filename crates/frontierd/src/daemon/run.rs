@@ -83,6 +83,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let mut wcfg = WarcConfig::new(&settings.warc_dir);
     wcfg.prefix = settings.raw.warc.prefix.clone();
     wcfg.max_file_size = settings.raw.warc.max_file_size;
+    wcfg.gzip_level = settings.raw.warc.gzip_level;
     if !settings.raw.warc.operator.is_empty() {
         wcfg.operator = Some(settings.raw.warc.operator.clone());
     }
@@ -113,6 +114,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             pipeline,
             fetcher,
             warc: Mutex::new(Some(warc)),
+            warc_gzip_level: settings.raw.warc.gzip_level,
             crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
             metrics: Metrics::new(),
             shutdown: Notify::new(),

@@ -50,6 +50,8 @@ pub struct Shared {
     pub settings: Settings,
     pub fetcher: Fetcher,
     pub warc: Mutex<Option<WarcWriter>>,
+    /// The writer's `gzip_level`, for encoding outside its lock.
+    pub warc_gzip_level: u32,
     pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
     pub metrics: Metrics,
     /// Dispatcher and completer between the frontier and the workers.
@@ -216,7 +218,7 @@ impl Shared {
     pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
         // compress and digest on this worker's thread; the lock covers only the append, so
         // workers on both cores are not queued behind one another's deflate
-        let written = WarcWriter::encode_exchange(ex).and_then(|encoded| {
+        let written = WarcWriter::encode_exchange(ex, self.warc_gzip_level).and_then(|encoded| {
             let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
             match guard.as_mut() {
                 Some(w) => w.append_exchange(encoded).map(Some),
