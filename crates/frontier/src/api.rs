@@ -8,7 +8,7 @@ use crate::canon::canonicalize;
 use crate::census::RobotsCensus;
 use crate::config::FrontierConfig;
 use crate::error::{FrontierError, Result};
-use crate::events::{EventQueue, FrontierEvent, FrontierStats, OriginView};
+use crate::events::{EventQueue, FrontierEvent, FrontierStats, HostTotals, OriginView};
 use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
@@ -323,6 +323,27 @@ impl Frontier {
     /// Whether a politeness key is paused.
     pub fn is_paused(&self, key: &str) -> bool {
         self.inner.lock().paused.contains(key)
+    }
+
+    /// URLs queued, hosts in back-off and hosts paused, for gauges. Read from memory only:
+    /// a host with queued URLs or fetches in flight is always in memory, so no stored
+    /// record needs reading; hosts without work that are still backing off are not
+    /// counted. (Listing every host with [`Frontier::hosts`] for this scanned and
+    /// decoded every record under the scheduler lock at each stats tick.)
+    pub fn host_totals(&self, now_ms: u64) -> HostTotals {
+        let inner = self.inner.lock();
+        let mut t = HostTotals {
+            paused: inner.paused.len() as u64,
+            ..HostTotals::default()
+        };
+        for h in inner.hosts.values() {
+            t.queued += h.rec.counters.queued;
+            t.in_flight += h.rec.in_flight;
+            if h.rec.backoff_until_ms > now_ms {
+                t.in_backoff += 1;
+            }
+        }
+        t
     }
 
     /// Politeness keys (in key order) with their records, up to `limit`, starting after

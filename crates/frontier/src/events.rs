@@ -36,6 +36,19 @@ pub struct FrontierStats {
     pub recovered_leases: u64,
 }
 
+/// Totals over the hosts with work, from [`crate::Frontier::host_totals`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostTotals {
+    /// URLs queued over all hosts.
+    pub queued: u64,
+    /// Leases (pages and robots.txt) out over all hosts.
+    pub in_flight: u64,
+    /// Hosts with work that are backing off (after 429/503/errors).
+    pub in_backoff: u64,
+    /// Politeness keys paused by the operator.
+    pub paused: u64,
+}
+
 /// Something the frontier did that its caller logs, counts or acts on; taken with
 /// [`crate::Frontier::poll_event`] or [`crate::Frontier::drain_events`], oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]

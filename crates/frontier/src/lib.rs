@@ -38,7 +38,7 @@ pub use api::Frontier;
 pub use canon::{canonicalize, CanonicalUrl, PolitenessKeyMode, Rejection};
 pub use config::{CrawlDelayOverCap, FrontierConfig};
 pub use error::{FrontierError, Result};
-pub use events::{FrontierEvent, FrontierStats, OriginView};
+pub use events::{FrontierEvent, FrontierStats, HostTotals, OriginView};
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
 pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFetchOutcome};

@@ -784,3 +784,56 @@ fn robots_outcome_store_error_frees_the_slot_and_the_host() {
     fetched.sort();
     assert_eq!(fetched, vec!["http://a.test/p", "http://b.test/p"]);
 }
+
+/// The gauges' totals come from the hosts with work: URLs queued over all hosts, hosts
+/// backing off after a 503, paused keys; a host whose last URL is done adds nothing.
+#[test]
+fn host_totals_count_queued_backoff_and_paused() {
+    let f = open_sim(std::sync::Arc::new(MemStore::new()));
+    let hosts = ["http://a.test", "http://b.test", "http://c.test"];
+    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
+        .iter()
+        .map(|h| (*h, RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    f.enqueue_batch(
+        &[
+            "http://a.test/1",
+            "http://a.test/2",
+            "http://b.test/1",
+            "http://c.test/1",
+        ],
+        T0,
+    )
+    .unwrap();
+    assert_eq!(f.host_totals(T0).queued, 4);
+    assert!(f.pause("c.test").unwrap());
+    let leased = pages(f.next_batch(T0, 10).unwrap());
+    assert_eq!(leased.len(), 2, "a and b; c is paused");
+    assert_eq!(f.host_totals(T0).in_flight, 2);
+    for p in leased {
+        let outcome = if p.url.starts_with("http://a.test") {
+            PageOutcome::Throttled {
+                status: 503,
+                retry_after: Some(std::time::Duration::from_secs(60)),
+                response_ms: 1,
+            }
+        } else {
+            PageOutcome::Done { response_ms: 1 }
+        };
+        f.complete(p.id, outcome, T0 + 1).unwrap();
+    }
+    let t = f.host_totals(T0 + 2);
+    // a: both URLs queued again (one retried) and backing off; b: done; c: paused
+    assert_eq!(
+        t,
+        HostTotals {
+            queued: 3,
+            in_flight: 0,
+            in_backoff: 1,
+            paused: 1
+        }
+    );
+    // the back-off ends
+    assert_eq!(f.host_totals(T0 + 120_000).in_backoff, 0);
+}

@@ -136,7 +136,10 @@ fn pool_keys_reach_the_fetcher() {
     let e = err("[fetch]\npool_idle_timeout = \"0s\"\n");
     assert!(e.contains("fetch.pool_idle_timeout"), "{e}");
     let e = err("[warc]\ngzip_level = 10\n");
-    assert!(e.contains("warc.gzip_level = 10") && e.contains("0 to 9"), "{e}");
+    assert!(
+        e.contains("warc.gzip_level = 10") && e.contains("0 to 9"),
+        "{e}"
+    );
     let e = err("[fetch]\nmax_pooled_connections = 99999999\n");
     assert!(e.contains("fetch.max_pooled_connections"), "{e}");
 }

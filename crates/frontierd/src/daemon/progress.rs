@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::daemon::shared::Shared;
+use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::lifecycle::CrawlDrained;
 use crate::internal_events::InternalEvent;
 
@@ -58,16 +58,10 @@ fn is_drained(sh: &Shared) -> bool {
     if sh.in_flight.load(Ordering::SeqCst) > 0 || sh.frontier.next_ready_at().is_some() {
         return false;
     }
-    // no host is scheduled, but paused or robots-held hosts may still have URLs
-    match sh.frontier.hosts(None, usize::MAX) {
-        Ok(hosts) => hosts
-            .iter()
-            .all(|(_, rec)| rec.counters.queued == 0 && rec.in_flight == 0),
-        Err(e) => {
-            tracing::debug!(error = %e, "counting queued URLs failed");
-            false
-        }
-    }
+    // no host is scheduled, but paused or robots-held hosts may still have URLs (read
+    // from memory: every host with work is there)
+    let t = sh.frontier.host_totals(now_ms());
+    t.queued == 0 && t.in_flight == 0
 }
 
 pub async fn drain_watch(sh: Arc<Shared>) {

@@ -58,20 +58,8 @@ impl Shared {
     /// breakdown it read (None if the frontier could not say).
     fn refresh_gauges(&self) -> Option<QueueBreakdown> {
         let now = now_ms();
-        let mut queued = 0u64;
-        let mut backoff = 0i64;
-        let mut paused = 0i64;
-        if let Ok(hosts) = self.frontier.hosts(None, usize::MAX) {
-            for (key, rec) in hosts {
-                queued += rec.counters.queued;
-                if rec.backoff_until_ms > now {
-                    backoff += 1;
-                }
-                if self.frontier.is_paused(&key) {
-                    paused += 1;
-                }
-            }
-        }
+        let totals = self.frontier.host_totals(now);
+        let queued = totals.queued;
         self.metrics.urls_queued.set(queued as i64);
         let breakdown = match self.frontier.queue_breakdown(now) {
             Ok(b) => {
@@ -91,8 +79,8 @@ impl Shared {
                 None
             }
         };
-        self.metrics.hosts_backoff.set(backoff);
-        self.metrics.hosts_paused.set(paused);
+        self.metrics.hosts_backoff.set(totals.in_backoff as i64);
+        self.metrics.hosts_paused.set(totals.paused as i64);
         self.metrics
             .open_connections
             .set(self.fetcher.open_connections() as i64);
