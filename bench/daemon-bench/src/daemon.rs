@@ -363,6 +363,18 @@ pub struct IngestRun {
     /// file descriptors the daemon holds when the submit returned (sockets mostly)
     pub open_fds: usize,
     pub submit_status: String,
+    /// With `then_crawl`: the crawl that went on after the submit.
+    pub after: Option<CrawlAfter>,
+}
+
+/// The crawl after an ingest, until every host's robots.txt was fetched or time ran out.
+pub struct CrawlAfter {
+    pub secs: f64,
+    pub robots_fetches: u64,
+    pub pages: u64,
+    pub vm_hwm: u64,
+    pub vm_rss: u64,
+    pub open_fds: usize,
 }
 
 /// `frontierd submit` of the list to a freshly started daemon (crawling meanwhile).
@@ -371,6 +383,7 @@ pub fn ingest(
     list: &Path,
     lines: u64,
     perf_out: Option<(&Path, &str)>,
+    then_crawl: Option<(u64, Duration)>,
 ) -> Result<IngestRun> {
     let d = Daemon::start(cfg, None)?;
     let pid = d.pid();
@@ -404,6 +417,33 @@ pub fn ingest(
     let stats = d.get("/v1/stats")?;
     let accepted = stats["accepted"].as_u64().unwrap_or(0);
     let robots_fetches = stats["robots_fetches"].as_u64().unwrap_or(0);
+    let pages_during = tail.fetched;
+    // memory is judged while crawling with robots.txt known for every host: crawl on until
+    // each host's robots.txt was fetched (or the time is up)
+    let after = match then_crawl {
+        None => None,
+        Some((hosts, limit)) => {
+            let t1 = Instant::now();
+            let mut robots = robots_fetches;
+            while robots < hosts && t1.elapsed() < limit {
+                std::thread::sleep(Duration::from_secs(1));
+                robots = d.get("/v1/stats")?["robots_fetches"]
+                    .as_u64()
+                    .unwrap_or(robots);
+            }
+            tail.poll()?;
+            Some(CrawlAfter {
+                secs: t1.elapsed().as_secs_f64(),
+                robots_fetches: robots,
+                pages: tail.fetched,
+                vm_hwm: procfs::vm_hwm(pid).unwrap_or(0),
+                vm_rss: procfs::vm_rss(pid).unwrap_or(0),
+                open_fds: fs::read_dir(format!("/proc/{pid}/fd"))
+                    .map(|d| d.count())
+                    .unwrap_or(0),
+            })
+        }
+    };
     d.stop(Duration::from_secs(60));
     Ok(IngestRun {
         lines,
@@ -413,9 +453,10 @@ pub fn ingest(
         wchar,
         cpu_secs,
         vm_hwm,
-        pages_during: tail.fetched,
+        pages_during,
         robots_fetches,
         open_fds,
         submit_status: status.to_string(),
+        after,
     })
 }

@@ -72,6 +72,11 @@ struct Cli {
     /// value), instead of the crawls.
     #[arg(long)]
     ingest: bool,
+    /// Ingest mode: after the submit, crawl on until every host's robots.txt was fetched
+    /// (or this long passed), and report memory then (the issue's "while crawling, robots.txt
+    /// known for all of them").
+    #[arg(long, value_parser = humantime::parse_duration)]
+    then_crawl: Option<Duration>,
     /// Run `perf <--perf-args> -o DIR/perf-<workers>.data -p <frontierd pid>` from the
     /// first page to the last of each crawl (those runs are slowed by the recording).
     #[arg(long)]
@@ -211,6 +216,7 @@ fn bench(cli: &Cli) -> Result<()> {
             &list,
             cli.urls,
             perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
+            cli.then_crawl.map(|limit| (hosts, limit)),
         )?;
         let load_end = procfs::loadavg();
         println!();
@@ -249,6 +255,21 @@ fn bench(cli: &Cli) -> Result<()> {
             "| open file descriptors after the submit | {} |",
             r.open_fds
         );
+        if let Some(a) = &r.after {
+            println!(
+                "| crawl after the submit | {:.0} s: robots.txt fetched for {} of {hosts} hosts, {} pages fetched in all |",
+                a.secs, a.robots_fetches, a.pages
+            );
+            println!(
+                "| VmHWM / VmRSS at the end of that crawl | **{:.0} MB** / {:.0} MB |",
+                mb(a.vm_hwm),
+                mb(a.vm_rss)
+            );
+            println!(
+                "| open file descriptors at the end of that crawl | {} |",
+                a.open_fds
+            );
+        }
         println!("| load average start / end | {load_start} / {load_end} |");
         return Ok(());
     }

@@ -40,6 +40,11 @@ pub fn vm_hwm(pid: u32) -> Option<u64> {
     status_kib(pid, "VmHWM:").map(|k| k * 1024)
 }
 
+/// Resident set now, bytes.
+pub fn vm_rss(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:").map(|k| k * 1024)
+}
+
 /// Bytes the process caused to be written to storage (`write_bytes` of /proc/<pid>/io).
 pub fn write_bytes(pid: u32) -> Option<u64> {
     let s = fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
