@@ -53,6 +53,7 @@ impl From<UrlRecord> for frontier::EnqueueItem {
             depth: r.depth,
             via: r.via,
             hops: r.hops,
+            ..frontier::EnqueueItem::default()
         }
     }
 }

@@ -190,6 +190,7 @@ fn links_to_follow(
             depth: page.depth.saturating_add(1),
             via: Some(page.url.to_string()),
             hops: hops.clone(),
+            ..EnqueueItem::default()
         })
         .collect()
 }
@@ -234,6 +235,7 @@ fn redirect(
         depth: page.depth,
         via: Some(page.url.to_string()),
         hops: discovery::extend(page.hops, Hop::Redirect),
+        ..EnqueueItem::default()
     });
     verdict
 }

@@ -59,7 +59,13 @@ pub enum WorkItem {
 
 /// One URL offered to [`Frontier::enqueue_items`], with where it came from: all of it is
 /// stored with the queued URL (so it survives restarts) and returned on its [`PageLease`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The two recrawl fields (`revisit_interval_ms`, `refetch_at_ms`) are the per-URL part of
+/// the revisit schedule (`docs/recrawl.md`): a seed or submit line, a sitemap's
+/// `changefreq`/`lastmod`, or url-frontier's `refetchable_from_date` set them; `None`
+/// leaves the URL to the `[recrawl]` configuration. They are kept in the URL's recrawl
+/// record (keyspace `V`), not in its queue entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnqueueItem {
     /// The URL as found (canonicalized by the frontier).
     pub url: String,
@@ -71,6 +77,14 @@ pub struct EnqueueItem {
     /// Hop path from the seed (Heritrix's discovery path, e.g. `LLR`), empty for a submitted
     /// URL. Stored as given: the caller bounds its length.
     pub hops: String,
+    /// This URL's own revisit interval in ms, overriding the `[recrawl]` default, host
+    /// and pattern intervals (adaptive mode still halves/doubles it within its bounds).
+    /// `Some(0)` means never revisit this URL. `None`: the configuration decides.
+    pub revisit_interval_ms: Option<u64>,
+    /// Do not fetch before this instant (unix ms). A new URL with a time in the future
+    /// waits in the due index instead of its host queue (url-frontier's
+    /// `refetchable_from_date`); a time in the past, or `None`, queues it now.
+    pub refetch_at_ms: Option<u64>,
 }
 
 impl EnqueueItem {
@@ -81,6 +95,8 @@ impl EnqueueItem {
             depth: 0,
             via: None,
             hops: String::new(),
+            revisit_interval_ms: None,
+            refetch_at_ms: None,
         }
     }
 }

@@ -208,6 +208,7 @@ fn found(url: &str, depth: u32, via: &str, hops: &str) -> EnqueueItem {
         depth,
         via: Some(via.into()),
         hops: hops.into(),
+        ..EnqueueItem::default()
     }
 }
 

@@ -79,6 +79,7 @@ fn an_html_page_leads_to_its_links_in_scope_one_level_deeper() {
             depth: 2,
             via: Some(PAGE.into()),
             hops: "LL".into(),
+            ..EnqueueItem::default()
         }]
     );
     assert!(v.is_done() && v.redirect_stopped.is_none());
@@ -143,6 +144,7 @@ fn a_redirect_target_is_queued_at_the_same_depth_even_off_scope() {
             depth: 2,
             via: Some(PAGE.into()),
             hops: "LRR".into(),
+            ..EnqueueItem::default()
         }]
     );
     let none = judge(&rules(), 0, "", &redirect_to(None));

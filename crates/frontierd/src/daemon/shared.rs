@@ -122,6 +122,7 @@ impl Shared {
                 depth,
                 via: None,
                 hops: String::new(),
+                ..EnqueueItem::default()
             })
             .collect();
         self.submit_items(items, log_rejects).await
