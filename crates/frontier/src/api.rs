@@ -53,6 +53,13 @@ pub(crate) struct Inner {
     /// oldest first. Each keeps `scheduled == Some(ready)`: this entry is its place (a
     /// later `schedule` makes it stale, as for heap entries).
     pub(crate) robots_waiting: VecDeque<(u64, u64)>,
+    /// Whether any recrawl record may exist (the configuration schedules URLs, or the
+    /// store had `V` records at open, or an enqueue wrote one): otherwise completions and
+    /// leases skip the recrawl reads.
+    pub(crate) revisit_records: bool,
+    /// No due-index key is earlier than this (a lower bound; 0: look): the due index is
+    /// scanned only once it may hold a due URL.
+    pub(crate) next_due_ms: u64,
 }
 
 impl Inner {
@@ -123,6 +130,9 @@ impl Frontier {
             heap: BinaryHeap::new(),
             robots_in_flight: 0,
             robots_waiting: VecDeque::new(),
+            revisit_records: cfg.recrawl.schedules_any()
+                || store.scan_prefix(b"V").next().is_some(),
+            next_due_ms: 0,
             next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
             quota,

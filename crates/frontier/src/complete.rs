@@ -6,6 +6,7 @@ use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
 use crate::sched::failure::{backoff_step_ms, FailureScope, PageOutcome};
 use crate::sched::politeness;
+use crate::sched::recrawl::Visit;
 use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::keys;
@@ -28,6 +29,19 @@ impl Frontier {
     /// Report several page leases at once (one flush). If any lease is unknown (or given
     /// twice), nothing is applied and that lease is named in the error.
     pub fn complete_batch(&self, done: &[(LeaseId, PageOutcome)], now_ms: u64) -> Result<()> {
+        self.complete_visits(done, &[], now_ms)
+    }
+
+    /// [`Frontier::complete_batch`] with what each answer said for the recrawl schedule
+    /// (`visits[i]` belongs to `done[i]`; missing or `None`: no answer to judge). The
+    /// URL's next due time, validators and 404/410 count are written in the same batch as
+    /// the completion, so one flush makes both durable.
+    pub fn complete_visits(
+        &self,
+        done: &[(LeaseId, PageOutcome)],
+        visits: &[Option<Visit>],
+        now_ms: u64,
+    ) -> Result<()> {
         let mut batch = Batch::new();
         let mut dead = Vec::new();
         let ticket;
@@ -47,7 +61,9 @@ impl Frontier {
                 }
             }
             let mut dirty = Vec::with_capacity(done.len());
-            for (lease, outcome) in done {
+            let recrawl_on = inner.revisit_records;
+            let mut revisits: Vec<(QueueEntry, Option<&Visit>)> = Vec::new();
+            for (i, (lease, outcome)) in done.iter().enumerate() {
                 let (id, seq) = (lease.host_id, lease.seq);
                 let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
                     return Err(FrontierError::UnknownLease(*lease));
@@ -56,8 +72,9 @@ impl Frontier {
                     return Err(FrontierError::UnknownLease(*lease));
                 };
                 let done_ok = matches!(outcome, PageOutcome::Done { .. });
-                // a retry needs the entry (attempts, URL); a success does not
-                let entry = if done_ok {
+                // a retry needs the entry (attempts, URL); a success does not, unless
+                // it is to be scheduled for a revisit
+                let entry = if done_ok && !recrawl_on {
                     None
                 } else {
                     match self.entry_bytes(id, h, seq)? {
@@ -86,6 +103,9 @@ impl Frontier {
                         .rec
                         .next_allowed_ms
                         .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
+                    if let Some(e) = entry {
+                        revisits.push((e, visits.get(i).and_then(Option::as_ref)));
+                    }
                     inner.stats.completed += 1;
                     dirty.push(lease.host_id);
                     continue;
@@ -133,6 +153,11 @@ impl Frontier {
                     }
                     h.timeouts.retain(|&s| s != seq);
                     tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
+                    if recrawl_on {
+                        // a known URL that fails for a while keeps its place in the
+                        // schedule (only 404/410 answers make it gone)
+                        revisits.push((entry.clone(), None));
+                    }
                     // drop_entry bookkeeping without touching the queue key
                     let hash = url_hash(&entry.url);
                     let detail = format!("{} attempts, last: {why}", entry.attempts);
@@ -178,6 +203,10 @@ impl Frontier {
                 }
                 dirty.push(lease.host_id);
             }
+            for (entry, visit) in revisits {
+                self.reschedule(inner, &mut batch, &entry, visit, now_ms)?;
+            }
+            batch.cut();
             for &id in &dirty {
                 self.schedule(inner, id);
             }

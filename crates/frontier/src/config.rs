@@ -71,6 +71,8 @@ pub struct FrontierConfig {
     pub max_robots_in_flight: Option<u64>,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
+    /// Revisits of fetched URLs (default: none, one pass; see `docs/recrawl.md`).
+    pub recrawl: crate::sched::recrawl::RecrawlConfig,
 }
 
 impl FrontierConfig {
@@ -100,6 +102,7 @@ impl FrontierConfig {
             intake_buffer_bytes: 64 * 1024 * 1024,
             max_robots_in_flight: None,
             seed: None,
+            recrawl: Default::default(),
         }
     }
 

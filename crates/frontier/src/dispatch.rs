@@ -35,6 +35,7 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
+            self.requeue_due(inner, now_ms)?;
             Self::release_robots_waiting(&self.cfg, inner);
             let mut dirty: Vec<u64> = Vec::new();
             'hosts: while items.len() < max {
@@ -204,6 +205,11 @@ impl Frontier {
                                 dirty.push(id);
                                 break 'hosts;
                             }
+                            let revisit = if inner.revisit_records {
+                                self.revisit_of(&entry.url)?
+                            } else {
+                                None
+                            };
                             let Some(h) = inner.hosts.get_mut(&id) else {
                                 continue 'hosts;
                             };
@@ -228,6 +234,7 @@ impl Frontier {
                                 via: entry.via,
                                 hops: entry.hops,
                                 politeness_wait_ms,
+                                revisit,
                             }));
                             self.schedule(inner, id);
                             continue 'hosts;

@@ -34,6 +34,12 @@ pub struct FrontierStats {
     pub rate_limited: u64,
     /// Leases returned to their queues at open.
     pub recovered_leases: u64,
+    /// Fetched URLs given a next due time (recrawl).
+    pub revisits_scheduled: u64,
+    /// Due URLs moved from the due index back to their host queues.
+    pub revisits_queued: u64,
+    /// URLs that left the schedule after `gone_after` 404/410 answers in a row.
+    pub revisits_gone: u64,
 }
 
 /// Totals over the hosts with work, from [`crate::Frontier::host_totals`].

@@ -11,7 +11,7 @@ use crate::store::codec::{HostRecord, QueueEntry};
 use crate::store::journal::FOLD_PIECE_BYTES;
 use crate::store::keys;
 use crate::store::packed::{self, IntakeWriter};
-use crate::store::Batch;
+use crate::store::{Batch, Op};
 use crate::work::{url_hash, EnqueueItem, EnqueueResult};
 
 impl Frontier {
@@ -57,6 +57,7 @@ impl Frontier {
             let old_next_id = inner.next_host_id;
             let mut log = IntakeWriter::default();
             let mut buf = Vec::new();
+            let mut extra = Batch::new();
             for p in prepared {
                 let (canon, hash, item) = match p {
                     Err(r) => {
@@ -72,80 +73,131 @@ impl Frontier {
                     continue;
                 }
                 in_batch.insert(hash);
+                // recrawl fields: a URL not to be fetched before a later time waits in the
+                // due index, not in its queue; its own interval goes to its record
+                let has_recrawl =
+                    item.revisit_interval_ms.is_some() || item.refetch_at_ms.is_some();
+                if has_recrawl && self.defer_or_note(inner, &mut extra, hash, &canon, item, now_ms)
+                {
+                    inner.stats.enqueued += 1;
+                    results.push(EnqueueResult::Queued);
+                    continue;
+                }
                 let pkey = politeness_key_of(&canon, self.cfg.key_mode);
                 let id = self.host_id_for(inner, pkey)?;
-                let Some(h) = inner.hosts.get_mut(&id) else {
-                    continue;
-                };
-                if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
-                    // new work for an idle host: its politeness wait starts now
-                    h.free_since_ms = now_ms;
-                }
-                // a host asleep because only set-aside URLs were left has work again
-                if h.held_origin.is_none() {
-                    h.hold_until_ms = 0;
-                }
-                let seq = h.pending.end();
-                h.rec.counters.enqueued += 1;
-                h.rec.counters.queued += 1;
-                buf.clear();
-                QueueEntry::new(
+                let entry = QueueEntry::new(
                     canon.into_string(),
                     item.depth,
                     item.via.clone(),
                     item.hops.clone(),
-                )
-                .encode_into(&mut buf);
-                h.pending.push(&buf);
-                log.push(id, seq, &buf);
+                );
+                if !Self::push_entry(inner, id, &entry, now_ms, &mut buf, &mut log) {
+                    continue;
+                }
                 dirty.push(id);
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
             inner.seen.recent.extend(in_batch);
-            if log.is_empty() {
+            if log.is_empty() && extra.is_empty() {
                 return Ok(results);
             }
-            // host records (journal) and the id counter go first: a crash inside the
-            // apply must not leave log entries of a host id that no record names
-            let mut batch = Batch::new();
-            dirty.sort_unstable();
-            dirty.dedup();
-            // Only new hosts are journaled here (the id must be durable with the first
-            // queue entry). Enqueue only moves an existing host's `enqueued`/`queued`
-            // counters, which reach the journal with its next lease or completion; at open
-            // `queued` is recounted from the queue itself.
-            let created: Vec<u64> = dirty
-                .iter()
-                .copied()
-                .filter(|&id| id >= old_next_id)
-                .collect();
-            Self::journal_hosts(inner, &created, &mut batch);
-            for id in dirty {
-                self.schedule(inner, id);
+            self.write_intake(inner, log, dirty, old_next_id, extra)?;
+            ticket = self.commit.written();
+        }
+        self.commit.sync(self.store.as_ref(), ticket)?;
+        Ok(results)
+    }
+
+    /// Queue one entry on host `id` (pending, and in the intake record being built).
+    /// False if the host is not in memory (cannot happen after `host_id_for`).
+    pub(crate) fn push_entry(
+        inner: &mut Inner,
+        id: u64,
+        entry: &QueueEntry,
+        now_ms: u64,
+        buf: &mut Vec<u8>,
+        log: &mut IntakeWriter,
+    ) -> bool {
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return false;
+        };
+        if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
+            // new work for an idle host: its politeness wait starts now
+            h.free_since_ms = now_ms;
+        }
+        // a host asleep because only set-aside URLs were left has work again
+        if h.held_origin.is_none() {
+            h.hold_until_ms = 0;
+        }
+        let seq = h.pending.end();
+        h.rec.counters.enqueued += 1;
+        h.rec.counters.queued += 1;
+        buf.clear();
+        entry.encode_into(buf);
+        h.pending.push(buf);
+        log.push(id, seq, buf);
+        true
+    }
+
+    /// Write what an intake queued: new host records and the id counter, then `extra`
+    /// (recrawl records, due-index moves) with the intake record in one atomic group, then
+    /// a checkpoint or fold if due. Applied, not flushed: the caller syncs or lets the
+    /// next flush carry it.
+    pub(crate) fn write_intake(
+        &self,
+        inner: &mut Inner,
+        log: IntakeWriter,
+        mut dirty: Vec<u64>,
+        old_next_id: u64,
+        extra: Batch,
+    ) -> Result<()> {
+        // host records (journal) and the id counter go first: a crash inside the
+        // apply must not leave log entries of a host id that no record names
+        let mut batch = Batch::new();
+        dirty.sort_unstable();
+        dirty.dedup();
+        // Only new hosts are journaled here (the id must be durable with the first
+        // queue entry). Enqueue only moves an existing host's `enqueued`/`queued`
+        // counters, which reach the journal with its next lease or completion; at open
+        // `queued` is recounted from the queue itself.
+        let created: Vec<u64> = dirty
+            .iter()
+            .copied()
+            .filter(|&id| id >= old_next_id)
+            .collect();
+        Self::journal_hosts(inner, &created, &mut batch);
+        for id in dirty {
+            self.schedule(inner, id);
+        }
+        if inner.next_host_id != old_next_id {
+            batch.put(
+                keys::NEXT_HOST_ID.to_vec(),
+                inner.next_host_id.to_le_bytes().to_vec(),
+            );
+        }
+        batch.cut();
+        let (ops, _) = extra.into_parts();
+        for op in ops {
+            match op {
+                Op::Put(k, v) => batch.put(k, v),
+                Op::Del(k) => batch.del(k),
             }
-            if inner.next_host_id != old_next_id {
-                batch.put(
-                    keys::NEXT_HOST_ID.to_vec(),
-                    inner.next_host_id.to_le_bytes().to_vec(),
-                );
-            }
-            batch.cut();
+        }
+        if !log.is_empty() {
             // the whole batch's URLs: one record
             let record = log.finish();
             inner.intake.bytes += record.len() as u64;
             batch.put(keys::intake(inner.intake.next_seq), record);
             inner.intake.next_seq += 1;
-            batch.cut();
-            Self::maybe_checkpoint(inner, &mut batch);
-            if inner.intake.bytes >= self.cfg.intake_buffer_bytes {
-                self.fold(inner, &mut batch)?;
-            }
-            self.store.apply(batch)?;
-            ticket = self.commit.written();
         }
-        self.commit.sync(self.store.as_ref(), ticket)?;
-        Ok(results)
+        batch.cut();
+        Self::maybe_checkpoint(inner, &mut batch);
+        if inner.intake.bytes >= self.cfg.intake_buffer_bytes {
+            self.fold(inner, &mut batch)?;
+        }
+        self.store.apply(batch)?;
+        Ok(())
     }
 
     /// Which of `hashes` the seen-set holds: queued since the last fold (`recent`), or in

@@ -26,6 +26,7 @@ mod dispatch;
 mod error;
 pub mod events;
 mod intake;
+mod recrawl;
 pub mod sched;
 mod seen;
 pub mod store;
@@ -41,6 +42,9 @@ pub use error::{FrontierError, Result};
 pub use events::{FrontierEvent, FrontierStats, HostTotals, OriginView};
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
+pub use sched::recrawl::{
+    RecrawlConfig, RevisitRecord, UrlPattern, Validators, Visit, VisitOutcome,
+};
 pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFetchOutcome};
 pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};

@@ -35,6 +35,10 @@ pub struct PageLease {
     /// a free slot on its host and its robots verdict known: the host's gap, back-off or
     /// robots hold, in ms (0 if it went out as soon as the host was free).
     pub politeness_wait_ms: u64,
+    /// The URL's recrawl record when it was visited before (validators for a
+    /// conditional GET, the last payload digest, when that payload was archived); None
+    /// for a first visit.
+    pub revisit: Option<crate::sched::recrawl::RevisitRecord>,
 }
 
 /// A robots.txt fetch handed out for an origin.

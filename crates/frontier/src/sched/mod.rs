@@ -9,6 +9,7 @@ pub mod failure;
 pub(crate) mod hosts;
 pub mod politeness;
 pub mod rate;
+pub mod recrawl;
 pub mod robots_gate;
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod mem;
 pub mod packed;
 pub(crate) mod reclaim;
 pub(crate) mod recover;
+pub mod revisit;
 pub mod sled;
 
 pub use self::mem::MemStore;

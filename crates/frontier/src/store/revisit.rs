@@ -1,0 +1,132 @@
+//! Encoding of a URL's recrawl record (keyspace `V`, see [`super::keys::revisit`]).
+
+use crate::sched::recrawl::{RevisitRecord, Validators};
+use crate::store::codec::CodecError;
+
+/// Version 1: due (u64 LE), interval (u64 LE), own interval (u64 LE, `u64::MAX` = none),
+/// 404/410 count (u32 LE), visits (u32 LE), last visit (u64 LE), then ETag,
+/// Last-Modified and payload digest, each a u32 LE length (`u32::MAX` = none) and bytes.
+const REVISIT_V1: u8 = 1;
+const NONE_U64: u64 = u64::MAX;
+const NONE_LEN: u32 = u32::MAX;
+
+/// Encode (version 1). Validators longer than 64 KiB are not kept (no server sends one
+/// that long; the record stays small).
+pub fn encode(rec: &RevisitRecord) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.push(REVISIT_V1);
+    out.extend_from_slice(&rec.due_ms.to_le_bytes());
+    out.extend_from_slice(&rec.interval_ms.to_le_bytes());
+    out.extend_from_slice(&rec.url_interval_ms.unwrap_or(NONE_U64).to_le_bytes());
+    out.extend_from_slice(&rec.gone_count.to_le_bytes());
+    out.extend_from_slice(&rec.visits.to_le_bytes());
+    out.extend_from_slice(&rec.captured_ms.to_le_bytes());
+    let v = &rec.validators;
+    for s in [&v.etag, &v.last_modified, &v.payload_digest] {
+        match s.as_deref().filter(|s| s.len() <= 65_536) {
+            None => out.extend_from_slice(&NONE_LEN.to_le_bytes()),
+            Some(s) => {
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+    out
+}
+
+fn err(why: &'static str) -> CodecError {
+    CodecError {
+        what: "revisit",
+        why,
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
+        let end = self.at.checked_add(n).ok_or(err("truncated"))?;
+        let s = self.bytes.get(self.at..end).ok_or(err("truncated"))?;
+        self.at = end;
+        Ok(s)
+    }
+    fn u64(&mut self) -> Result<u64, CodecError> {
+        let b: [u8; 8] = self.take(8)?.try_into().map_err(|_| err("truncated"))?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn u32(&mut self) -> Result<u32, CodecError> {
+        let b: [u8; 4] = self.take(4)?.try_into().map_err(|_| err("truncated"))?;
+        Ok(u32::from_le_bytes(b))
+    }
+}
+
+/// Decode version 1.
+pub fn decode(bytes: &[u8]) -> Result<RevisitRecord, CodecError> {
+    if bytes.first() != Some(&REVISIT_V1) {
+        return Err(err("unknown version"));
+    }
+    let mut c = Cursor { bytes, at: 1 };
+    let due_ms = c.u64()?;
+    let interval_ms = c.u64()?;
+    let url_interval_ms = Some(c.u64()?).filter(|&v| v != NONE_U64);
+    let gone_count = c.u32()?;
+    let visits = c.u32()?;
+    let captured_ms = c.u64()?;
+    let mut strs = [None, None, None];
+    for slot in &mut strs {
+        let len = c.u32()?;
+        if len != NONE_LEN {
+            let s = c.take(len as usize)?;
+            let s = std::str::from_utf8(s).map_err(|_| err("validator not UTF-8"))?;
+            *slot = Some(s.to_string());
+        }
+    }
+    let [etag, last_modified, payload_digest] = strs;
+    Ok(RevisitRecord {
+        due_ms,
+        interval_ms,
+        url_interval_ms,
+        gone_count,
+        visits,
+        captured_ms,
+        validators: Validators {
+            etag,
+            last_modified,
+            payload_digest,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_truncation() {
+        let rec = RevisitRecord {
+            due_ms: 17,
+            interval_ms: 3_600_000,
+            url_interval_ms: Some(0),
+            gone_count: 2,
+            visits: 9,
+            captured_ms: 1_800_000_000_000,
+            validators: Validators {
+                etag: Some("W/\"x\"".into()),
+                last_modified: None,
+                payload_digest: Some("sha1:ABC".into()),
+            },
+        };
+        let b = encode(&rec);
+        assert_eq!(decode(&b).unwrap(), rec);
+        assert_eq!(
+            decode(&encode(&RevisitRecord::default())).unwrap(),
+            RevisitRecord::default()
+        );
+        for n in 0..b.len() {
+            assert!(decode(&b[..n]).is_err(), "prefix of {n} bytes accepted");
+        }
+    }
+}
