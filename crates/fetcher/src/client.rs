@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use http::header::{ACCEPT, ACCEPT_ENCODING, HOST, LOCATION, USER_AGENT};
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION, USER_AGENT,
+};
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 use http_body_util::Empty;
 use hyper_rustls::HttpsConnector;
@@ -31,6 +33,15 @@ use crate::resolve::TableResolver;
 
 type HttpClient =
     Client<CappedConnector<HttpsConnector<HttpConnector<TableResolver>>>, Empty<Bytes>>;
+
+/// Validators of the last answer, sent back on a revisit (RFC 9110 section 13.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conditional {
+    /// The last `ETag`, sent as `If-None-Match`.
+    pub if_none_match: Option<String>,
+    /// The last `Last-Modified`, sent as `If-Modified-Since`.
+    pub if_modified_since: Option<String>,
+}
 
 /// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
 #[derive(Clone)]
@@ -125,7 +136,13 @@ impl Fetcher {
         let exchange = loop {
             let hop_started_at = SystemTime::now();
             let exchange = self
-                .exchange(&url, Purpose::Robots, deadline, started)
+                .exchange(
+                    &url,
+                    Purpose::Robots,
+                    deadline,
+                    started,
+                    &Conditional::default(),
+                )
                 .await?;
             exchanges.push(RobotsHop {
                 request: exchange.request.clone(),
@@ -174,11 +191,25 @@ impl Fetcher {
     /// Fetches one page: no redirect following (a 3xx comes back with its Location
     /// resolved), body kept up to `page_body_cap`, request and response recorded.
     pub async fn fetch_page(&self, url: &Url) -> Result<PageFetch, FetchError> {
+        self.fetch_page_conditional(url, &Conditional::default())
+            .await
+    }
+
+    /// [`Fetcher::fetch_page`] as a conditional GET: `If-None-Match` and
+    /// `If-Modified-Since` carry the validators of the last answer (a value that is not a
+    /// valid header value is not sent).
+    pub async fn fetch_page_conditional(
+        &self,
+        url: &Url,
+        conditional: &Conditional,
+    ) -> Result<PageFetch, FetchError> {
         check_url(url)?;
         let started = Instant::now();
         let started_at = SystemTime::now();
         let deadline = tokio::time::Instant::from_std(started + self.config.total_timeout);
-        let exchange = self.exchange(url, Purpose::Page, deadline, started).await?;
+        let exchange = self
+            .exchange(url, Purpose::Page, deadline, started, conditional)
+            .await?;
         let fetch = PageFetch {
             url: url.clone(),
             outcome: exchange.outcome,
@@ -201,6 +232,7 @@ impl Fetcher {
         purpose: Purpose,
         deadline: tokio::time::Instant,
         started: Instant,
+        conditional: &Conditional,
     ) -> Result<Exchange, FetchError> {
         let mut target = url.clone();
         target.set_fragment(None);
@@ -222,6 +254,14 @@ impl Fetcher {
             ACCEPT_ENCODING,
             HeaderValue::from_static("gzip, deflate, br"),
         );
+        for (name, value) in [
+            (IF_NONE_MATCH, &conditional.if_none_match),
+            (IF_MODIFIED_SINCE, &conditional.if_modified_since),
+        ] {
+            if let Some(v) = value.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(name, v);
+            }
+        }
         let mut request = RequestRecord {
             method: Method::GET,
             url: target,

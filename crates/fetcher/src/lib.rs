@@ -20,7 +20,7 @@ mod outcome;
 mod pool_cap;
 mod resolve;
 
-pub use client::Fetcher;
+pub use client::{Conditional, Fetcher};
 pub use config::{
     FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_POOLED_CONNECTIONS,
     DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP, DEFAULT_ROBOTS_MAX_REDIRECTS,

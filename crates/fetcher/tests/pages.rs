@@ -434,3 +434,40 @@ async fn non_http_urls_are_refused_before_any_io() {
         .unwrap_err();
     assert!(matches!(err, FetchError::UnsupportedScheme { .. }), "{err}");
 }
+
+/// A revisit sends the last validators; the server's 304 comes back as the outcome, and
+/// the request record (for the WARC file) shows what was sent.
+#[tokio::test]
+async fn conditional_get_sends_validators_and_returns_304() {
+    let server = HttpServer::start(|req| async move {
+        let inm = req.headers().get("if-none-match").cloned();
+        let ims = req.headers().get("if-modified-since").cloned();
+        match (inm, ims) {
+            (Some(e), Some(d)) if e == "\"v1\"" && d == "Mon, 23 Nov 2026 10:00:00 GMT" => {
+                respond(304, &[("etag", "\"v1\"")], "")
+            }
+            _ => respond(200, &[("etag", "\"v1\"")], PAGE),
+        }
+    })
+    .await;
+    let url = server.url("/c");
+    let f = fetcher(test_config());
+    let plain = f.fetch_page(&url).await.unwrap();
+    assert_eq!(plain.outcome.status().map(|s| s.as_u16()), Some(200));
+    assert!(plain.request.headers.get("if-none-match").is_none());
+    let cond = fetcher::Conditional {
+        if_none_match: Some("\"v1\"".into()),
+        if_modified_since: Some("Mon, 23 Nov 2026 10:00:00 GMT".into()),
+    };
+    let again = f.fetch_page_conditional(&url, &cond).await.unwrap();
+    assert_eq!(again.outcome.status().map(|s| s.as_u16()), Some(304));
+    assert_eq!(again.request.headers["if-none-match"], "\"v1\"");
+    // a validator that is no header value is not sent (and does not fail the fetch)
+    let bad = fetcher::Conditional {
+        if_none_match: Some("bad\nvalue".into()),
+        if_modified_since: None,
+    };
+    let third = f.fetch_page_conditional(&url, &bad).await.unwrap();
+    assert_eq!(third.outcome.status().map(|s| s.as_u16()), Some(200));
+    assert!(third.request.headers.get("if-none-match").is_none());
+}
