@@ -40,8 +40,9 @@ pub use error::WarcError;
 pub use record::{sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
-    EncodedExchange, Exchange, Truncated, WarcConfig, WarcWriter, WrittenExchange,
-    DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX, WARC_SUFFIX,
+    payload_digest, EncodedExchange, Exchange, Revisit, RevisitProfile, Truncated, WarcConfig,
+    WarcWriter, WrittenExchange, DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX,
+    WARC_SUFFIX,
 };
 
 #[cfg(test)]

@@ -609,3 +609,64 @@ fn gzip_level_is_honoured() {
     assert!(sizes[0] > body.len() as u64, "level 0 stores: {sizes:?}");
     assert!(sizes[1] * 20 < sizes[0], "level 6 deflates: {sizes:?}");
 }
+/// Both revisit profiles: a `revisit` record with the response head only, the profile,
+/// what it refers to, and a payload digest only where there is a payload to compare;
+/// warcio accepts them.
+#[test]
+fn revisit_records_for_not_modified_and_identical_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+    let url = "https://example.org/page";
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: \"v1\"\r\n\r\n";
+    let body = b"<html>same</html>";
+    let first = w.write_exchange(&exchange(url, head, body)).unwrap();
+    let earlier = UNIX_EPOCH + Duration::from_secs(1_714_564_800);
+    let mut later = exchange(url, head, body);
+    later.date = earlier + Duration::from_secs(60);
+    let same = w
+        .write_revisit(
+            &later,
+            &Revisit {
+                profile: RevisitProfile::IdenticalPayloadDigest,
+                refers_to_uri: url,
+                refers_to_date: earlier,
+            },
+        )
+        .unwrap();
+    assert_eq!(same.payload_digest, first.payload_digest);
+    let not_modified_head = b"HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n";
+    w.write_revisit(
+        &exchange(url, not_modified_head, b""),
+        &Revisit {
+            profile: RevisitProfile::ServerNotModified,
+            refers_to_uri: url,
+            refers_to_date: earlier,
+        },
+    )
+    .unwrap();
+    let path = w.close().unwrap().unwrap();
+    let records = read_records(&path);
+    let revisits: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.get("WARC-Type") == "revisit")
+        .collect();
+    assert_eq!(revisits.len(), 2);
+    let (digest, nm) = (revisits[0], revisits[1]);
+    assert_eq!(
+        digest.get("WARC-Profile"),
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    );
+    assert_eq!(digest.get("WARC-Payload-Digest"), sha1_of(body));
+    assert_eq!(digest.block, head.to_vec(), "head only, no payload");
+    assert_eq!(digest.get("WARC-Refers-To-Target-URI"), url);
+    assert_eq!(digest.get("WARC-Refers-To-Date"), "2024-05-01T12:00:00Z");
+    assert_eq!(digest.get("WARC-Date"), "2024-05-01T12:01:00Z");
+    assert_eq!(
+        nm.get("WARC-Profile"),
+        "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+    );
+    assert!(!nm.has("WARC-Payload-Digest"));
+    assert_eq!(nm.block, not_modified_head.to_vec());
+    assert_eq!(nm.get("Content-Type"), "application/http;msgtype=response");
+    warcio_check(&[path]);
+}

@@ -118,6 +118,46 @@ pub struct Exchange<'a> {
     pub truncated: Option<Truncated>,
 }
 
+/// Why an answer is archived as a `revisit` record (WARC 1.1 section 6.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisitProfile {
+    /// The payload digest equals the one of an earlier capture of the URL.
+    IdenticalPayloadDigest,
+    /// The server answered 304 Not Modified to a conditional request.
+    ServerNotModified,
+}
+
+impl RevisitProfile {
+    /// The `WARC-Profile` value.
+    pub fn uri(self) -> &'static str {
+        match self {
+            RevisitProfile::IdenticalPayloadDigest => {
+                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+            }
+            RevisitProfile::ServerNotModified => {
+                "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+            }
+        }
+    }
+}
+
+/// The earlier capture a revisit record refers to.
+#[derive(Debug, Clone)]
+pub struct Revisit<'a> {
+    /// Why the payload is not written again.
+    pub profile: RevisitProfile,
+    /// `WARC-Refers-To-Target-URI`: the URL of the earlier capture.
+    pub refers_to_uri: &'a str,
+    /// `WARC-Refers-To-Date`: the `WARC-Date` of the earlier capture.
+    pub refers_to_date: SystemTime,
+}
+
+/// The `WARC-Payload-Digest` label of a payload (`sha1:` + base32), as the writer computes
+/// it: a caller compares a new payload with an earlier capture's by this.
+pub fn payload_digest(payload: &[u8]) -> String {
+    sha1_label(&Sha1::digest(payload))
+}
+
 /// What [`WarcWriter::write_exchange`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenExchange {
@@ -208,6 +248,40 @@ impl WarcWriter {
         exchange: &Exchange<'_>,
         gzip_level: u32,
     ) -> Result<EncodedExchange, WarcError> {
+        Self::encode_records(exchange, None, gzip_level)
+    }
+
+    /// Like [`WarcWriter::encode_exchange`], but the answer becomes a `revisit` record
+    /// (WARC 1.1 section 6.7): the response head only, no payload, with the profile and the
+    /// capture it refers to. `exchange.response_body` is still given: for the
+    /// identical-payload-digest profile its digest is the record's `WARC-Payload-Digest`
+    /// (it equals the referred capture's). Appended with
+    /// [`WarcWriter::append_exchange`], whose `response_id` and `response_offset` are then
+    /// the revisit record's.
+    pub fn encode_revisit(
+        exchange: &Exchange<'_>,
+        revisit: &Revisit<'_>,
+        gzip_level: u32,
+    ) -> Result<EncodedExchange, WarcError> {
+        check_uri(revisit.refers_to_uri)?;
+        Self::encode_records(exchange, Some(revisit), gzip_level)
+    }
+
+    /// [`WarcWriter::encode_revisit`] then [`WarcWriter::append_exchange`].
+    pub fn write_revisit(
+        &mut self,
+        exchange: &Exchange<'_>,
+        revisit: &Revisit<'_>,
+    ) -> Result<WrittenExchange, WarcError> {
+        let encoded = Self::encode_revisit(exchange, revisit, self.config.gzip_level)?;
+        self.append_exchange(encoded)
+    }
+
+    fn encode_records(
+        exchange: &Exchange<'_>,
+        revisit: Option<&Revisit<'_>>,
+        gzip_level: u32,
+    ) -> Result<EncodedExchange, WarcError> {
         check_uri(exchange.target_uri)?;
         let request_id = new_record_id();
         let response_id = new_record_id();
@@ -238,17 +312,39 @@ impl WarcWriter {
         if let Some(reason) = exchange.truncated {
             response_fields.push(("WARC-Truncated", reason.as_str().to_string()));
         }
-        let payload_digest = sha1_label(&Sha1::digest(exchange.response_body));
-        let response = encode_record(
-            "response",
-            &response_id,
-            &date,
-            &response_fields,
-            "application/http;msgtype=response",
-            &[&response_head, exchange.response_body],
-            Some(&payload_digest),
-            gzip_level,
-        )?;
+        let payload_digest = payload_digest(exchange.response_body);
+        let response = match revisit {
+            None => encode_record(
+                "response",
+                &response_id,
+                &date,
+                &response_fields,
+                "application/http;msgtype=response",
+                &[&response_head, exchange.response_body],
+                Some(&payload_digest),
+                gzip_level,
+            )?,
+            Some(r) => {
+                response_fields.push(("WARC-Profile", r.profile.uri().to_string()));
+                response_fields.push(("WARC-Refers-To-Target-URI", r.refers_to_uri.to_string()));
+                response_fields.push(("WARC-Refers-To-Date", warc_date(r.refers_to_date)));
+                // a 304 has no payload: nothing to digest (WARC 1.1 section 6.7.2)
+                let digest = match r.profile {
+                    RevisitProfile::IdenticalPayloadDigest => Some(payload_digest.as_str()),
+                    RevisitProfile::ServerNotModified => None,
+                };
+                encode_record(
+                    "revisit",
+                    &response_id,
+                    &date,
+                    &response_fields,
+                    "application/http;msgtype=response",
+                    &[&response_head],
+                    digest,
+                    gzip_level,
+                )?
+            }
+        };
         Ok(EncodedExchange {
             request_id,
             response_id,
