@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use frontier::DropReason;
+use frontier::{DropReason, VisitOutcome};
 
 use crate::discovery;
 
@@ -107,6 +107,9 @@ pub struct LogLine<'a> {
     /// The peer the fetch talked to.
     pub ip: Option<IpAddr>,
     pub archived: Option<&'a Archived>,
+    /// A fetch with an answer: first visit, or a revisit and what it found (None when
+    /// nothing was fetched).
+    pub visit: Option<VisitOutcome>,
 }
 
 impl<'a> LogLine<'a> {
@@ -123,6 +126,7 @@ impl<'a> LogLine<'a> {
             content_type: None,
             ip: None,
             archived: None,
+            visit: None,
         }
     }
 
@@ -148,6 +152,12 @@ impl<'a> LogLine<'a> {
             "payload_digest": self.archived.map(|a| a.payload_digest.as_str()),
             "warc_file": self.archived.map(|a| a.file.as_str()),
             "warc_offset": self.archived.map(|a| a.offset),
+            // recrawl: first visit or revisit, and what the revisit found
+            "visit": self.visit.map(|v| match v {
+                VisitOutcome::First => "first",
+                _ => "revisit",
+            }),
+            "revisit": self.visit.filter(|v| *v != VisitOutcome::First).map(VisitOutcome::as_str),
         })
     }
 }
@@ -190,6 +200,7 @@ mod tests {
             content_type: media_type("Text/HTML; charset=utf-8"),
             ip: Some("127.0.0.1".parse().unwrap()),
             archived: Some(&archived),
+            visit: Some(VisitOutcome::IdenticalDigest),
         };
         let v = line.to_json("2026-01-01T00:00:00.000Z");
         let want = serde_json::json!({
@@ -199,6 +210,7 @@ mod tests {
             "content_type": "text/html", "ip": "127.0.0.1",
             "payload_digest": "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ",
             "warc_file": "frontierd-20260101000000000-00001.warc.gz", "warc_offset": 1234,
+            "visit": "revisit", "revisit": "identical-digest",
         });
         assert_eq!(v, want);
         // a rejected submission: every field present, null where nothing applies

@@ -5,8 +5,9 @@
 //! which kind of answer a fetch got ([`FetchClass`]); what a robots.txt answer means to the
 //! robots state machine ([`robots_fetch`]); link extraction with META robots and
 //! `X-Robots-Tag` ([`links`]); which links are in scope ([`scope`]); hop paths
-//! ([`discovery`]); the head and truncation of an archived response ([`archive`]); and the
-//! crawl log record with its JSON form ([`crawl_log`]).
+//! ([`discovery`]); the head and truncation of an archived response ([`archive`]); what a
+//! revisit found and how it is archived ([`revisit`]); and the crawl log record with its
+//! JSON form ([`crawl_log`]).
 //!
 //! It must never do I/O, read the clock, log or count: every function takes what was
 //! fetched and returns a decision, so each is unit-tested here. Fetching is the fetcher's,
@@ -18,6 +19,7 @@ pub mod crawl_log;
 pub mod discovery;
 pub mod links;
 pub mod page;
+pub mod revisit;
 pub mod robots_fetch;
 pub mod scope;
 

@@ -31,6 +31,7 @@ pub struct Config {
     pub crawl_log: CrawlLogSection,
     pub admin: AdminSection,
     pub log: LogSection,
+    pub recrawl: recrawl::RecrawlSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -572,6 +573,7 @@ impl Config {
             3_600_000,
         )?;
         range_u64("intake.batch_size", c.intake.batch_size.into(), 1, 100_000)?;
+        c.recrawl.check()?;
         // warc
         range_u64("warc.max_file_size", c.warc.max_file_size, 1 << 20, 1 << 40)?;
         if c.warc.prefix.is_empty()
@@ -834,6 +836,7 @@ impl Settings {
         f.max_attempts = p.max_attempts;
         f.robots_hold_recheck_ms = self.raw.robots.hold_recheck.ms();
         f.robots_cache_origins = usize::try_from(self.raw.robots.cache_origins).unwrap_or(10_000);
+        f.recrawl = self.raw.recrawl.frontier();
         f
     }
 
@@ -878,5 +881,6 @@ impl Settings {
     }
 }
 
+mod recrawl;
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,11 @@ pub struct Metrics {
     pub robots_transitions: Family<Labels, Counter>,
     pub pages_completed: Counter,
     pub warc_write_failures: Counter,
+    pub revisits: Family<Labels, Counter>,
+    pub revisits_due: Counter,
+    pub revisits_gone: Counter,
+    /// The frontier's cumulative due and gone counts already added to the two above.
+    recrawl_seen: [AtomicU64; 2],
 }
 
 impl Metrics {
@@ -102,6 +107,10 @@ impl Metrics {
             robots_transitions: Family::default(),
             pages_completed: Counter::default(),
             warc_write_failures: Counter::default(),
+            revisits: Family::default(),
+            revisits_due: Counter::default(),
+            revisits_gone: Counter::default(),
+            recrawl_seen: [AtomicU64::new(0), AtomicU64::new(0)],
             registry: Registry::default(),
         };
         registry.register(
@@ -275,6 +284,21 @@ impl Metrics {
             "Exchanges that could not be archived (disk full, ...): the crawl goes on without them",
             m.warc_write_failures.clone(),
         );
+        registry.register(
+            "revisits",
+            "Pages fetched again by the recrawl schedule, by what the visit found: changed, not-modified (a 304 to the conditional GET), identical-digest (same payload digest as the last capture)",
+            m.revisits.clone(),
+        );
+        registry.register(
+            "revisits_due",
+            "URLs whose revisit came due, moved from the due index back to their host queue",
+            m.revisits_due.clone(),
+        );
+        registry.register(
+            "revisits_gone",
+            "URLs that left the recrawl schedule after recrawl.gone_after 404/410 answers in a row",
+            m.revisits_gone.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -300,6 +324,20 @@ impl Metrics {
             .fetch_max(cumulative, Ordering::Relaxed);
         if cumulative > seen {
             self.crawl_delay_clamped.inc_by(cumulative - seen);
+        }
+    }
+
+    /// Feed `revisits_due` and `revisits_gone` from the frontier's counts since open
+    /// (they only grow), as [`Metrics::crawl_delays_clamped_total`] does.
+    pub fn recrawl_totals(&self, due: u64, gone: u64) {
+        for (i, (cumulative, counter)) in [(due, &self.revisits_due), (gone, &self.revisits_gone)]
+            .into_iter()
+            .enumerate()
+        {
+            let seen = self.recrawl_seen[i].fetch_max(cumulative, Ordering::Relaxed);
+            if cumulative > seen {
+                counter.inc_by(cumulative - seen);
+            }
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{Frontier, FrontierError, LeaseId, PageOutcome, WorkItem};
+use frontier::{Frontier, FrontierError, LeaseId, PageOutcome, Visit, WorkItem};
 use tokio::sync::{mpsc, oneshot, Mutex, Notify};
 
 use crate::daemon::shared::now_ms;
@@ -23,7 +23,8 @@ const COMPLETION_LINGER: Duration = Duration::from_millis(2);
 const COMPLETION_QUEUE: usize = 4096;
 
 enum Completion {
-    Page(LeaseId, PageOutcome),
+    /// A page's outcome, with what its answer means for the recrawl schedule.
+    Page(LeaseId, PageOutcome, Option<Visit>),
     /// Apply everything before this, then answer and end.
     Close(oneshot::Sender<()>),
 }
@@ -107,11 +108,12 @@ impl Pipeline {
         item
     }
 
-    /// Report a page's outcome; applied with others in one batch, soon.
-    pub async fn complete(&self, lease: LeaseId, outcome: PageOutcome) {
+    /// Report a page's outcome (and the visit, for the recrawl schedule); applied with
+    /// others in one batch, soon.
+    pub async fn complete(&self, lease: LeaseId, outcome: PageOutcome, visit: Option<Visit>) {
         if self
             .done
-            .send(Completion::Page(lease, outcome))
+            .send(Completion::Page(lease, outcome, visit))
             .await
             .is_err()
         {
@@ -214,17 +216,23 @@ async fn complete_loop(
             return;
         };
         let mut batch = Vec::new();
-        let mut take = |c: Completion, batch: &mut Vec<(LeaseId, PageOutcome)>| match c {
-            Completion::Page(l, o) => batch.push((l, o)),
+        let mut visits = Vec::new();
+        let mut take = |c: Completion,
+                        batch: &mut Vec<(LeaseId, PageOutcome)>,
+                        visits: &mut Vec<Option<Visit>>| match c {
+            Completion::Page(l, o, v) => {
+                batch.push((l, o));
+                visits.push(v);
+            }
             Completion::Close(tx) => closing = Some(tx),
         };
-        take(first, &mut batch);
+        take(first, &mut batch, &mut visits);
         let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
         while batch.len() < MAX_COMPLETIONS {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(c)) => {
                     let close = matches!(c, Completion::Close(_));
-                    take(c, &mut batch);
+                    take(c, &mut batch, &mut visits);
                     if close {
                         break;
                     }
@@ -235,7 +243,7 @@ async fn complete_loop(
         if !batch.is_empty() {
             let n = batch.len();
             let fr = frontier.clone();
-            let res = tokio::task::spawn_blocking(move || apply(&fr, &batch)).await;
+            let res = tokio::task::spawn_blocking(move || apply(&fr, &batch, &visits)).await;
             if let Err(e) = res {
                 tracing::error!(error = %e, "complete_batch task failed");
             }
@@ -250,13 +258,15 @@ async fn complete_loop(
 
 /// One `complete_batch`; if it names a lease it does not know (nothing applied then), the
 /// others are applied one by one so one bad lease costs only itself.
-fn apply(frontier: &Frontier, batch: &[(LeaseId, PageOutcome)]) {
-    match frontier.complete_batch(batch, now_ms()) {
+fn apply(frontier: &Frontier, batch: &[(LeaseId, PageOutcome)], visits: &[Option<Visit>]) {
+    match frontier.complete_visits(batch, visits, now_ms()) {
         Ok(()) => {}
         Err(FrontierError::UnknownLease(bad)) => {
             tracing::error!(lease = ?bad, "completion of an unknown lease; the batch is applied one by one");
-            for (lease, outcome) in batch {
-                if let Err(e) = frontier.complete(*lease, outcome.clone(), now_ms()) {
+            for (i, (lease, outcome)) in batch.iter().enumerate() {
+                let one = [(*lease, outcome.clone())];
+                let visit = [visits.get(i).cloned().flatten()];
+                if let Err(e) = frontier.complete_visits(&one, &visit, now_ms()) {
                     tracing::error!(?lease, error = %e, "complete failed");
                 }
             }

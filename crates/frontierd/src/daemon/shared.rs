@@ -217,9 +217,23 @@ impl Shared {
 
     /// Archive one exchange; where its response record went (None if not written).
     pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
+        self.write_warc_as(ex, None)
+    }
+
+    /// Archive one exchange, its answer as a `revisit` record when `revisit` is given
+    /// (else as a full response).
+    pub(crate) fn write_warc_as(
+        &self,
+        ex: &Exchange<'_>,
+        revisit: Option<&warc::Revisit<'_>>,
+    ) -> Option<Archived> {
         // compress and digest on this worker's thread; the lock covers only the append, so
         // workers on both cores are not queued behind one another's deflate
-        let written = WarcWriter::encode_exchange(ex, self.warc_gzip_level).and_then(|encoded| {
+        let encoded = match revisit {
+            None => WarcWriter::encode_exchange(ex, self.warc_gzip_level),
+            Some(r) => WarcWriter::encode_revisit(ex, r, self.warc_gzip_level),
+        };
+        let written = encoded.and_then(|encoded| {
             let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
             match guard.as_mut() {
                 Some(w) => w.append_exchange(encoded).map(Some),

@@ -96,8 +96,11 @@ impl Shared {
         for (k, n) in by_state {
             self.metrics.robots_state(k, n);
         }
+        let fs = self.frontier.stats();
         self.metrics
-            .crawl_delays_clamped_total(self.frontier.stats().crawl_delay_clamped);
+            .crawl_delays_clamped_total(fs.crawl_delay_clamped);
+        self.metrics
+            .recrawl_totals(fs.revisits_queued, fs.revisits_gone);
         self.metrics
             .in_flight
             .set(self.in_flight.load(Ordering::Relaxed) as i64);

@@ -6,17 +6,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crawl::revisit;
 use crawl::{
     archive_response, judge_page, media_type, refused_fetch_result, robots_fetch_result,
     FetchClass, Found, LogLine, Page, PageVerdict,
 };
 use fetcher::Url;
-use frontier::{PageLease, PageOutcome, RobotsLease, WorkItem};
+use frontier::{PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use warc::Exchange;
 
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::fetch::{
-    PageFetchRefused, PageFetched, PageLeased, PageRetried, RedirectChainStopped,
+    PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
     RobotsFetchRefused, RobotsFetched, RobotsRefusal,
 };
 use crate::internal_events::InternalEvent;
@@ -129,11 +130,14 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         Ok(u) => u,
         Err(e) => {
             let verdict = PageVerdict::not_fetched(format!("URL does not parse: {e}"));
-            complete(sh, &lease, verdict.outcome).await;
+            complete(sh, &lease, verdict.outcome, None).await;
             return;
         }
     };
-    let fetch = match sh.fetcher.fetch_page(&url).await {
+    // a URL answered before is asked conditionally (its last validators)
+    let previous = revisit::previous(lease.revisit.as_ref());
+    let conditional = revisit::conditional(previous);
+    let fetch = match sh.fetcher.fetch_page_conditional(&url, &conditional).await {
         Ok(f) => f,
         Err(e) => {
             PageFetchRefused {
@@ -141,7 +145,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
                 error: &e,
             }
             .emit(m);
-            complete(sh, &lease, PageVerdict::not_fetched(e.to_string()).outcome).await;
+            complete(
+                sh,
+                &lease,
+                PageVerdict::not_fetched(e.to_string()).outcome,
+                None,
+            )
+            .await;
             return;
         }
     };
@@ -149,6 +159,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     let mut bytes = 0u64;
     let mut archived = None;
     let mut content_type = None;
+    let mut visit = None;
     if let Some(resp) = &fetch.response {
         bytes = resp.body.len() as u64;
         content_type = resp
@@ -158,15 +169,36 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             .and_then(media_type);
         let req_head = fetch.request.head_bytes();
         let response = archive_response(resp);
-        archived = sh.write_warc(&Exchange {
-            target_uri: fetch.url.as_str(),
-            ip: ip_of(fetch.peer_addr),
-            date: fetch.timings.started_at,
-            request_head: &req_head,
-            response_head: &response.head,
-            response_body: response.body,
-            truncated: response.truncated,
-        });
+        let status = resp.status.as_u16();
+        let digest = warc::payload_digest(response.body);
+        let outcome = revisit::judge(previous, status, &digest);
+        // unchanged since a capture we archived: a revisit record instead of the payload
+        let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
+        archived = sh.write_warc_as(
+            &Exchange {
+                target_uri: fetch.url.as_str(),
+                ip: ip_of(fetch.peer_addr),
+                date: fetch.timings.started_at,
+                request_head: &req_head,
+                response_head: &response.head,
+                response_body: response.body,
+                truncated: response.truncated,
+            },
+            as_revisit.as_ref(),
+        );
+        PageVisited {
+            url: &lease.url,
+            outcome,
+            archived_as_revisit: as_revisit.is_some() && archived.is_some(),
+        }
+        .emit(m);
+        visit = Some(revisit::visit(
+            status,
+            outcome,
+            &resp.headers,
+            &digest,
+            fetch.timings.started_at,
+        ));
     }
     PageFetched {
         url: &lease.url,
@@ -210,7 +242,8 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         }
         .emit(m);
     }
-    complete(sh, &lease, verdict.outcome).await;
+    let visit_outcome = visit.as_ref().map(|v| v.outcome);
+    complete(sh, &lease, verdict.outcome, visit).await;
     if done {
         m.pages_completed.inc();
     }
@@ -226,11 +259,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             content_type,
             ip: ip_of(fetch.peer_addr),
             archived: archived.as_ref(),
+            visit: visit_outcome,
         });
     }
 }
 
-/// Hand the outcome to the completer: applied with others in one batch (one flush).
-async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome) {
-    sh.pipeline.complete(lease.id, outcome).await;
+/// Hand the outcome (and the visit, for the recrawl schedule) to the completer: applied
+/// with others in one batch (one flush).
+async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome, visit: Option<Visit>) {
+    sh.pipeline.complete(lease.id, outcome, visit).await;
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crawl::FetchClass;
-use frontier::PageOutcome;
+use frontier::{PageOutcome, VisitOutcome};
 
 use super::{label, InternalEvent};
 use crate::metrics::Metrics;
@@ -204,5 +204,30 @@ impl InternalEvent for CompletionsApplied {
         tracing::trace!(size = self.size, "page outcomes applied");
         m.completion_batches.inc();
         m.completion_batch_size.observe(self.size as f64);
+    }
+}
+
+/// A page answered: a first visit, or a revisit and what it found (`docs/recrawl.md`).
+pub struct PageVisited<'a> {
+    pub url: &'a str,
+    pub outcome: VisitOutcome,
+    /// Archived as a WARC `revisit` record (headers only).
+    pub archived_as_revisit: bool,
+}
+
+impl InternalEvent for PageVisited<'_> {
+    fn emit(self, m: &Metrics) {
+        if self.outcome == VisitOutcome::First {
+            return;
+        }
+        tracing::debug!(
+            url = %self.url,
+            outcome = self.outcome.as_str(),
+            warc_revisit_record = self.archived_as_revisit,
+            "page revisited"
+        );
+        m.revisits
+            .get_or_create(&label("outcome", self.outcome.as_str()))
+            .inc();
     }
 }
