@@ -188,11 +188,22 @@ pub struct Rejection {
     pub input: String,
 }
 
+/// A submitted URL's own recrawl fields (`docs/recrawl.md`; JSON submissions only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UrlRecrawl {
+    /// Its own revisit interval in ms (`Some(0)`: never revisit).
+    pub revisit_interval_ms: Option<u64>,
+    /// Not to be fetched before this instant (unix ms).
+    pub refetch_at_ms: Option<u64>,
+}
+
 /// URLs (with their line numbers) and the lines already refused.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub urls: Vec<(usize, String)>,
     pub rejected: Vec<Rejection>,
+    /// Recrawl fields of the URLs that carry some, by index in `urls`.
+    pub recrawl: std::collections::BTreeMap<usize, UrlRecrawl>,
 }
 
 impl Batch {
@@ -205,6 +216,7 @@ impl Batch {
                 .map(|(i, u)| (i + 1, u))
                 .collect(),
             rejected: Vec::new(),
+            recrawl: Default::default(),
         }
     }
 

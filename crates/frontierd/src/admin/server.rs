@@ -408,9 +408,71 @@ fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
             body.get(at).copied().unwrap_or(0)
         )
     })?;
-    serde_json::from_str::<Vec<String>>(text)
-        .map(Batch::from_urls)
-        .map_err(|e| format!("expected a JSON array of strings: {e}"))
+    let elements = serde_json::from_str::<Vec<JsonUrl>>(text).map_err(|e| {
+        format!("expected a JSON array of URL strings or {{\"url\", \"revisit_interval\", \"refetch_at\"}} objects: {e}")
+    })?;
+    let mut urls = Vec::with_capacity(elements.len());
+    let mut recrawl = std::collections::BTreeMap::new();
+    for (i, e) in elements.into_iter().enumerate() {
+        match e {
+            JsonUrl::Plain(u) => urls.push(u),
+            JsonUrl::WithFields {
+                url,
+                revisit_interval,
+                refetch_at,
+            } => {
+                let fields = url_list::UrlRecrawl {
+                    revisit_interval_ms: revisit_interval
+                        .map(|s| interval_ms(&s))
+                        .transpose()
+                        .map_err(|why| format!("element {}: revisit_interval: {why}", i + 1))?,
+                    refetch_at_ms: refetch_at
+                        .map(|s| rfc3339_ms(&s))
+                        .transpose()
+                        .map_err(|why| format!("element {}: refetch_at: {why}", i + 1))?,
+                };
+                recrawl.insert(i, fields);
+                urls.push(url);
+            }
+        }
+    }
+    let mut batch = Batch::from_urls(urls);
+    batch.recrawl = recrawl;
+    Ok(batch)
+}
+
+/// One element of a JSON URL list: a URL, or a URL with its own recrawl fields.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum JsonUrl {
+    Plain(String),
+    WithFields {
+        url: String,
+        revisit_interval: Option<String>,
+        refetch_at: Option<String>,
+    },
+}
+
+/// `"off"` (0: never revisit) or a duration such as `"6h"`, in ms.
+fn interval_ms(s: &str) -> std::result::Result<u64, String> {
+    if s.trim() == "off" {
+        return Ok(0);
+    }
+    humantime::parse_duration(s.trim())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_err(|e| format!("{s:?} is not \"off\" or a duration such as \"6h\" ({e})"))
+}
+
+/// An RFC 3339 instant such as `"2026-12-01T00:00:00Z"`, in unix ms.
+fn rfc3339_ms(s: &str) -> std::result::Result<u64, String> {
+    humantime::parse_rfc3339_weak(s.trim())
+        .map_err(|e| {
+            format!("{s:?} is not an RFC 3339 time such as \"2026-12-01T00:00:00Z\" ({e})")
+        })
+        .map(|t| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        })
 }
 
 fn origin_host(origin: &str) -> String {

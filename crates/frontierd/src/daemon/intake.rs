@@ -50,8 +50,20 @@ pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
         .emit(&sh.metrics);
         sh.log_outcome(&r.input, crawl::Outcome::Rejected, None, 0, 0, &r.reason);
     }
-    let urls: Vec<String> = batch.urls.iter().map(|(_, u)| u.clone()).collect();
-    let summary = sh.submit(urls, 0, true).await?;
+    let items: Vec<frontier::EnqueueItem> = batch
+        .urls
+        .iter()
+        .enumerate()
+        .map(|(i, (_, u))| {
+            let r = batch.recrawl.get(&i).copied().unwrap_or_default();
+            frontier::EnqueueItem {
+                revisit_interval_ms: r.revisit_interval_ms,
+                refetch_at_ms: r.refetch_at_ms,
+                ..frontier::EnqueueItem::seed(u.clone())
+            }
+        })
+        .collect();
+    let summary = sh.submit_items(items, true).await?;
     let mut rejected = batch.rejected;
     for (i, url, code) in summary.rejected {
         rejected.push(Rejection {

@@ -106,30 +106,9 @@ impl Shared {
         }
     }
 
-    /// Offer URLs (durable on return). `depth` is the link depth of every URL (0 for seeds),
-    /// stored with it in the frontier; `log_rejects` writes rejected ones to the crawl log
-    /// (submitted URLs, not discovered links).
-    pub async fn submit(
-        self: &Arc<Self>,
-        urls: Vec<String>,
-        depth: u32,
-        log_rejects: bool,
-    ) -> Result<SubmitSummary> {
-        let items = urls
-            .into_iter()
-            .map(|url| EnqueueItem {
-                url,
-                depth,
-                via: None,
-                hops: String::new(),
-                ..EnqueueItem::default()
-            })
-            .collect();
-        self.submit_items(items, log_rejects).await
-    }
-
-    /// Offer URLs with where each came from (durable on return); `log_rejects` as in
-    /// [`Shared::submit`] (for submitted URLs: their lines say seed).
+    /// Offer URLs with where each came from (durable on return); `log_rejects` writes
+    /// rejected ones to the crawl log (submitted URLs, not discovered links: their lines
+    /// say seed).
     pub async fn submit_items(
         self: &Arc<Self>,
         items: Vec<EnqueueItem>,
