@@ -283,3 +283,64 @@ fn the_schedule_and_the_validators_survive_kill_9() {
     });
     drop(daemon);
 }
+
+/// RFC 3339 UTC of a time `ahead` from now, and that time (whole seconds, as written).
+fn rfc3339_in(ahead: Duration) -> (String, std::time::SystemTime) {
+    let at = std::time::SystemTime::now() + ahead;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap().trim().to_string(),
+        at,
+    )
+}
+
+/// With revisits off in the configuration, a submitted URL's own interval still schedules
+/// it, and one with `refetch_at` is not fetched before that time; a bad field is a 400
+/// naming it.
+#[test]
+fn per_url_fields_of_the_api_schedule_and_defer() {
+    let seen: Seen = Arc::default();
+    let site = site(seen.clone());
+    let env = Env::new(&[("recrawl", "min_interval", "\"1s\"")]);
+    let daemon = env.start();
+    let base = site.base("u.site.test");
+    let (later_at, later_time) = rfc3339_in(Duration::from_secs(4));
+    let submitted = (Instant::now(), std::time::SystemTime::now());
+    let body = format!(
+        r#"[{{"url": "{base}/changing", "revisit_interval": "1s"}}, "{base}/same",
+            {{"url": "{base}/etag", "refetch_at": "{later_at}"}}]"#
+    );
+    let (status, answer) = frontierd_e2e::http(&daemon.admin, "POST", "/v1/urls", body.as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    wait_until(
+        "three visits of the URL with its own interval",
+        Duration::from_secs(60),
+        || hits(&seen, "/changing").len() >= 3 && !hits(&seen, "/etag").is_empty(),
+    );
+    // the deferred URL: not before its time (the daemon and this process share the clock)
+    let first_etag = submitted.1 + (hits(&seen, "/etag")[0].0 - submitted.0);
+    let early = later_time.duration_since(first_etag).unwrap_or_default();
+    assert!(
+        early <= Duration::from_millis(50),
+        "fetched {early:?} early"
+    );
+    // the plain URL follows the configuration: one pass
+    assert_eq!(hits(&seen, "/same").len(), 1);
+
+    let (status, answer) = frontierd_e2e::http(
+        &daemon.admin,
+        "POST",
+        "/v1/urls",
+        format!(r#"["{base}/a", {{"url": "{base}/b", "revisit_interval": "soon"}}]"#).as_bytes(),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer.contains("element 2") && answer.contains("revisit_interval"),
+        "{answer}"
+    );
+}
