@@ -53,9 +53,9 @@ pub(crate) struct Inner {
     /// oldest first. Each keeps `scheduled == Some(ready)`: this entry is its place (a
     /// later `schedule` makes it stale, as for heap entries).
     pub(crate) robots_waiting: VecDeque<(u64, u64)>,
-    /// Whether any recrawl record may exist (the configuration schedules URLs, or the
-    /// store had `V` records at open, or an enqueue wrote one): otherwise completions and
-    /// leases skip the recrawl reads.
+    /// Whether any recrawl record may exist (the configuration schedules URLs, or one
+    /// was written: `keys::RECRAWL_IN_USE`): otherwise completions skip decoding the
+    /// entries of successful fetches.
     pub(crate) revisit_records: bool,
     /// No due-index key is earlier than this (a lower bound; 0: look): the due index is
     /// scanned only once it may hold a due URL.
@@ -117,6 +117,10 @@ impl Frontier {
             }
             _ => 1,
         };
+        // completions look for recrawl records only when some may exist
+        let revisit_records = cfg.recrawl.schedules_any()
+            || store.contains(keys::RECRAWL_IN_USE)?
+            || store.scan_prefix(b"N").next().is_some();
         let quota = cfg
             .global_rate_per_sec
             .map(|rate| TokenBucket::new(rate.get(), cfg.global_burst.unwrap_or(rate).get()));
@@ -130,8 +134,7 @@ impl Frontier {
             heap: BinaryHeap::new(),
             robots_in_flight: 0,
             robots_waiting: VecDeque::new(),
-            revisit_records: cfg.recrawl.schedules_any()
-                || store.scan_prefix(b"V").next().is_some(),
+            revisit_records,
             next_due_ms: 0,
             next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),

@@ -203,9 +203,7 @@ impl Frontier {
                 }
                 dirty.push(lease.host_id);
             }
-            for (entry, visit) in revisits {
-                self.reschedule(inner, &mut batch, &entry, visit, now_ms)?;
-            }
+            self.reschedule_all(inner, &mut batch, revisits, now_ms);
             batch.cut();
             for &id in &dirty {
                 self.schedule(inner, id);

@@ -205,11 +205,6 @@ impl Frontier {
                                 dirty.push(id);
                                 break 'hosts;
                             }
-                            let revisit = if inner.revisit_records {
-                                self.revisit_of(&entry.url)?
-                            } else {
-                                None
-                            };
                             let Some(h) = inner.hosts.get_mut(&id) else {
                                 continue 'hosts;
                             };
@@ -234,7 +229,7 @@ impl Frontier {
                                 via: entry.via,
                                 hops: entry.hops,
                                 politeness_wait_ms,
-                                revisit,
+                                revisit: entry.recrawl,
                             }));
                             self.schedule(inner, id);
                             continue 'hosts;

@@ -58,6 +58,7 @@ impl Frontier {
             let mut log = IntakeWriter::default();
             let mut buf = Vec::new();
             let mut extra = Batch::new();
+            let mut deferred = Vec::new();
             for p in prepared {
                 let (canon, hash, item) = match p {
                     Err(r) => {
@@ -73,24 +74,43 @@ impl Frontier {
                     continue;
                 }
                 in_batch.insert(hash);
-                // recrawl fields: a URL not to be fetched before a later time waits in the
-                // due index, not in its queue; its own interval goes to its record
-                let has_recrawl =
-                    item.revisit_interval_ms.is_some() || item.refetch_at_ms.is_some();
-                if has_recrawl && self.defer_or_note(inner, &mut extra, hash, &canon, item, now_ms)
-                {
-                    inner.stats.enqueued += 1;
-                    results.push(EnqueueResult::Queued);
-                    continue;
-                }
-                let pkey = politeness_key_of(&canon, self.cfg.key_mode);
-                let id = self.host_id_for(inner, pkey)?;
-                let entry = QueueEntry::new(
+                // a URL not to be fetched before a later time waits in the due index, not
+                // in its queue (its host is not loaded for it)
+                let deferred_url = item.refetch_at_ms.is_some_and(|at| at > now_ms);
+                let id = match deferred_url {
+                    true => None,
+                    false => {
+                        Some(self.host_id_for(inner, politeness_key_of(&canon, self.cfg.key_mode))?)
+                    }
+                };
+                let mut entry = QueueEntry::new(
                     canon.into_string(),
                     item.depth,
                     item.via.clone(),
                     item.hops.clone(),
                 );
+                // recrawl fields: the entry carries its own interval
+                if item.revisit_interval_ms.is_some() || item.refetch_at_ms.is_some() {
+                    let now_entry = Self::with_recrawl_fields(
+                        inner,
+                        &mut extra,
+                        entry,
+                        item,
+                        &mut deferred,
+                        now_ms,
+                    );
+                    match now_entry {
+                        Some(e) => entry = e,
+                        None => {
+                            inner.stats.enqueued += 1;
+                            results.push(EnqueueResult::Queued);
+                            continue;
+                        }
+                    }
+                }
+                let Some(id) = id else {
+                    continue;
+                };
                 if !Self::push_entry(inner, id, &entry, now_ms, &mut buf, &mut log) {
                     continue;
                 }
@@ -99,6 +119,9 @@ impl Frontier {
                 results.push(EnqueueResult::Queued);
             }
             inner.seen.recent.extend(in_batch);
+            if !deferred.is_empty() {
+                Self::write_due(inner, &mut extra, deferred);
+            }
             if log.is_empty() && extra.is_empty() {
                 return Ok(results);
             }

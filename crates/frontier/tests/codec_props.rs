@@ -74,6 +74,7 @@ fn queue_entry() -> impl Strategy<Value = QueueEntry> {
             via: via.filter(|v| !v.is_empty()),
             hops,
             url,
+            recrawl: None,
         })
 }
 

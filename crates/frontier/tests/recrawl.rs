@@ -50,6 +50,14 @@ fn visit(status: u16, outcome: VisitOutcome, etag: Option<&str>, at: u64) -> Opt
     })
 }
 
+/// The scheduled record of a URL (from the due index).
+fn record(f: &Frontier, url: &str) -> RevisitRecord {
+    let all = f.scheduled(usize::MAX).unwrap();
+    let (due, _, rec) = all.into_iter().find(|(_, u, _)| u == url).unwrap();
+    assert_eq!(due, rec.due_ms);
+    rec
+}
+
 fn done(p: &PageLease) -> (LeaseId, PageOutcome) {
     (p.id, PageOutcome::Done { response_ms: 5 })
 }
@@ -68,7 +76,6 @@ fn one_pass_by_default_nothing_is_scheduled() {
     )
     .unwrap();
     assert_eq!(f.due_count().unwrap(), 0);
-    assert_eq!(f.revisit_record("http://a.test/x").unwrap(), None);
     assert!(pages(&f, T0 + 1000 * MIN).is_empty());
 }
 
@@ -112,7 +119,7 @@ fn a_fetched_url_comes_back_when_due_with_its_validators_and_adapts() {
         t1,
     )
     .unwrap();
-    let rec = f.revisit_record("http://a.test/x").unwrap().unwrap();
+    let rec = record(&f, "http://a.test/x");
     assert_eq!((rec.interval_ms, rec.due_ms), (16 * MIN, t1 + 16 * MIN));
     assert_eq!(rec.captured_ms, T0);
     assert_eq!(rec.validators.etag.as_deref(), Some("\"v1\""));
@@ -125,7 +132,7 @@ fn a_fetched_url_comes_back_when_due_with_its_validators_and_adapts() {
         t2,
     )
     .unwrap();
-    let rec = f.revisit_record("http://a.test/x").unwrap().unwrap();
+    let rec = record(&f, "http://a.test/x");
     assert_eq!((rec.interval_ms, rec.captured_ms), (8 * MIN, t2));
     assert_eq!(f.stats().revisits_queued, 2);
 }
@@ -149,7 +156,6 @@ fn gone_after_three_404_in_a_row() {
         now += MIN;
     }
     assert_eq!(f.due_count().unwrap(), 0);
-    assert_eq!(f.revisit_record("http://a.test/gone").unwrap(), None);
     assert!(pages(&f, now + 100 * MIN).is_empty());
     assert_eq!(f.stats().revisits_gone, 1);
 }
@@ -212,8 +218,10 @@ fn a_bounded_number_of_due_urls_move_per_dispatch() {
     f.enqueue_batch(&urls, T0).unwrap();
     let p = pages(&f, T0);
     assert_eq!(p.len(), 5);
-    let all: Vec<_> = p.iter().map(done).collect();
-    f.complete_batch(&all, T0).unwrap();
+    // five completion batches: five index keys
+    for l in &p {
+        f.complete_batch(&[done(l)], T0).unwrap();
+    }
     assert_eq!(f.due_count().unwrap(), 5);
     let now = T0 + MIN;
     assert_eq!(pages(&f, now).len(), 2);
@@ -221,4 +229,47 @@ fn a_bounded_number_of_due_urls_move_per_dispatch() {
     assert_eq!(pages(&f, now).len(), 2);
     assert_eq!(pages(&f, now).len(), 1);
     assert_eq!(f.due_count().unwrap(), 0);
+}
+
+/// Scheduled URLs live on disk only, packed (one index key per completion batch and
+/// second): once their hosts are idle, nothing of them is in memory, and a due scan loads
+/// only the hosts of the URLs it moves.
+#[test]
+fn scheduled_urls_hold_no_host_in_memory_until_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path(), Some(MIN));
+    c.recrawl.due_per_dispatch = 10;
+    let f = Frontier::open(c).unwrap();
+    let hosts = 200;
+    let origins: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
+    let robots: Vec<(&str, RobotsFetchOutcome)> = origins
+        .iter()
+        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let urls: Vec<String> = (0..hosts * 5)
+        .map(|i| format!("http://h{}.test/{}", i % hosts, i / hosts))
+        .collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let mut now = T0;
+    let mut fetched = 0;
+    while fetched < urls.len() {
+        let p = pages(&f, now);
+        let done: Vec<_> = p.iter().map(done).collect();
+        f.complete_batch(&done, now).unwrap();
+        fetched += p.len();
+        now += 1;
+    }
+    assert_eq!(f.due_count().unwrap(), urls.len() as u64);
+    assert_eq!(
+        f.hosts_in_memory(),
+        0,
+        "idle hosts left memory; the schedule is on disk"
+    );
+    // due: one dispatch moves whole index keys until 10 URLs (a key holds one completion
+    // batch of at most 100 here), so at most 100 hosts come back
+    let p = pages(&f, T0 + 2 * MIN);
+    assert!(!p.is_empty() && p.len() <= 100, "{}", p.len());
+    assert!(f.hosts_in_memory() <= 100, "{}", f.hosts_in_memory());
+    assert_eq!(f.due_count().unwrap(), (urls.len() - p.len()) as u64);
 }

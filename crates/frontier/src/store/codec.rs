@@ -4,9 +4,12 @@
 //! knows. Host records: versions 1 and 2 are little-endian u64 fields (a decoder takes
 //! zero for fields an older writer did not have); version 3 holds the same fields as
 //! LEB128 varints, then the optional lease list and journal stamp, and ignores bytes a
-//! newer writer added after them. Queue entries: version 1 (no depth), 2 (depth) and 3
-//! (depth, hop path, via); drop records: version 1 and 2 (with depth, hop path, via).
-//! Damaged bytes are a [`CodecError`], never a panic.
+//! newer writer added after them. Queue entries: version 1 (no depth), 2 (depth), 3
+//! (depth, hop path, via) and 4 (and a recrawl record); drop records: version 1 and 2
+//! (with depth, hop path, via). Damaged bytes are a [`CodecError`], never a panic.
+
+use crate::sched::recrawl::RevisitRecord;
+use crate::store::revisit;
 
 /// Decode failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -287,6 +290,10 @@ pub struct QueueEntry {
     pub hops: String,
     /// Canonical URL.
     pub url: String,
+    /// Its recrawl record (`docs/recrawl.md`): set once it was fetched under a revisit
+    /// schedule, or queued with its own interval. Kept in the entry (version 4), so the
+    /// schedule of a URL costs no key of its own.
+    pub recrawl: Option<RevisitRecord>,
 }
 
 /// Queue entry version 2: version, attempts (u32 LE), depth (u32 LE), URL bytes.
@@ -294,6 +301,9 @@ const QUEUE_V2: u8 = 2;
 /// Queue entry version 3: version, attempts (u32 LE), depth (u32 LE), hop path length
 /// (varint) and bytes, via length (varint, 0 = none) and bytes, URL bytes.
 const QUEUE_V3: u8 = 3;
+/// Queue entry version 4: version 3 with the recrawl record (varint length and
+/// `store::revisit` bytes) before the URL. Written only for entries that have one.
+const QUEUE_V4: u8 = 4;
 
 /// A length-prefixed UTF-8 string at `at` (varint length), advancing `at`.
 fn get_str<'a>(bytes: &'a [u8], at: &mut usize, what: &'static str) -> Result<&'a str, CodecError> {
@@ -323,26 +333,36 @@ impl QueueEntry {
             via,
             hops,
             url,
+            recrawl: None,
         }
     }
-    /// Encode (version 3).
+    /// Encode (version 3, or 4 with a recrawl record).
     pub fn encode(&self) -> Vec<u8> {
         let via = self.via.as_deref().map_or(0, str::len);
         let mut out = Vec::with_capacity(13 + self.hops.len() + via + self.url.len());
         self.encode_into(&mut out);
         out
     }
-    /// Append the encoding (version 3) to `out`.
+    /// Append the encoding (version 3, or 4 with a recrawl record) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(QUEUE_V3);
+        out.push(if self.recrawl.is_some() {
+            QUEUE_V4
+        } else {
+            QUEUE_V3
+        });
         out.extend_from_slice(&self.attempts.to_le_bytes());
         out.extend_from_slice(&self.depth.to_le_bytes());
         put_str(out, &self.hops);
         put_str(out, self.via.as_deref().unwrap_or(""));
+        if let Some(r) = &self.recrawl {
+            let rec = revisit::encode(r);
+            put_varint(out, rec.len() as u64);
+            out.extend_from_slice(&rec);
+        }
         out.extend_from_slice(self.url.as_bytes());
     }
-    /// Decode version 3, version 2 (no via, no hop path) or version 1 (no depth either:
-    /// read as depth 0).
+    /// Decode version 4, 3, 2 (no via, no hop path) or 1 (no depth either: read as depth
+    /// 0).
     pub fn decode(bytes: &[u8]) -> Result<QueueEntry, CodecError> {
         let err = |why| CodecError { what: "queue", why };
         let u32_at = |i: usize| -> Result<u32, CodecError> {
@@ -354,16 +374,27 @@ impl QueueEntry {
         };
         let mut via = None;
         let mut hops = String::new();
+        let mut recrawl = None;
         let (attempts, depth, url_at) = match bytes.first() {
             Some(&V1) => (u32_at(1)?, 0, 5),
             Some(&QUEUE_V2) => (u32_at(1)?, u32_at(5)?, 9),
-            Some(&QUEUE_V3) => {
+            Some(&v @ (QUEUE_V3 | QUEUE_V4)) => {
                 let (attempts, depth) = (u32_at(1)?, u32_at(5)?);
                 let mut at = 9;
                 hops = get_str(bytes, &mut at, "queue")?.to_string();
                 via = Some(get_str(bytes, &mut at, "queue")?)
                     .filter(|v| !v.is_empty())
                     .map(str::to_string);
+                if v == QUEUE_V4 {
+                    let len = get_varint(bytes, &mut at).ok_or(err("truncated length"))?;
+                    let end = usize::try_from(len)
+                        .ok()
+                        .and_then(|l| at.checked_add(l))
+                        .filter(|&e| e <= bytes.len())
+                        .ok_or(err("truncated recrawl record"))?;
+                    recrawl = Some(revisit::decode(&bytes[at..end])?);
+                    at = end;
+                }
                 (attempts, depth, at)
             }
             Some(_) => return Err(err("unknown version")),
@@ -376,6 +407,7 @@ impl QueueEntry {
             via,
             hops,
             url: url.to_string(),
+            recrawl,
         })
     }
 }
@@ -583,6 +615,7 @@ mod tests {
             via: Some("http://a/from".into()),
             hops: "LLR".into(),
             url: "http://a/".into(),
+            recrawl: None,
         };
         let enc = q.encode();
         assert_eq!(enc[0], 3);
@@ -609,7 +642,8 @@ mod tests {
                 depth: 4,
                 via: None,
                 hops: String::new(),
-                url: "http://a/".into()
+                url: "http://a/".into(),
+                recrawl: None,
             }
         );
         // a version-1 entry (written before depth was kept) reads as depth 0
@@ -633,6 +667,21 @@ mod tests {
         // a hop path length past the end, a via that is not UTF-8: errors
         assert!(QueueEntry::decode(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 9, b'L']).is_err());
         assert!(QueueEntry::decode(&[3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff]).is_err());
+        // version 4: with a recrawl record, cut anywhere before the URL is an error
+        let with = QueueEntry {
+            recrawl: Some(RevisitRecord {
+                interval_ms: 60_000,
+                visits: 2,
+                ..RevisitRecord::default()
+            }),
+            ..q
+        };
+        let enc = with.encode();
+        assert_eq!(enc[0], 4);
+        assert_eq!(QueueEntry::decode(&enc).unwrap(), with);
+        for cut in 0..enc.len() - 9 {
+            assert!(QueueEntry::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]
@@ -643,6 +692,7 @@ mod tests {
             via: Some("http://a/p".into()),
             hops: "LR".into(),
             url: "http://a/x".into(),
+            recrawl: None,
         };
         let d = DropRecord::of(
             entry,

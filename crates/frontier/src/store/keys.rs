@@ -75,21 +75,25 @@ pub fn parse_journal(k: &[u8]) -> Option<u64> {
     let b: [u8; 8] = k.get(1..9)?.try_into().ok()?;
     (k.len() == 9 && k[0] == b'J').then(|| u64::from_be_bytes(b))
 }
-/// A URL's recrawl record: `V` + 128-bit hash -> `store::revisit` encoding (interval,
-/// validators, 404/410 count, its due time).
-pub fn revisit(hash: u128) -> Vec<u8> {
-    tagged(b'V', &[&hash.to_be_bytes()])
+/// Due index: `N` + due second (unix ms rounded up to a whole second, u64 BE) + a
+/// random id (u64 BE) -> the queue entries (with their recrawl records) of one batch that
+/// come due in that second (`store::revisit::encode_due`). Ordered by due time; one key
+/// per completion batch and second, not per URL.
+pub fn due(due_slot_ms: u64, id: u64) -> Vec<u8> {
+    tagged(b'N', &[&due_slot_ms.to_be_bytes(), &id.to_be_bytes()])
 }
-/// Due index: `N` + due time (unix ms, u64 BE) + 128-bit hash -> the URL's
-/// [`crate::QueueEntry`] (attempts 0), in due order: what re-enters its host queue then.
-pub fn due(due_ms: u64, hash: u128) -> Vec<u8> {
-    tagged(b'N', &[&due_ms.to_be_bytes(), &hash.to_be_bytes()])
-}
-/// The due time of a due-index key.
+/// The due second of a due-index key.
 pub fn parse_due(k: &[u8]) -> Option<u64> {
     let b: [u8; 8] = k.get(1..9)?.try_into().ok()?;
-    (k.len() == 25 && k[0] == b'N').then(|| u64::from_be_bytes(b))
+    (k.len() == 17 && k[0] == b'N').then(|| u64::from_be_bytes(b))
 }
+/// The second a due time belongs to in the due index: rounded up, so that every entry of
+/// a key is due once its second has come.
+pub fn due_slot(due_ms: u64) -> u64 {
+    due_ms.div_ceil(1000).saturating_mul(1000)
+}
+/// Present once any URL carried a recrawl record: completions then look for them.
+pub const RECRAWL_IN_USE: &[u8] = b"M\0recrawl";
 /// Next host id counter.
 pub const NEXT_HOST_ID: &[u8] = b"M\0next_host_id";
 /// Parse `tag + id + seq`.

@@ -1,4 +1,5 @@
-//! Encoding of a URL's recrawl record (keyspace `V`, see [`super::keys::revisit`]).
+//! Encodings of the recrawl schedule: a URL's recrawl record (inside its queue entry,
+//! version 4) and a due-index value (see [`super::keys::due`]).
 
 use crate::sched::recrawl::{RevisitRecord, Validators};
 use crate::store::codec::CodecError;
@@ -100,6 +101,30 @@ pub fn decode(bytes: &[u8]) -> Result<RevisitRecord, CodecError> {
     })
 }
 
+/// Encode one due-index value: per entry its due time (u64 LE), length (u32 LE) and
+/// queue entry bytes.
+pub fn encode_due(entries: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.iter().map(|(_, e)| 12 + e.len()).sum());
+    for (due, e) in entries {
+        out.extend_from_slice(&due.to_le_bytes());
+        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
+        out.extend_from_slice(e);
+    }
+    out
+}
+
+/// Decode a due-index value into (due time, queue entry bytes).
+pub fn decode_due(bytes: &[u8]) -> Result<Vec<(u64, &[u8])>, CodecError> {
+    let mut c = Cursor { bytes, at: 0 };
+    let mut out = Vec::new();
+    while c.at < bytes.len() {
+        let due = c.u64()?;
+        let len = c.u32()?;
+        out.push((due, c.take(len as usize)?));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +152,26 @@ mod tests {
         );
         for n in 0..b.len() {
             assert!(decode(&b[..n]).is_err(), "prefix of {n} bytes accepted");
+        }
+    }
+
+    #[test]
+    fn due_values_round_trip_and_refuse_truncation() {
+        let entries = vec![
+            (5u64, b"abc".to_vec()),
+            (7, Vec::new()),
+            (9, b"xy".to_vec()),
+        ];
+        let v = encode_due(&entries);
+        let back: Vec<(u64, Vec<u8>)> = decode_due(&v)
+            .unwrap()
+            .into_iter()
+            .map(|(d, e)| (d, e.to_vec()))
+            .collect();
+        assert_eq!(back, entries);
+        assert!(decode_due(&[]).unwrap().is_empty());
+        for n in [1, 11, 12, 14, v.len() - 1] {
+            assert!(decode_due(&v[..n]).is_err(), "cut at {n}");
         }
     }
 }
