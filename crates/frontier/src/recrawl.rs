@@ -211,7 +211,6 @@ impl Frontier {
                     recrawl: Some(rec),
                     ..entry
                 };
-                inner.revisit_records = true;
                 inner.stats.revisits_scheduled += 1;
                 Some((due_ms, e.encode()))
             }

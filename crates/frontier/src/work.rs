@@ -68,7 +68,7 @@ pub enum WorkItem {
 /// the revisit schedule (`docs/recrawl.md`): a seed or submit line, a sitemap's
 /// `changefreq`/`lastmod`, or url-frontier's `refetchable_from_date` set them; `None`
 /// leaves the URL to the `[recrawl]` configuration. They are kept in the URL's recrawl
-/// record (keyspace `V`), not in its queue entry.
+/// record, inside its queue entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnqueueItem {
     /// The URL as found (canonicalized by the frontier).

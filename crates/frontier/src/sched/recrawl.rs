@@ -149,7 +149,7 @@ pub struct Visit {
     pub fetched_at_ms: u64,
 }
 
-/// One URL's recrawl record (keyspace `V`).
+/// One URL's recrawl record (kept in its queue entry, version 4).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RevisitRecord {
     /// When it is due (its key in the due index); 0: not in the index.
