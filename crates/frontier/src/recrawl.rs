@@ -27,7 +27,12 @@ use crate::work::EnqueueItem;
 impl Frontier {
     /// URLs in the due index (a full scan: for tests and the operator, not a hot path).
     pub fn due_count(&self) -> Result<u64> {
-        Ok(self.scheduled(usize::MAX)?.len() as u64)
+        let mut n = 0u64;
+        for kv in self.store.scan_prefix(b"N") {
+            let (_, v) = kv?;
+            n += revisit::decode_due(&v)?.len() as u64;
+        }
+        Ok(n)
     }
 
     /// The first `limit` URLs of the due index in due order: (due time, URL, its recrawl
