@@ -76,6 +76,20 @@ impl Frontier {
                 // it is to be scheduled for a revisit
                 let entry = if done_ok && !recrawl_on {
                     None
+                } else if done_ok {
+                    // only for its next visit: an entry that cannot be read costs the URL
+                    // its place in the schedule, not the completion
+                    match self
+                        .entry_bytes(id, h, seq)?
+                        .map(|v| QueueEntry::decode(&v))
+                    {
+                        Some(Ok(e)) => Some(e),
+                        Some(Err(e)) => {
+                            tracing::error!(host = %h.key, seq, error = %e, "leased entry not decodable; not rescheduled");
+                            None
+                        }
+                        None => None,
+                    }
                 } else {
                     match self.entry_bytes(id, h, seq)? {
                         Some(v) => Some(QueueEntry::decode(&v)?),

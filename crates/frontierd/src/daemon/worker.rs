@@ -170,7 +170,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         let req_head = fetch.request.head_bytes();
         let response = archive_response(resp);
         let status = resp.status.as_u16();
-        let digest = warc::payload_digest(response.body);
+        // the digest to compare with (the writer computes its own): only when the URL
+        // was visited before or may be scheduled, so a one-pass crawl hashes a body once
+        let schedulable = lease.revisit.is_some() || sh.frontier.config().recrawl.schedules_any();
+        let digest = match schedulable {
+            true => warc::payload_digest(response.body),
+            false => String::new(),
+        };
         let outcome = revisit::judge(previous, status, &digest);
         // unchanged since a capture we archived: a revisit record instead of the payload
         let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
