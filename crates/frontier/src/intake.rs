@@ -410,7 +410,7 @@ impl Frontier {
             inner.journal.dirty.insert(id);
         }
         inner.by_key.insert(key.clone(), id);
-        inner.hosts.insert(id, HostMem::empty(key, rec));
+        inner.hosts.insert(id, Box::new(HostMem::empty(key, rec)));
         Ok(id)
     }
 }

@@ -258,7 +258,7 @@ impl Frontier {
         for h in loaded {
             let id = h.rec.id;
             inner.by_key.insert(h.key.clone(), id);
-            inner.hosts.insert(id, h);
+            inner.hosts.insert(id, Box::new(h));
             self.schedule(&mut inner, id);
         }
         inner.stats.recovered_leases = recovered;
