@@ -12,11 +12,13 @@ use crate::events::{EventQueue, FrontierEvent, FrontierStats, HostTotals, Origin
 use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
+use crate::sched::lease::LeaseClock;
 use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::commit::GroupCommit;
+use crate::store::control::QueueControl;
 use crate::store::journal::Journal;
 use crate::store::keys;
 use crate::store::packed::Segment;
@@ -62,6 +64,11 @@ pub(crate) struct Inner {
     /// No due-index key is earlier than this (a lower bound; 0: look): the due index is
     /// scanned only once it may hold a due URL.
     pub(crate) next_due_ms: u64,
+    /// Clients' delays and blocks per politeness key ("" = the default delay), as stored
+    /// under `g` keys (loaded at open).
+    pub(crate) controls: HashMap<Arc<str>, QueueControl>,
+    /// Deadlines of the page leases handed out with one (external fetchers).
+    pub(crate) lease_clock: LeaseClock,
 }
 
 impl Inner {
@@ -86,11 +93,24 @@ impl Frontier {
             hosts,
             heap,
             paused,
+            controls,
             ..
         } = inner;
         if let Some(h) = hosts.get_mut(&id) {
             let is_paused = !paused.is_empty() && paused.contains(&h.key);
-            hosts::schedule(h, id, heap, self.cfg.max_in_flight_per_host, is_paused);
+            let blocked_until = if controls.is_empty() {
+                0
+            } else {
+                controls.get(&h.key).map_or(0, |c| c.blocked_until_ms)
+            };
+            hosts::schedule(
+                h,
+                id,
+                heap,
+                self.cfg.max_in_flight_per_host,
+                is_paused,
+                blocked_until,
+            );
         }
     }
 
@@ -138,6 +158,8 @@ impl Frontier {
             robots_waiting: VecDeque::new(),
             revisit_records,
             next_due_ms: 0,
+            controls: HashMap::new(),
+            lease_clock: LeaseClock::default(),
             next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
             quota,

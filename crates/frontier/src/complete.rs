@@ -98,6 +98,7 @@ impl Frontier {
                 };
                 h.leased.swap_remove(pos);
                 h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                inner.lease_clock.clear(*lease);
                 // a slot is free: the next URL's politeness wait starts now
                 h.free_since_ms = now_ms;
                 // and whatever was set aside may be looked at again

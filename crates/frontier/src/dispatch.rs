@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::api::{Frontier, Inner};
 use crate::canon::origin_of;
 use crate::error::Result;
+use crate::external::{client_delay_ms, LeaseTerms};
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
@@ -29,6 +30,18 @@ impl Frontier {
     /// Up to `max` units of work that may be done now. Leases are written but not flushed:
     /// after a crash before the next flush, their URLs are simply handed out again.
     pub fn next_batch(&self, now_ms: u64, max: usize) -> Result<Vec<WorkItem>> {
+        self.next_batch_with(now_ms, max, None)
+    }
+
+    /// [`Frontier::next_batch`], with an external fetcher's terms when given: only hosts
+    /// whose politeness key `accept` takes are visited (the others keep their turn), and
+    /// each page lease gets a deadline after which it returns to its queue.
+    pub(crate) fn next_batch_with(
+        &self,
+        now_ms: u64,
+        max: usize,
+        mut terms: Option<LeaseTerms<'_>>,
+    ) -> Result<Vec<WorkItem>> {
         let mut items = Vec::new();
         let mut batch = Batch::new();
         let mut dead = Vec::new();
@@ -38,6 +51,7 @@ impl Frontier {
             self.requeue_due(inner, now_ms)?;
             Self::release_robots_waiting(&self.cfg, inner);
             let mut dirty: Vec<u64> = Vec::new();
+            let mut skipped: Vec<u64> = Vec::new();
             'hosts: while items.len() < max {
                 let Some(&Reverse((ready, id))) = inner.heap.peek() else {
                     break;
@@ -47,7 +61,16 @@ impl Frontier {
                 }
                 inner.heap.pop();
                 match inner.hosts.get_mut(&id) {
-                    Some(h) if h.scheduled == Some(ready) => h.scheduled = None,
+                    Some(h) if h.scheduled == Some(ready) => {
+                        h.scheduled = None;
+                        if let Some(t) = terms.as_mut() {
+                            if !(t.accept)(&h.key) {
+                                // not this caller's: scheduled again after the visit
+                                skipped.push(id);
+                                continue;
+                            }
+                        }
+                    }
                     _ => continue,
                 }
                 let mut drops = 0usize;
@@ -218,8 +241,18 @@ impl Frontier {
                             h.rec.in_flight += 1;
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                             h.rec.counters.dispatched += 1;
-                            h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
+                            let client_delay = client_delay_ms(&inner.controls, &h.key);
+                            h.rec.next_allowed_ms = now_ms
+                                + sched::lease::gap_with_client_delay(
+                                    politeness::gap_ms(&self.cfg, &h.rec),
+                                    client_delay,
+                                );
                             inner.stats.dispatched += 1;
+                            if let Some(t) = &terms {
+                                inner
+                                    .lease_clock
+                                    .set(LeaseId { host_id: id, seq }, now_ms + t.lease_ms);
+                            }
                             dirty.push(id);
                             items.push(WorkItem::Page(PageLease {
                                 id: LeaseId { host_id: id, seq },
@@ -236,6 +269,9 @@ impl Frontier {
                         }
                     }
                 }
+            }
+            for id in skipped {
+                self.schedule(inner, id);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {

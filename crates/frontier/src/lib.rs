@@ -25,6 +25,7 @@ pub mod config;
 mod dispatch;
 mod error;
 pub mod events;
+mod external;
 mod intake;
 mod recrawl;
 pub mod sched;
@@ -47,5 +48,6 @@ pub use sched::recrawl::{
 };
 pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFetchOutcome};
 pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
+pub use store::control::QueueControl;
 pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};
 pub use work::{url_hash, EnqueueItem, EnqueueResult, LeaseId, PageLease, RobotsLease, WorkItem};

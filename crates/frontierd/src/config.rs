@@ -32,6 +32,7 @@ pub struct Config {
     pub admin: AdminSection,
     pub log: LogSection,
     pub recrawl: recrawl::RecrawlSection,
+    pub grpc: grpc::GrpcSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -334,6 +335,7 @@ pub struct Settings {
     pub include: Vec<regex::Regex>,
     pub exclude: Vec<regex::Regex>,
     pub json_logs: bool,
+    pub grpc: Option<grpc::GrpcListen>,
 }
 
 impl Config {
@@ -390,7 +392,7 @@ impl Config {
                 "allowed: must include a contact URL or e-mail so site owners can reach the operator",
             ));
         }
-        range_u64("fetch.workers", c.fetch.workers.into(), 1, 4096)?;
+        range_u64("fetch.workers", c.fetch.workers.into(), 0, 4096)?;
         range_u64("warc.gzip_level", c.warc.gzip_level.into(), 0, 9)?;
         range_u64(
             "fetch.max_pooled_connections",
@@ -709,6 +711,7 @@ impl Config {
             include,
             exclude,
             json_logs,
+            grpc: grpc::check(c)?,
             raw: self,
         })
     }
@@ -882,5 +885,6 @@ impl Settings {
 }
 
 mod recrawl;
+pub mod grpc;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@ mod config;
 mod config_checks;
 mod daemon;
 mod exposure;
+mod grpc;
 mod internal_events;
 mod metrics;
 mod robots_cmd;

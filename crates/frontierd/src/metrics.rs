@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 
 pub type Labels = Vec<(String, String)>;
 
-fn l(k: &str, v: &str) -> Labels {
+pub(crate) fn l(k: &str, v: &str) -> Labels {
     vec![(k.to_string(), v.to_string())]
 }
 
@@ -65,6 +65,11 @@ pub struct Metrics {
     pub revisits_gone: Counter,
     /// The frontier's cumulative due and gone counts already added to the two above.
     recrawl_seen: [AtomicU64; 2],
+    pub grpc_urls_served: Counter,
+    pub grpc_acks: Family<Labels, Counter>,
+    pub grpc_leases_expired: Counter,
+    pub grpc_rpc_errors: Family<Labels, Counter>,
+    pub grpc_unauthenticated: Counter,
 }
 
 impl Metrics {
@@ -111,8 +116,38 @@ impl Metrics {
             revisits_due: Counter::default(),
             revisits_gone: Counter::default(),
             recrawl_seen: [AtomicU64::new(0), AtomicU64::new(0)],
+            grpc_urls_served: Counter::default(),
+            grpc_acks: Family::default(),
+            grpc_leases_expired: Counter::default(),
+            grpc_rpc_errors: Family::default(),
+            grpc_unauthenticated: Counter::default(),
             registry: Registry::default(),
         };
+        registry.register(
+            "grpc_urls_served",
+            "URLs handed out by the url-frontier gRPC API's GetURLs (each leased for delay_requestable)",
+            m.grpc_urls_served.clone(),
+        );
+        registry.register(
+            "grpc_acks",
+            "PutURLs / PutDiscovered items acknowledged, by status (OK, SKIPPED, FAIL)",
+            m.grpc_acks.clone(),
+        );
+        registry.register(
+            "grpc_leases_expired",
+            "GetURLs leases not reported by PutURLs within delay_requestable, returned to their queues",
+            m.grpc_leases_expired.clone(),
+        );
+        registry.register(
+            "grpc_rpc_errors",
+            "gRPC calls answered with an error status, by rpc and code (Unimplemented, InvalidArgument, ...)",
+            m.grpc_rpc_errors.clone(),
+        );
+        registry.register(
+            "grpc_unauthenticated",
+            "gRPC calls refused for a missing or wrong bearer token",
+            m.grpc_unauthenticated.clone(),
+        );
         registry.register(
             "urls_accepted",
             "URLs queued (submitted or discovered)",

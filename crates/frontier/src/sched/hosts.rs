@@ -265,18 +265,20 @@ pub(crate) fn ready_at(h: &HostMem, max_in_flight: u64, paused: bool) -> Option<
 }
 
 /// Put host `id` into the ready heap if it has queued work and a free slot (once per
-/// instant).
+/// instant), not before a client's block ends (`blocked_until_ms`, 0: none).
 pub(crate) fn schedule(
     h: &mut HostMem,
     id: u64,
     heap: &mut ReadyHeap,
     max_in_flight: u64,
     paused: bool,
+    blocked_until_ms: u64,
 ) {
     let Some(ready) = ready_at(h, max_in_flight, paused) else {
         h.scheduled = None;
         return;
     };
+    let ready = crate::sched::lease::ready_with_block(ready, blocked_until_ms);
     if h.scheduled == Some(ready) {
         return;
     }

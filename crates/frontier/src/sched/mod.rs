@@ -7,6 +7,7 @@ pub mod aside;
 pub mod dispatch;
 pub mod failure;
 pub(crate) mod hosts;
+pub mod lease;
 pub mod politeness;
 pub mod rate;
 pub mod recrawl;

@@ -257,11 +257,11 @@ fn schedule_pushes_a_host_once_per_instant() {
     let mut heap = ReadyHeap::new();
     let mut h = host(1);
     h.rec.next_allowed_ms = T0;
-    schedule(&mut h, 7, &mut heap, 1, false);
-    schedule(&mut h, 7, &mut heap, 1, false);
+    schedule(&mut h, 7, &mut heap, 1, false, 0);
+    schedule(&mut h, 7, &mut heap, 1, false, 0);
     assert_eq!(heap.len(), 1);
     h.rec.next_allowed_ms = T0 + 5;
-    schedule(&mut h, 7, &mut heap, 1, false);
+    schedule(&mut h, 7, &mut heap, 1, false, 0);
     assert_eq!(
         heap.len(),
         2,
@@ -269,8 +269,18 @@ fn schedule_pushes_a_host_once_per_instant() {
     );
     assert_eq!(h.scheduled, Some(T0 + 5));
     assert_eq!(heap.peek(), Some(&Reverse((T0, 7))));
-    schedule(&mut h, 7, &mut heap, 1, true);
+    schedule(&mut h, 7, &mut heap, 1, true, 0);
     assert_eq!(h.scheduled, None, "a paused host is not scheduled");
+}
+
+#[test]
+fn a_client_block_puts_the_host_after_it() {
+    let mut heap = ReadyHeap::new();
+    let mut h = host(1);
+    h.rec.next_allowed_ms = T0;
+    schedule(&mut h, 7, &mut heap, 1, false, T0 + 60_000);
+    assert_eq!(h.scheduled, Some(T0 + 60_000));
+    assert_eq!(heap.peek(), Some(&Reverse((T0 + 60_000, 7))));
 }
 
 // ------------------------------------------------------------------ set aside

@@ -107,3 +107,13 @@ pub fn parse_idseq(k: &[u8]) -> Option<(u64, u64)> {
     b.copy_from_slice(&k[9..17]);
     Some((u64::from_be_bytes(a), u64::from_be_bytes(b)))
 }
+/// A client's settings for a queue (url-frontier's SetDelay / BlockQueueUntil): `g` +
+/// politeness key (empty: the default of every queue) -> [`crate::QueueControl`].
+pub fn queue_control(key: &str) -> Vec<u8> {
+    tagged(b'g', &[key.as_bytes()])
+}
+/// A client's metadata for a URL: `m` + 128-bit hash of the canonical URL -> the bytes the
+/// client gave (opaque to the frontier).
+pub fn metadata(hash: u128) -> Vec<u8> {
+    tagged(b'm', &[&hash.to_be_bytes()])
+}

@@ -10,6 +10,7 @@
 pub(crate) mod checkpoint;
 pub mod codec;
 pub(crate) mod commit;
+pub mod control;
 pub(crate) mod journal;
 pub mod keys;
 pub mod mem;

@@ -24,6 +24,13 @@ impl Frontier {
                 inner.paused.insert(Arc::from(key));
             }
         }
+        for kv in self.store.scan_prefix(b"g") {
+            let (k, v) = kv?;
+            if let Ok(key) = std::str::from_utf8(&k[1..]) {
+                let control = crate::store::control::QueueControl::decode(&v)?;
+                inner.controls.insert(Arc::from(key), control);
+            }
+        }
         let mut batch = Batch::new();
         // 1. queue segments (and one-entry values of older versions), by host id
         let mut segs: HashMap<u64, VecDeque<(u64, u64)>> = HashMap::new();

@@ -65,7 +65,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let mut fcfg = settings.frontier_config();
     // robots.txt fetches take at most half the workers: with many new hosts, pages of the
     // hosts whose rules are known keep flowing beside them (no robots.txt wall)
-    fcfg.max_robots_in_flight = Some(u64::from(settings.raw.fetch.workers / 2).max(1));
+    fcfg.max_robots_in_flight = Some(match settings.raw.fetch.workers {
+        // a pure frontier: the daemon fetches only robots.txt, for the external fetchers
+        0 => u64::from(settings.raw.grpc.robots_in_flight),
+        w => u64::from(w / 2).max(1),
+    });
     let engine = RobotsEngine {
         state_config: Arc::new(settings.robots_state_config()),
     };
@@ -142,6 +146,16 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
     let admin_task = tokio::spawn(crate::admin::server::serve(listener, shared.clone()));
 
+    let grpc_task = match shared.settings.grpc.clone() {
+        None => None,
+        Some(g) => {
+            let (addr, task) = crate::grpc::start(&shared, &g).await?;
+            fs::write(data_dir.join("grpc.addr"), format!("{addr}\n")).ok();
+            tracing::info!(grpc_addr = %addr, "url-frontier gRPC API listening");
+            Some(task)
+        }
+    };
+
     if let Some(seeds) = seeds {
         crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
     }
@@ -198,6 +212,9 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     // every completion the workers sent is applied (and flushed) before the store closes
     pipeline_tasks.finish(&shared.pipeline).await;
     shared.drain_events();
+    if let Some(t) = grpc_task {
+        t.abort();
+    }
     for task in [admin_task, stats_task, drain_task, spool_task] {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`

@@ -50,7 +50,7 @@ fn ip_of(a: Option<std::net::SocketAddr>) -> Option<std::net::IpAddr> {
     a.map(|a| a.ip())
 }
 
-async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
+pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     let m = &sh.metrics;
     let (result, ms) = match Url::parse(&lease.url) {
         Err(e) => {

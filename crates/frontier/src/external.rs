@@ -1,0 +1,178 @@
+//! The frontier as a service for external fetchers (url-frontier's API): leases with a
+//! deadline, clients' per-queue delays and blocks (durable), and clients' metadata per URL.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::api::Frontier;
+use crate::canon::canonicalize;
+use crate::error::Result;
+use crate::store::control::QueueControl;
+use crate::store::keys;
+use crate::store::Batch;
+use crate::work::{url_hash, LeaseId, WorkItem};
+
+/// What an external fetcher asks of one dispatch (see [`Frontier::lease_for`]).
+pub(crate) struct LeaseTerms<'a> {
+    /// Whether the host with this politeness key may be visited.
+    pub(crate) accept: &'a mut dyn FnMut(&str) -> bool,
+    /// How long each page lease lasts before it returns to its queue.
+    pub(crate) lease_ms: u64,
+}
+
+/// The client's delay for `key`: its own, else the default set for every queue (key "").
+pub(crate) fn client_delay_ms(controls: &HashMap<Arc<str>, QueueControl>, key: &str) -> u64 {
+    if controls.is_empty() {
+        return 0;
+    }
+    match controls.get(key) {
+        Some(c) if c.delay_ms > 0 => c.delay_ms,
+        _ => controls.get("").map_or(0, |c| c.delay_ms),
+    }
+}
+
+impl Frontier {
+    /// Up to `max` units of work for an external fetcher: only hosts whose politeness key
+    /// `accept` takes are visited (it is asked once per host visit, so it can count), and
+    /// every page lease returns to its queue `lease_ms` after now unless it is completed
+    /// before (see [`Frontier::expire_leases`]). Robots leases are the caller's to fetch
+    /// (or to complete as failed) as with [`Frontier::next_batch`].
+    pub fn lease_for(
+        &self,
+        now_ms: u64,
+        max: usize,
+        lease_ms: u64,
+        accept: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<WorkItem>> {
+        self.next_batch_with(now_ms, max, Some(LeaseTerms { accept, lease_ms }))
+    }
+
+    /// Return every page lease whose deadline passed by `now_ms` to the front of its queue
+    /// (served again, its attempts unchanged). Not flushed: after a crash the lease returns
+    /// at open anyway. Returns the leases returned.
+    pub fn expire_leases(&self, now_ms: u64) -> Result<Vec<LeaseId>> {
+        let mut batch = Batch::new();
+        let mut dead = Vec::new();
+        let mut returned = Vec::new();
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            if inner.lease_clock.next_deadline().is_none_or(|d| d > now_ms) {
+                return Ok(returned);
+            }
+            let mut dirty = Vec::new();
+            for lease in inner.lease_clock.take_expired(now_ms) {
+                let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
+                    continue;
+                };
+                let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
+                    continue;
+                };
+                h.leased.swap_remove(pos);
+                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                let at = h.front.partition_point(|&s| s < lease.seq);
+                h.front.insert(at, lease.seq);
+                h.rec.counters.queued += 1;
+                h.free_since_ms = now_ms;
+                h.hold_until_ms = 0;
+                dirty.push(lease.host_id);
+                returned.push(lease);
+            }
+            for &id in &dirty {
+                self.schedule(inner, id);
+            }
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            if !batch.is_empty() {
+                self.store.apply(batch)?;
+                self.commit.written();
+            }
+        }
+        self.reclaimer.delete(dead);
+        Ok(returned)
+    }
+
+    /// When `lease` returns to its queue unless completed (None: no deadline, or not in
+    /// flight).
+    pub fn lease_deadline(&self, lease: LeaseId) -> Option<u64> {
+        self.inner.lock().lease_clock.deadline(lease)
+    }
+
+    /// A client's settings for `key` ("" = the defaults of every queue).
+    pub fn queue_control(&self, key: &str) -> QueueControl {
+        self.inner
+            .lock()
+            .controls
+            .get(key)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The client's delay in force for `key` in ms: its own, else the default.
+    pub fn client_delay(&self, key: &str) -> u64 {
+        client_delay_ms(&self.inner.lock().controls, key)
+    }
+
+    /// A client's gap between two serves of `key` ("" = every queue without its own), in
+    /// ms; 0 removes it. It only lengthens the host's own gap. Durable on return.
+    pub fn set_queue_delay(&self, key: &str, delay_ms: u64) -> Result<()> {
+        self.update_control(key, |c| c.delay_ms = delay_ms)
+    }
+
+    /// Serve nothing of `key` before `until_ms` (unix ms; 0 lifts the block). Durable on
+    /// return.
+    pub fn block_queue_until(&self, key: &str, until_ms: u64) -> Result<()> {
+        self.update_control(key, |c| c.blocked_until_ms = until_ms)
+    }
+
+    fn update_control(&self, key: &str, change: impl FnOnce(&mut QueueControl)) -> Result<()> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut control = inner.controls.get(key).copied().unwrap_or_default();
+        change(&mut control);
+        let mut batch = Batch::new();
+        if control.is_empty() {
+            inner.controls.remove(key);
+            batch.del(keys::queue_control(key));
+        } else {
+            inner.controls.insert(Arc::from(key), control);
+            batch.put(keys::queue_control(key), control.encode());
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        if let Some(&id) = inner.by_key.get(key) {
+            self.schedule(inner, id);
+        }
+        Ok(())
+    }
+
+    /// Keep a client's metadata with URLs (any spelling; canonicalized as on enqueue;
+    /// URLs that do not canonicalize are skipped). Durable on return.
+    pub fn put_metadata(&self, items: &[(&str, &[u8])]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Batch::new();
+        for (url, meta) in items {
+            let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+                continue;
+            };
+            let key = keys::metadata(url_hash(c.as_str()));
+            if meta.is_empty() {
+                batch.del(key);
+            } else {
+                batch.put(key, meta.to_vec());
+            }
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        Ok(())
+    }
+
+    /// The metadata kept with a URL (any spelling), if any.
+    pub fn metadata(&self, url: &str) -> Result<Option<Vec<u8>>> {
+        let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+            return Ok(None);
+        };
+        Ok(self.store.get(&keys::metadata(url_hash(c.as_str())))?)
+    }
+}

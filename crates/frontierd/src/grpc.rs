@@ -1,0 +1,110 @@
+//! `[grpc]`: serve crawler-commons' url-frontier API (crate frontier-grpc) next to the
+//! fetch workers, or alone with `fetch.workers = 0`. robots.txt the frontier asks for while
+//! serving GetURLs is fetched here, by the daemon, like a worker would.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+
+use anyhow::{Context, Result};
+use frontier::RobotsLease;
+use frontier_grpc::{GrpcEvent, GrpcSettings, Hooks};
+
+use crate::config::grpc::GrpcListen;
+use crate::daemon::shared::Shared;
+use crate::metrics::Metrics;
+
+/// What the service reports to, and asks of, the daemon.
+struct DaemonHooks {
+    shared: Weak<Shared>,
+}
+
+impl Hooks for DaemonHooks {
+    fn fetch_robots(&self, lease: RobotsLease) {
+        let Some(sh) = self.shared.upgrade() else {
+            return;
+        };
+        tokio::spawn(async move {
+            crate::daemon::worker::robots_item(&sh, lease).await;
+        });
+    }
+
+    fn event(&self, event: GrpcEvent<'_>) {
+        if let Some(sh) = self.shared.upgrade() {
+            record(&sh.metrics, event);
+        }
+    }
+}
+
+/// Count an event (the service logs it where it happens).
+fn record(m: &Metrics, event: GrpcEvent<'_>) {
+    match event {
+        GrpcEvent::Served { urls, queues } => {
+            tracing::debug!(urls, queues, "GetURLs served");
+            m.grpc_urls_served.inc_by(urls);
+        }
+        GrpcEvent::Acked { status } => {
+            m.grpc_acks
+                .get_or_create(&crate::metrics::l("status", status))
+                .inc();
+        }
+        GrpcEvent::LeasesExpired { count } => {
+            m.grpc_leases_expired.inc_by(count);
+        }
+        GrpcEvent::RpcFailed { rpc, code } => {
+            m.grpc_rpc_errors
+                .get_or_create(&vec![
+                    ("rpc".to_string(), rpc.to_string()),
+                    ("code".to_string(), code.to_string()),
+                ])
+                .inc();
+        }
+        GrpcEvent::Unauthenticated => {
+            tracing::warn!("gRPC call refused: missing or wrong bearer token");
+            m.grpc_unauthenticated.inc();
+        }
+    }
+}
+
+/// Bind `[grpc] listen` and serve until the daemon stops. Returns the bound address and the
+/// serving task.
+pub async fn start(
+    shared: &Arc<Shared>,
+    cfg: &GrpcListen,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let token = match &cfg.token_file {
+        None => None,
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .with_context(|| format!("reading grpc.token_file {}", p.display()))?
+                .trim()
+                .to_string(),
+        )
+        .filter(|t| !t.is_empty()),
+    };
+    if token.is_none() && !crate::exposure::is_loopback(cfg.listen) {
+        // an empty token file: `config check` cannot see that
+        anyhow::bail!(crate::config::grpc::unauthenticated(cfg.listen));
+    }
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("binding grpc.listen {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    let settings = GrpcSettings {
+        token,
+        node_address: addr.to_string(),
+        max_urls_per_call: cfg.max_urls_per_call,
+        ..GrpcSettings::default()
+    };
+    let hooks: Arc<dyn Hooks> = Arc::new(DaemonHooks {
+        shared: Arc::downgrade(shared),
+    });
+    let sh = shared.clone();
+    let frontier = shared.frontier.clone();
+    let task = tokio::spawn(async move {
+        let stop = async move { sh.shutdown.notified().await };
+        if let Err(e) = frontier_grpc::serve(listener, frontier, hooks, settings, stop).await {
+            tracing::error!(error = %e, "gRPC server failed");
+        }
+    });
+    Ok((addr, task))
+}

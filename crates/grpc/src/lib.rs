@@ -1,0 +1,146 @@
+//! frontier-grpc: crawler-commons' url-frontier gRPC API (package `urlfrontier`, service
+//! `URLFrontier`, API version 2.x) served from a [`frontier::Frontier`], plus frontierd's
+//! own `frontierd.v1.FrontierdQueues` service for what url-frontier's API cannot tell.
+//!
+//! The daemon wires it (`[grpc]` in frontierd's config); this crate knows nothing of the
+//! daemon beyond [`Hooks`]: robots.txt fetches the frontier asks for while serving GetURLs
+//! go to the daemon's fetcher, and every observable event is reported for its metrics.
+
+pub mod extras;
+mod service;
+mod transit;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use frontier::{Frontier, RobotsLease};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::{Request, Status};
+
+pub use service::UrlFrontierService;
+
+/// Code generated from `proto/urlfrontier.proto` (url-frontier's API).
+pub mod pb {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("urlfrontier");
+}
+
+/// Code generated from `proto/frontierd.proto` (frontierd's extras).
+pub mod pb_frontierd {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("frontierd.v1");
+}
+
+/// The one crawl frontierd serves (url-frontier's name for the default crawl).
+pub const DEFAULT_CRAWL: &str = "DEFAULT";
+
+/// Lease length when GetURLs leaves `delay_requestable` at 0 (as the reference service).
+pub const DEFAULT_LEASE_SECS: u32 = 30;
+
+/// What the service reports to, and asks of, the program that runs it.
+pub trait Hooks: Send + Sync + 'static {
+    /// The frontier handed out a robots.txt fetch while serving GetURLs: fetch it and
+    /// report it with [`Frontier::complete_robots`].
+    fn fetch_robots(&self, lease: RobotsLease);
+    /// Something observable happened (to log and count).
+    fn event(&self, event: GrpcEvent<'_>);
+}
+
+/// Observable events of the service.
+#[derive(Debug, Clone, Copy)]
+pub enum GrpcEvent<'a> {
+    /// GetURLs handed out `urls` URLs from `queues` queues.
+    Served { urls: u64, queues: u64 },
+    /// One PutURLs / PutDiscovered item was acknowledged with this status.
+    Acked { status: &'a str },
+    /// Leases not reported within their `delay_requestable` returned to their queues.
+    LeasesExpired { count: u64 },
+    /// An rpc answered an error status (code name), e.g. unimplemented or invalid.
+    RpcFailed { rpc: &'a str, code: &'a str },
+    /// A request was refused for lack of the bearer token.
+    Unauthenticated,
+}
+
+/// How the service runs.
+#[derive(Debug, Clone)]
+pub struct GrpcSettings {
+    /// Bearer token every request must carry (`authorization: Bearer <token>`), if any.
+    pub token: Option<String>,
+    /// Address reported by ListNodes.
+    pub node_address: String,
+    /// How often expired leases are looked for.
+    pub expiry_tick: Duration,
+    /// At most this many URLs per GetURLs call.
+    pub max_urls_per_call: usize,
+}
+
+impl Default for GrpcSettings {
+    fn default() -> Self {
+        GrpcSettings {
+            token: None,
+            node_address: String::new(),
+            expiry_tick: Duration::from_millis(250),
+            max_urls_per_call: 10_000,
+        }
+    }
+}
+
+/// Serve both services on `listener` until `shutdown` resolves. Expired leases return to
+/// their queues every `expiry_tick` meanwhile.
+pub async fn serve(
+    listener: TcpListener,
+    frontier: Arc<Frontier>,
+    hooks: Arc<dyn Hooks>,
+    settings: GrpcSettings,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let svc = UrlFrontierService::new(frontier.clone(), hooks.clone(), settings.clone());
+    let expiry = tokio::spawn(svc.clone().expiry_loop(settings.expiry_tick));
+    let check = auth_check(settings.token.clone(), hooks.clone());
+    let extras = extras::QueuesService::new(frontier);
+    let result = tonic::transport::Server::builder()
+        .add_service(
+            pb::url_frontier_server::UrlFrontierServer::with_interceptor(svc, check.clone()),
+        )
+        .add_service(
+            pb_frontierd::frontierd_queues_server::FrontierdQueuesServer::with_interceptor(
+                extras, check,
+            ),
+        )
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await;
+    expiry.abort();
+    result
+}
+
+/// The interceptor: with a token configured, every request carries it as a bearer token.
+fn auth_check(
+    token: Option<String>,
+    hooks: Arc<dyn Hooks>,
+) -> impl Fn(Request<()>) -> Result<Request<()>, Status> + Clone {
+    let expected = token.map(|t| Arc::<str>::from(format!("Bearer {t}")));
+    move |req: Request<()>| {
+        let Some(expected) = &expected else {
+            return Ok(req);
+        };
+        let given = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
+            Ok(req)
+        } else {
+            hooks.event(GrpcEvent::Unauthenticated);
+            Err(Status::unauthenticated(
+                "missing or wrong bearer token (metadata `authorization: Bearer <grpc.token>`)",
+            ))
+        }
+    }
+}
+
+/// Compare without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
