@@ -1,0 +1,491 @@
+//! The url-frontier service in-process: a tonic client against `frontier_grpc::serve` on a
+//! sled frontier, robots.txt answered at once by the test hooks.
+
+// tonic interceptors return `Result<_, tonic::Status>`
+#![allow(clippy::result_large_err)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use frontier::{Frontier, FrontierConfig, RobotsFetchOutcome, RobotsLease};
+use frontier_grpc::pb::url_frontier_client::UrlFrontierClient;
+use frontier_grpc::pb::{self, url_item::Item};
+use frontier_grpc::pb_frontierd::frontierd_queues_client::FrontierdQueuesClient;
+use frontier_grpc::pb_frontierd::QueueStateRequest;
+use frontier_grpc::{GrpcEvent, GrpcSettings, Hooks};
+use tonic::transport::Channel;
+use tonic::Code;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// robots.txt: 404 (allow all) for every origin, except /private on robots.test.
+struct TestHooks {
+    frontier: Arc<Frontier>,
+    events: Mutex<Vec<String>>,
+}
+
+impl Hooks for TestHooks {
+    fn fetch_robots(&self, lease: RobotsLease) {
+        let outcome = if lease.origin.contains("robots.test") {
+            RobotsFetchOutcome::Success {
+                status: 200,
+                body: b"User-agent: *\nDisallow: /private\n".to_vec(),
+                max_age: None,
+            }
+        } else {
+            RobotsFetchOutcome::ClientError { status: 404 }
+        };
+        self.frontier
+            .complete_robots(&lease, &outcome, 1, now_ms())
+            .unwrap();
+    }
+    fn event(&self, event: GrpcEvent<'_>) {
+        self.events.lock().unwrap().push(format!("{event:?}"));
+    }
+}
+
+struct Server {
+    _dir: tempfile::TempDir,
+    addr: std::net::SocketAddr,
+    hooks: Arc<TestHooks>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+async fn start(token: Option<&str>, tune: impl FnOnce(&mut FrontierConfig)) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = FrontierConfig::new(dir.path()).without_gaps();
+    tune(&mut cfg);
+    let frontier = Arc::new(Frontier::open(cfg).unwrap());
+    let hooks = Arc::new(TestHooks {
+        frontier: frontier.clone(),
+        events: Mutex::new(Vec::new()),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let settings = GrpcSettings {
+        token: token.map(str::to_string),
+        node_address: addr.to_string(),
+        expiry_tick: Duration::from_millis(50),
+        ..GrpcSettings::default()
+    };
+    let h: Arc<dyn Hooks> = hooks.clone();
+    tokio::spawn(frontier_grpc::serve(
+        listener,
+        frontier,
+        h,
+        settings,
+        async {
+            let _ = rx.await;
+        },
+    ));
+    Server {
+        _dir: dir,
+        addr,
+        hooks,
+        stop: Some(tx),
+    }
+}
+
+async fn client(s: &Server) -> UrlFrontierClient<Channel> {
+    UrlFrontierClient::connect(format!("http://{}", s.addr))
+        .await
+        .unwrap()
+}
+
+fn info(url: &str, meta: &[(&str, &[&str])]) -> pb::UrlInfo {
+    pb::UrlInfo {
+        url: url.to_string(),
+        key: String::new(),
+        metadata: meta
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    pb::StringList {
+                        values: v.iter().map(|s| s.to_string()).collect(),
+                    },
+                )
+            })
+            .collect(),
+        crawl_id: String::new(),
+    }
+}
+
+fn discovered(i: pb::UrlInfo) -> pb::UrlItem {
+    pb::UrlItem {
+        item: Some(Item::Discovered(pb::DiscoveredUrlItem { info: Some(i) })),
+        id: String::new(),
+        creation_date: 0,
+    }
+}
+
+fn known(url: &str, refetch: u64) -> pb::UrlItem {
+    pb::UrlItem {
+        item: Some(Item::Known(pb::KnownUrlItem {
+            info: Some(info(url, &[])),
+            refetchable_from_date: refetch,
+        })),
+        id: format!("known:{url}"),
+        creation_date: 0,
+    }
+}
+
+async fn put(c: &mut UrlFrontierClient<Channel>, items: Vec<pb::UrlItem>) -> Vec<pb::AckMessage> {
+    let mut s = c
+        .put_ur_ls(tokio_stream::iter(items))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(a) = s.message().await.unwrap() {
+        out.push(a);
+    }
+    out
+}
+
+fn params(delay: u32) -> pb::GetParams {
+    pb::GetParams {
+        max_urls_per_queue: 0,
+        max_queues: 0,
+        key: String::new(),
+        delay_requestable: delay,
+        item: None,
+    }
+}
+
+async fn get(c: &mut UrlFrontierClient<Channel>, p: pb::GetParams) -> Vec<pb::UrlInfo> {
+    let mut s = c.get_ur_ls(p).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(u) = s.message().await.unwrap() {
+        out.push(u);
+    }
+    out
+}
+
+/// GetURLs until `pred` holds for what came back, or panic at the deadline.
+async fn get_until(
+    c: &mut UrlFrontierClient<Channel>,
+    p: pb::GetParams,
+    pred: impl Fn(&[pb::UrlInfo]) -> bool,
+) -> Vec<pb::UrlInfo> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut all = Vec::new();
+    loop {
+        all.extend(get(c, p.clone()).await);
+        if pred(&all) {
+            return all;
+        }
+        assert!(Instant::now() < deadline, "condition not met; got {all:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_get_report_with_metadata_and_robots() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    let acks = put(
+        &mut c,
+        vec![
+            discovered(info(
+                "http://a.test/1",
+                &[("depth", &["1"]), ("src", &["x", "y"])],
+            )),
+            discovered(info("http://robots.test/private/p", &[])),
+            discovered(info("http://robots.test/ok", &[])),
+            discovered(info("not a url", &[])),
+        ],
+    )
+    .await;
+    let st: Vec<i32> = acks.iter().map(|a| a.status).collect();
+    assert_eq!(st, vec![0, 0, 0, 1], "{acks:?}");
+    assert_eq!(acks[0].id, "http://a.test/1", "empty ID: the URL is echoed");
+    let got = get_until(&mut c, params(60), |u| u.len() >= 2).await;
+    let urls: Vec<&str> = got.iter().map(|u| u.url.as_str()).collect();
+    assert!(
+        urls.contains(&"http://a.test/1") && urls.contains(&"http://robots.test/ok"),
+        "{urls:?}"
+    );
+    assert!(
+        !urls.contains(&"http://robots.test/private/p"),
+        "disallowed served: {urls:?}"
+    );
+    let a = got.iter().find(|u| u.url == "http://a.test/1").unwrap();
+    assert_eq!(a.key, "a.test");
+    assert_eq!(a.crawl_id, "DEFAULT");
+    assert_eq!(a.metadata["src"].values, vec!["x", "y"]);
+    assert_eq!(a.metadata["depth"].values, vec!["1"]);
+    // in process until reported
+    let stats = c
+        .get_stats(pb::QueueWithinCrawlParams::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.in_process, 2, "{stats:?}");
+    let acks = put(
+        &mut c,
+        vec![
+            known("http://a.test/1", 0),
+            known("http://robots.test/ok", 0),
+        ],
+    )
+    .await;
+    assert!(acks.iter().all(|a| a.status == 0), "{acks:?}");
+    assert_eq!(acks[0].id, "known:http://a.test/1");
+    let stats = c
+        .get_stats(pb::QueueWithinCrawlParams::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.in_process, 0, "{stats:?}");
+    assert_eq!(stats.counts["completed"], 2);
+    // reported done (date 0): never served again
+    let later = get(&mut c, params(60)).await;
+    assert!(later.is_empty(), "{later:?}");
+    // a duplicate is OK, and known
+    let acks = put(&mut c, vec![discovered(info("http://a.test/1", &[]))]).await;
+    assert_eq!(acks[0].status, 0);
+    let status = c
+        .get_url_status(pb::UrlStatusRequest {
+            url: "http://a.test/1".into(),
+            key: String::new(),
+            crawl_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        matches!(&status.item, Some(Item::Known(k)) if k.refetchable_from_date == 0),
+        "{status:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreported_lease_comes_back_after_delay_requestable() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    put(&mut c, vec![discovered(info("http://a.test/x", &[]))]).await;
+    let first = get_until(&mut c, params(1), |u| !u.is_empty()).await;
+    let served_at = Instant::now();
+    assert_eq!(first.len(), 1);
+    let again = get_until(&mut c, params(1), |u| !u.is_empty()).await;
+    let waited = served_at.elapsed();
+    assert_eq!(again[0].url, "http://a.test/x");
+    assert!(
+        waited >= Duration::from_millis(900),
+        "served again after {waited:?}, before its 1 s lease ended"
+    );
+    let events = s.hooks.events.lock().unwrap().join("\n");
+    assert!(events.contains("LeasesExpired"), "{events}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_params_limit_queues_urls_per_queue_and_key() {
+    let s = start(None, |c| c.max_in_flight_per_host = 10).await;
+    let mut c = client(&s).await;
+    let mut items = Vec::new();
+    for h in ["a", "b", "c"] {
+        for i in 0..4 {
+            items.push(discovered(info(&format!("http://{h}.test/{i}"), &[])));
+        }
+    }
+    put(&mut c, items).await;
+    // robots.txt first (fetched by the hooks while serving)
+    let mut p = params(60);
+    p.key = "b.test".into();
+    p.max_urls_per_queue = 2;
+    let b = get_until(&mut c, p, |u| u.len() >= 2).await;
+    assert!(b.iter().all(|u| u.key == "b.test"), "{b:?}");
+    assert_eq!(b.len(), 2);
+    let mut p = params(60);
+    p.max_queues = 1;
+    p.max_urls_per_queue = 3;
+    let one = get_until(&mut c, p, |u| !u.is_empty()).await;
+    let keys: std::collections::HashSet<&str> = one.iter().map(|u| u.key.as_str()).collect();
+    assert_eq!(keys.len(), 1, "{one:?}");
+    assert!(one.len() <= 3);
+    let queues = c
+        .list_queues(pb::Pagination {
+            size: 2,
+            include_inactive: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(queues.values, vec!["a.test", "b.test"]);
+    assert_eq!(queues.total, 3);
+    let count = c
+        .count_ur_ls(pb::CountUrlParams {
+            key: "c.test".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(count.value, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_delay_block_and_the_frontierd_extras() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    put(
+        &mut c,
+        vec![
+            discovered(info("http://a.test/1", &[])),
+            discovered(info("http://a.test/2", &[])),
+            discovered(info("http://b.test/1", &[])),
+        ],
+    )
+    .await;
+    c.set_delay(pb::QueueDelayParams {
+        key: "a.test".into(),
+        delay_requestable: 3600,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let far = now_ms() / 1000 + 3600;
+    c.block_queue_until(pb::BlockQueueParams {
+        key: "b.test".into(),
+        time: far,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let got = get_until(&mut c, params(60), |u| !u.is_empty()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].url, "http://a.test/1");
+    put(&mut c, vec![known("http://a.test/1", 0)]).await;
+    // a.test waits its hour, b.test is blocked
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(get(&mut c, params(60)).await.is_empty());
+    let mut x = FrontierdQueuesClient::connect(format!("http://{}", s.addr))
+        .await
+        .unwrap();
+    let a = x
+        .get_queue_state(QueueStateRequest {
+            key: "a.test".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.client_delay_ms, 3_600_000);
+    assert!(a.delay_ms >= 3_600_000);
+    assert_eq!(a.queued, 1);
+    assert_eq!(a.origins.len(), 1);
+    assert_eq!(a.origins[0].origin, "http://a.test");
+    let b = x
+        .get_queue_state(QueueStateRequest {
+            key: "b.test".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(b.blocked_until_ms, far * 1000);
+    // unblocking serves b.test
+    c.block_queue_until(pb::BlockQueueParams {
+        key: "b.test".into(),
+        time: 0,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let got = get_until(&mut c, params(60), |u| !u.is_empty()).await;
+    assert_eq!(got[0].url, "http://b.test/1");
+    // SetActive(false) stops GetURLs
+    c.set_active(pb::Active {
+        state: false,
+        local: false,
+    })
+    .await
+    .unwrap();
+    assert!(
+        !c.get_active(pb::Local::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .state
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_calls_say_why_and_tokens_are_checked() {
+    let s = start(Some("s3cret"), |_| {}).await;
+    let mut c = client(&s).await;
+    let err = c.list_crawls(pb::Local::default()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    let token: tonic::metadata::MetadataValue<_> = "Bearer s3cret".parse().unwrap();
+    let channel = Channel::from_shared(format!("http://{}", s.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut c = UrlFrontierClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+        req.metadata_mut().insert("authorization", token.clone());
+        Ok(req)
+    });
+    let crawls = c
+        .list_crawls(pb::Local::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(crawls.values, vec!["DEFAULT"]);
+    let nodes = c.list_nodes(pb::Empty {}).await.unwrap().into_inner();
+    assert_eq!(nodes.values, vec![s.addr.to_string()]);
+    let e = c
+        .delete_queue(pb::QueueWithinCrawlParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unimplemented);
+    assert!(e.message().contains("DeleteQueue"), "{e:?}");
+    for e in [
+        c.delete_crawl(pb::DeleteCrawlMessage::default())
+            .await
+            .unwrap_err(),
+        c.purge_ur_ls(pb::PurgeUrlParams::default())
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(e.code(), Code::Unimplemented, "{e:?}");
+    }
+    assert_eq!(
+        c.set_log_level(pb::LogLevelParams::default())
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unimplemented
+    );
+    assert_eq!(
+        c.set_crawl_limit(pb::CrawlLimitParams::default())
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unimplemented
+    );
+    let mut p = params(10);
+    p.item = Some(pb::get_params::Item::CrawlId("other".into()));
+    let e = c.get_ur_ls(p).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("other"), "{e:?}");
+    let events = s.hooks.events.lock().unwrap().join("\n");
+    assert!(
+        events.contains("Unauthenticated") && events.contains("Unimplemented"),
+        "{events}"
+    );
+}
