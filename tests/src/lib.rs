@@ -682,6 +682,20 @@ impl Env {
         self.start_with(&[])
     }
 
+    /// `IP:PORT` of the running daemon's gRPC listener (`[grpc] listen`), once it listens.
+    pub fn grpc_addr(&self) -> String {
+        let file = self.data.join("grpc.addr");
+        let mut addr = String::new();
+        wait_until("grpc.addr", Duration::from_secs(30), || {
+            addr = std::fs::read_to_string(&file)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            addr.parse::<SocketAddr>().is_ok()
+        });
+        addr
+    }
+
     /// `frontierd SUBCOMMAND --config <this config>`, for the CLI clients (`submit`,
     /// `stats`, `hosts`); add arguments, then run it.
     pub fn cli(&self, subcommand: &str) -> Command {
@@ -695,6 +709,8 @@ impl Env {
         static SERIAL: AtomicUsize = AtomicUsize::new(0);
         let addr_file = self.data.join("admin.addr");
         let _ = std::fs::remove_file(&addr_file);
+        // written after admin.addr when [grpc] is on (see `Env::grpc_addr`)
+        let _ = std::fs::remove_file(self.data.join("grpc.addr"));
         let n = SERIAL.fetch_add(1, Ordering::Relaxed);
         let log =
             std::fs::File::create(self.dir.path().join(format!("daemon-{n:03}.log"))).unwrap();

@@ -146,7 +146,7 @@ fn metadata_is_kept_per_canonical_url_across_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
         let f = Frontier::open(cfg(dir.path())).unwrap();
-        f.put_metadata(&[("http://A.test:80/x", b"meta-bytes".as_slice())])
+        f.put_metadata(&[("http://A.test:80/x", b"meta-bytes".as_slice())], true)
             .unwrap();
     }
     let f = Frontier::open(cfg(dir.path())).unwrap();

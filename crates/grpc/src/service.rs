@@ -25,8 +25,9 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 
 /// PutURLs items applied together (one flush), at most.
 const PUT_CHUNK: usize = 512;
-/// How long PutURLs waits for a chunk to fill before applying what it has.
-const PUT_CHUNK_WAIT: Duration = Duration::from_millis(5);
+/// PutURLs items read ahead of the acks, at most (then the client is slowed by flow
+/// control).
+const PUT_BUFFER: usize = 65_536;
 /// Page and robots leases asked of the frontier per dispatch while serving GetURLs.
 const LEASE_BATCH: usize = 256;
 
@@ -250,7 +251,11 @@ impl UrlFrontierService {
             .iter()
             .map(|(u, m)| (u.as_str(), m.as_slice()))
             .collect();
-        self.frontier.put_metadata(&meta_refs).map_err(internal)?;
+        // flushed by the enqueue or the completions below when there are any
+        let flush_here = discovered.is_empty() && done.is_empty();
+        self.frontier
+            .put_metadata(&meta_refs, flush_here)
+            .map_err(internal)?;
         if !discovered.is_empty() {
             let enqueue: Vec<EnqueueItem> = discovered
                 .iter()
@@ -468,39 +473,48 @@ impl UrlFrontier for UrlFrontierService {
         &self,
         request: Request<Streaming<pb::UrlItem>>,
     ) -> Result<Response<Self::PutURLsStream>, Status> {
-        let input = request.into_inner();
+        let mut input = request.into_inner();
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<pb::AckMessage, Status>>(PUT_CHUNK * 2);
-        let svc = self.clone();
-        tokio::spawn(async move {
-            let chunks = input.chunks_timeout(PUT_CHUNK, PUT_CHUNK_WAIT);
-            tokio::pin!(chunks);
-            while let Some(chunk) = chunks.next().await {
-                let mut items = Vec::with_capacity(chunk.len());
-                let mut broken = None;
-                for r in chunk {
-                    match r {
-                        Ok(i) => items.push(i),
-                        Err(s) => broken = Some(s),
+        // The reader drains the request stream while chunks are applied: h2 allows only so
+        // many small DATA frames to sit unread (ENHANCE_YOUR_CALM, "too_many_data_frames"),
+        // and a client may send thousands before its first ack.
+        let (items_tx, mut items_rx) = tokio::sync::mpsc::channel::<pb::UrlItem>(PUT_BUFFER);
+        let reader = tokio::spawn(async move {
+            loop {
+                match input.message().await {
+                    Ok(Some(item)) => {
+                        if items_tx.send(item).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(s) => {
+                        tracing::info!(error = %s, "PutURLs stream broken by the client");
+                        return;
                     }
                 }
+            }
+        });
+        let svc = self.clone();
+        tokio::spawn(async move {
+            let mut items = Vec::with_capacity(PUT_CHUNK);
+            while items_rx.recv_many(&mut items, PUT_CHUNK).await > 0 {
+                let chunk = std::mem::take(&mut items);
                 let s2 = svc.clone();
-                let acks = blocking(move || s2.put_chunk(items)).await;
-                match acks {
+                match blocking(move || s2.put_chunk(chunk)).await {
                     Ok(acks) => {
                         for a in acks {
                             if tx.send(Ok(a)).await.is_err() {
+                                reader.abort();
                                 return;
                             }
                         }
                     }
                     Err(status) => {
                         let _ = tx.send(Err(svc.fail("PutURLs", status))).await;
+                        reader.abort();
                         return;
                     }
-                }
-                if let Some(s) = broken {
-                    tracing::info!(error = %s, "PutURLs stream broken by the client");
-                    return;
                 }
             }
         });
