@@ -124,7 +124,8 @@ def cmd_serve(seconds):
     f, _ = stub()
     st = load_state()
     urls = st["urls"]
-    done = st["done"]            # url -> monotonic-free wall time its Known ack came back
+    # (saved when the command ends: the daemon is killed only between commands)
+    done = st["done"]            # url -> wall time its Known ack came back
     served = st["served"]        # [url, key, wall t_request, wall t_received]
     expired_first = st["expired_first"]  # url -> [t_request, t_received] of its unreported lease
     eligible = {u for u, v in urls.items() if v["fate"] == "eligible"}
@@ -165,8 +166,6 @@ def cmd_serve(seconds):
                 if a.status != pb.AckMessage.OK:
                     fail("Known ack %s for %s" % (a.status, a.ID))
                 done[a.ID] = t_ack
-            st.update(done=done, served=served, expired_first=expired_first)
-            save_state(st)
         if not infos:
             time.sleep(0.02)
     st.update(done=done, served=served, expired_first=expired_first)

@@ -150,6 +150,18 @@ fn python_client_over_grpc_with_robots_leases_and_kill9() {
             );
         }
     }
+    // the disallowed URLs were dropped with a crawl log line each, and nothing else was
+    let log = env.crawl_log();
+    let blocked: HashSet<&str> = log
+        .iter()
+        .filter(|l| l["outcome"] == "blocked-by-robots")
+        .filter_map(|l| l["url"].as_str())
+        .collect();
+    assert!(
+        blocked.iter().all(|u| u.contains("/private/")),
+        "{blocked:?}"
+    );
+    assert_eq!(blocked.len(), 250, "one line per disallowed URL");
     let m = daemon.metrics();
     assert!(m.contains("frontierd_grpc_urls_served_total"), "{m}");
     assert!(m.contains("frontierd_grpc_leases_expired_total"), "{m}");

@@ -25,7 +25,15 @@ impl Hooks for DaemonHooks {
         };
         tokio::spawn(async move {
             crate::daemon::worker::robots_item(&sh, lease).await;
+            // its robots transition (and with fetch.workers = 0 nothing else takes it)
+            sh.drain_events();
         });
+    }
+
+    fn frontier_changed(&self) {
+        if let Some(sh) = self.shared.upgrade() {
+            sh.drain_events();
+        }
     }
 
     fn event(&self, event: GrpcEvent<'_>) {

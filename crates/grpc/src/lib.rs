@@ -50,6 +50,9 @@ pub trait Hooks: Send + Sync + 'static {
     fn fetch_robots(&self, lease: RobotsLease);
     /// Something observable happened (to log and count).
     fn event(&self, event: GrpcEvent<'_>);
+    /// The frontier may hold new events (drops, robots transitions) after a GetURLs or a
+    /// PutURLs chunk: take them (the daemon writes the crawl log lines of drops).
+    fn frontier_changed(&self) {}
 }
 
 /// Observable events of the service.
@@ -66,6 +69,9 @@ pub enum GrpcEvent<'a> {
     /// A request was refused for lack of the bearer token.
     Unauthenticated,
 }
+
+/// Receive window of a connection and of a stream, in bytes (see [`serve`]).
+const RECEIVE_WINDOW: u32 = 8 * 1024;
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -105,6 +111,12 @@ pub async fn serve(
     let check = auth_check(settings.token.clone(), hooks.clone());
     let extras = extras::QueuesService::new(frontier);
     let result = tonic::transport::Server::builder()
+        // h2 closes a connection (GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames") when too
+        // many small DATA frames sit unread; a PutURLs stream is one small frame per URL, so
+        // the windows stay small enough that what a client may send ahead stays under that
+        // limit (h2 0.4.20 allows 25 600 bytes of framing overhead: 256 - frame size each)
+        .initial_connection_window_size(RECEIVE_WINDOW)
+        .initial_stream_window_size(RECEIVE_WINDOW)
         .add_service(
             pb::url_frontier_server::UrlFrontierServer::with_interceptor(svc, check.clone()),
         )

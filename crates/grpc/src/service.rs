@@ -453,6 +453,7 @@ impl UrlFrontier for UrlFrontierService {
         }
         let svc = self.clone();
         let urls = blocking(move || svc.lease_urls(&p).map_err(internal)).await?;
+        self.hooks.frontier_changed();
         let queues = urls
             .iter()
             .map(|u| u.key.as_str())
@@ -501,7 +502,9 @@ impl UrlFrontier for UrlFrontierService {
             while items_rx.recv_many(&mut items, PUT_CHUNK).await > 0 {
                 let chunk = std::mem::take(&mut items);
                 let s2 = svc.clone();
-                match blocking(move || s2.put_chunk(chunk)).await {
+                let acks = blocking(move || s2.put_chunk(chunk)).await;
+                svc.hooks.frontier_changed();
+                match acks {
                     Ok(acks) => {
                         for a in acks {
                             if tx.send(Ok(a)).await.is_err() {

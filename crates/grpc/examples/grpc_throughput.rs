@@ -1,0 +1,93 @@
+//! PutURLs and GetURLs throughput of a running frontierd's url-frontier API, from a tonic
+//! client (`bench/grpc-bench.sh` runs it next to the Python client).
+//!
+//! `cargo run --release -p frontier-grpc --example grpc_throughput -- ADDR URLS HOSTS BASE`
+//! puts URLS URLs over HOSTS hosts (`BASE` is e.g. `http://h{}.bench.test:8000`, `{}` the
+//! host number) in one PutURLs stream, then leases them with GetURLs and reports each one
+//! done with PutURLs until all are done. Prints one JSON line.
+
+use std::time::{Duration, Instant};
+
+use frontier_grpc::pb;
+use frontier_grpc::pb::url_frontier_client::UrlFrontierClient;
+use frontier_grpc::pb::url_item::Item;
+
+fn item(url: String, known: bool) -> pb::UrlItem {
+    let info = Some(pb::UrlInfo {
+        url,
+        ..Default::default()
+    });
+    pb::UrlItem {
+        item: Some(if known {
+            Item::Known(pb::KnownUrlItem {
+                info,
+                refetchable_from_date: 0,
+            })
+        } else {
+            Item::Discovered(pb::DiscoveredUrlItem { info })
+        }),
+        id: String::new(),
+        creation_date: 0,
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [addr, urls, hosts, base] = args.as_slice() else {
+        return Err(
+            "usage: grpc_throughput ADDR URLS HOSTS BASE (BASE has {} for the host)".into(),
+        );
+    };
+    let (n, hosts): (usize, usize) = (urls.parse()?, hosts.parse()?);
+    let mut c = UrlFrontierClient::connect(format!("http://{addr}"))
+        .await?
+        .max_decoding_message_size(64 << 20);
+    let all: Vec<String> = (0..n)
+        .map(|i| format!("{}/t/{i}", base.replace("{}", &(i % hosts).to_string())))
+        .collect();
+
+    let t = Instant::now();
+    let items: Vec<pb::UrlItem> = all.iter().map(|u| item(u.clone(), false)).collect();
+    let mut acks = c.put_ur_ls(tokio_stream::iter(items)).await?.into_inner();
+    let mut acked = 0;
+    while let Some(a) = acks.message().await? {
+        if a.status != 0 {
+            return Err(format!("ack {a:?}").into());
+        }
+        acked += 1;
+    }
+    let put_secs = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let mut done = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while done < acked && Instant::now() < deadline {
+        let mut s = c
+            .get_ur_ls(pb::GetParams {
+                delay_requestable: 600,
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        let mut got = Vec::new();
+        while let Some(u) = s.message().await? {
+            got.push(item(u.url, true));
+        }
+        if got.is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        }
+        let mut acks = c.put_ur_ls(tokio_stream::iter(got)).await?.into_inner();
+        while acks.message().await?.is_some() {
+            done += 1;
+        }
+    }
+    let get_secs = t.elapsed().as_secs_f64();
+    println!(
+        "{{\"client\":\"tonic\",\"urls\":{acked},\"put_secs\":{put_secs:.3},\"put_urls_per_sec\":{:.0},\"served_and_reported\":{done},\"get_secs\":{get_secs:.3},\"get_report_urls_per_sec\":{:.0}}}",
+        acked as f64 / put_secs,
+        done as f64 / get_secs
+    );
+    Ok(())
+}
