@@ -60,7 +60,7 @@ fn errors_name_key_value_and_allowed() {
     assert!(e.contains("workers"), "{e}");
     let e = err("[fetch]\nworkers = 100000\n");
     assert!(
-        e.contains("fetch.workers = 100000") && e.contains("1 to 4096"),
+        e.contains("fetch.workers = 100000") && e.contains("0 to 4096"),
         "{e}"
     );
     let e = err("[politeness]\nmax_delay = \"90days\"\n");
