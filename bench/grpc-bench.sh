@@ -45,17 +45,17 @@ listen = "127.0.0.1:0"
 min_delay = "0s"
 max_delay = "0s"
 delay_factor = 0.0
-max_in_flight_per_host = 1000
+max_in_flight_per_host = 64
 [resolve]
 "*.bench.test" = ["127.0.0.1"]
 TOML
   "$bin" run --config "$d/frontierd.toml" >"$d/daemon.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do
     [ -s "$d/data/grpc.addr" ] && break
     sleep 0.05
   done
-  cat "$d/data/grpc.addr"
+  cat "$d/data/grpc.addr" || { cat "$d/daemon.log" >&2; return 1; }
 }
 
 base="http://h{}.bench.test:$port"

@@ -71,7 +71,7 @@ pub enum GrpcEvent<'a> {
 }
 
 /// Receive window of a connection and of a stream, in bytes (see [`serve`]).
-const RECEIVE_WINDOW: u32 = 8 * 1024;
+const RECEIVE_WINDOW: u32 = 2 * 1024;
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -111,10 +111,12 @@ pub async fn serve(
     let check = auth_check(settings.token.clone(), hooks.clone());
     let extras = extras::QueuesService::new(frontier);
     let result = tonic::transport::Server::builder()
-        // h2 closes a connection (GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames") when too
-        // many small DATA frames sit unread; a PutURLs stream is one small frame per URL, so
-        // the windows stay small enough that what a client may send ahead stays under that
-        // limit (h2 0.4.20 allows 25 600 bytes of framing overhead: 256 - frame size each)
+        // h2 closes a connection (GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames") when the
+        // small DATA frames sitting unread cost more than 25 600 bytes of framing overhead
+        // (256 - payload each, h2 0.4.20); a PutURLs stream is one small frame per URL, and
+        // the reader falls behind under load. The windows bound what a client may send
+        // ahead: 2 KiB of frames of at least 22 bytes (5 + an item with any http URL) stay
+        // under the limit. It costs one window update per 2 KiB on the way in.
         .initial_connection_window_size(RECEIVE_WINDOW)
         .initial_stream_window_size(RECEIVE_WINDOW)
         .add_service(
