@@ -89,7 +89,26 @@ pub async fn start(
         )
         .filter(|t| !t.is_empty()),
     };
-    if token.is_none() && !crate::exposure::is_loopback(cfg.listen) {
+    let tls = match &cfg.tls {
+        None => None,
+        Some((cert, key)) => {
+            let pem = frontier_grpc::TlsPem {
+                cert: std::fs::read(cert)
+                    .with_context(|| format!("reading grpc.tls_cert_file {}", cert.display()))?,
+                key: std::fs::read(key)
+                    .with_context(|| format!("reading grpc.tls_key_file {}", key.display()))?,
+            };
+            frontier_grpc::check_tls(&pem).with_context(|| {
+                format!(
+                    "grpc.tls_cert_file {} / grpc.tls_key_file {}: not a usable certificate chain and key",
+                    cert.display(),
+                    key.display()
+                )
+            })?;
+            Some(pem)
+        }
+    };
+    if token.is_none() && tls.is_none() && !crate::exposure::is_loopback(cfg.listen) {
         // an empty token file: `config check` cannot see that
         anyhow::bail!(crate::config::grpc::unauthenticated(cfg.listen));
     }
@@ -101,6 +120,7 @@ pub async fn start(
         token,
         node_address: addr.to_string(),
         max_urls_per_call: cfg.max_urls_per_call,
+        tls,
         ..GrpcSettings::default()
     };
     let hooks: Arc<dyn Hooks> = Arc::new(DaemonHooks {

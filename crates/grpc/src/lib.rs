@@ -84,6 +84,24 @@ pub struct GrpcSettings {
     pub expiry_tick: Duration,
     /// At most this many URLs per GetURLs call.
     pub max_urls_per_call: usize,
+    /// TLS (rustls): the server's certificate chain and private key, PEM; None: plaintext.
+    pub tls: Option<TlsPem>,
+}
+
+/// A server identity for TLS, PEM encoded.
+#[derive(Clone)]
+pub struct TlsPem {
+    /// Certificate chain.
+    pub cert: Vec<u8>,
+    /// Private key.
+    pub key: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // never print the key
+        f.write_str("TlsPem { .. }")
+    }
 }
 
 impl Default for GrpcSettings {
@@ -93,6 +111,7 @@ impl Default for GrpcSettings {
             node_address: String::new(),
             expiry_tick: Duration::from_millis(250),
             max_urls_per_call: 10_000,
+            tls: None,
         }
     }
 }
@@ -106,11 +125,17 @@ pub async fn serve(
     settings: GrpcSettings,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(pem) = &settings.tls {
+        let identity = tonic::transport::Identity::from_pem(&pem.cert, &pem.key);
+        builder =
+            builder.tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?;
+    }
     let svc = UrlFrontierService::new(frontier.clone(), hooks.clone(), settings.clone());
     let expiry = tokio::spawn(svc.clone().expiry_loop(settings.expiry_tick));
     let check = auth_check(settings.token.clone(), hooks.clone());
     let extras = extras::QueuesService::new(frontier);
-    let result = tonic::transport::Server::builder()
+    let result = builder
         // h2 closes a connection (GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames") when the
         // small DATA frames sitting unread cost more than 25 600 bytes of framing overhead
         // (256 - payload each, h2 0.4.20); a PutURLs stream is one small frame per URL, and
@@ -131,6 +156,15 @@ pub async fn serve(
         .await;
     expiry.abort();
     result
+}
+
+/// Whether `pem` makes a TLS server identity (certificate chain and matching key), so that
+/// a bad file is an error at start rather than at the first connection.
+pub fn check_tls(pem: &TlsPem) -> Result<(), tonic::transport::Error> {
+    let identity = tonic::transport::Identity::from_pem(&pem.cert, &pem.key);
+    tonic::transport::Server::builder()
+        .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+        .map(|_| ())
 }
 
 /// The interceptor: with a token configured, every request carries it as a bearer token.

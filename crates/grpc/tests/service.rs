@@ -65,6 +65,14 @@ impl Drop for Server {
 }
 
 async fn start(token: Option<&str>, tune: impl FnOnce(&mut FrontierConfig)) -> Server {
+    start_tls(token, None, tune).await
+}
+
+async fn start_tls(
+    token: Option<&str>,
+    tls: Option<frontier_grpc::TlsPem>,
+    tune: impl FnOnce(&mut FrontierConfig),
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = FrontierConfig::new(dir.path()).without_gaps();
     tune(&mut cfg);
@@ -80,6 +88,7 @@ async fn start(token: Option<&str>, tune: impl FnOnce(&mut FrontierConfig)) -> S
         token: token.map(str::to_string),
         node_address: addr.to_string(),
         expiry_tick: Duration::from_millis(50),
+        tls,
         ..GrpcSettings::default()
     };
     let h: Arc<dyn Hooks> = hooks.clone();
@@ -518,4 +527,60 @@ async fn concurrent_put_streams_of_small_items_are_all_acked() {
         assert_eq!(acks.len(), 3000);
         assert!(acks.iter().all(|a| a.status == 0));
     }
+}
+
+/// PEM armour around DER bytes.
+fn pem_block(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_tls_clients_only_and_bad_pem_is_refused() {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = pem_block("CERTIFICATE", certified.cert.der());
+    let pem = frontier_grpc::TlsPem {
+        cert: cert.clone().into_bytes(),
+        key: pem_block("PRIVATE KEY", &certified.signing_key.serialize_der()).into_bytes(),
+    };
+    frontier_grpc::check_tls(&pem).unwrap();
+    let garbage = frontier_grpc::TlsPem {
+        cert: b"not a certificate".to_vec(),
+        key: b"nor a key".to_vec(),
+    };
+    assert!(frontier_grpc::check_tls(&garbage).is_err());
+    let s = start_tls(None, Some(pem), |_| {}).await;
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(&cert))
+        .domain_name("localhost");
+    let channel = Channel::from_shared(format!("https://{}", s.addr))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut c = UrlFrontierClient::new(channel);
+    let crawls = c
+        .list_crawls(pb::Local::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(crawls.values, vec!["DEFAULT"]);
+    // a plaintext client gets no answer
+    let plain = UrlFrontierClient::connect(format!("http://{}", s.addr)).await;
+    let refused = match plain {
+        Err(_) => true,
+        Ok(mut c) => c.list_crawls(pb::Local::default()).await.is_err(),
+    };
+    assert!(refused, "a plaintext call was answered by a TLS server");
 }

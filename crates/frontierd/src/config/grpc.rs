@@ -19,6 +19,9 @@ pub struct GrpcSection {
     /// robots.txt fetches in flight at once when `fetch.workers = 0` (the daemon still
     /// fetches robots.txt itself for the queues external fetchers take from).
     pub robots_in_flight: u32,
+    /// TLS (rustls): PEM certificate chain and private key files; both empty: plaintext.
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
 }
 
 impl Default for GrpcSection {
@@ -28,6 +31,8 @@ impl Default for GrpcSection {
             token_file: String::new(),
             max_urls_per_call: 10_000,
             robots_in_flight: 8,
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
         }
     }
 }
@@ -38,6 +43,8 @@ pub struct GrpcListen {
     pub listen: SocketAddr,
     pub token_file: Option<PathBuf>,
     pub max_urls_per_call: usize,
+    /// (certificate chain, private key) PEM files.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// Check `[grpc]` (and `fetch.workers = 0`, which only makes sense with it).
@@ -68,7 +75,28 @@ pub fn check(c: &Config) -> Result<Option<GrpcListen>, ConfigError> {
         )
     })?;
     let token_file = (!g.token_file.is_empty()).then(|| PathBuf::from(&g.token_file));
-    if token_file.is_none() && !crate::exposure::is_loopback(listen) {
+    let tls = match (g.tls_cert_file.is_empty(), g.tls_key_file.is_empty()) {
+        (true, true) => None,
+        (false, false) => Some((
+            PathBuf::from(&g.tls_cert_file),
+            PathBuf::from(&g.tls_key_file),
+        )),
+        (true, false) => {
+            return Err(bad(
+                "grpc.tls_cert_file",
+                "\"\"",
+                "a PEM certificate chain file: grpc.tls_key_file is set, TLS needs both",
+            ))
+        }
+        (false, true) => {
+            return Err(bad(
+                "grpc.tls_key_file",
+                "\"\"",
+                "a PEM private key file: grpc.tls_cert_file is set, TLS needs both",
+            ))
+        }
+    };
+    if token_file.is_none() && tls.is_none() && !crate::exposure::is_loopback(listen) {
         return Err(ConfigError::UnauthenticatedListener(unauthenticated(
             listen,
         )));
@@ -77,15 +105,17 @@ pub fn check(c: &Config) -> Result<Option<GrpcListen>, ConfigError> {
         listen,
         token_file,
         max_urls_per_call: g.max_urls_per_call as usize,
+        tls,
     }))
 }
 
 /// Why a non-loopback gRPC listener without a token is refused.
 pub fn unauthenticated(listen: SocketAddr) -> String {
     format!(
-        "grpc.listen = \"{listen}\" is reachable from other machines but grpc.token_file is not \
-         set (or the file is empty): anyone who can connect could add URLs and take leases. \
-         Set grpc.token_file, or listen on 127.0.0.1"
+        "grpc.listen = \"{listen}\" is reachable from other machines but neither grpc.token_file \
+         (a bearer token, in a non-empty file) nor grpc.tls_cert_file/grpc.tls_key_file is \
+         set: anyone who can connect could add URLs and take leases. Set grpc.token_file (and \
+         TLS), or listen on 127.0.0.1"
     )
 }
 
@@ -116,6 +146,17 @@ mod tests {
         assert!(check(&parse("[grpc]\nlisten = \"127.0.0.1:7071\"\n"))
             .unwrap()
             .is_some());
+        let tls = check(&parse(
+            "[grpc]\nlisten = \"0.0.0.0:7071\"\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\n",
+        ))
+        .unwrap()
+        .unwrap();
+        assert!(tls.tls.is_some());
+        let err = check(&parse(
+            "[grpc]\nlisten = \"127.0.0.1:7071\"\ntls_cert_file = \"c.pem\"\n",
+        ))
+        .unwrap_err();
+        assert!(err.to_string().starts_with("grpc.tls_key_file"), "{err}");
     }
 
     #[test]
