@@ -884,7 +884,7 @@ impl Settings {
     }
 }
 
-mod recrawl;
 pub mod grpc;
+mod recrawl;
 #[cfg(test)]
 mod tests;
