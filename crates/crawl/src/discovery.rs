@@ -1,5 +1,7 @@
 //! Where a URL came from, as Heritrix's crawl.log has it: the hop path ("discovery path")
-//! from its seed, one code per hop: `L` a link, `R` a redirect; empty for a seed.
+//! from its seed, one code per hop: `L` a link, `R` a redirect, `M` a sitemap entry (a
+//! sitemap named by robots.txt or an index, a URL listed by a sitemap: Heritrix's
+//! "manifest" hop); empty for a seed.
 //!
 //! Paths are kept as Heritrix 3.1 and later write them: the last [`MAX_HOPS_KEPT`] codes,
 //! preceded by `N+` when N earlier hops were cut off (`12+LLR…`). That bounds what a queued
@@ -15,6 +17,8 @@ pub enum Hop {
     Link,
     /// The page's redirect `Location` (`R`).
     Redirect,
+    /// Listed by a sitemap, or a sitemap named by robots.txt (`M`, Heritrix's manifest hop).
+    Sitemap,
 }
 
 impl Hop {
@@ -22,6 +26,7 @@ impl Hop {
         match self {
             Hop::Link => 'L',
             Hop::Redirect => 'R',
+            Hop::Sitemap => 'M',
         }
     }
 }
@@ -66,12 +71,13 @@ pub fn trailing_redirects(path: &str) -> u32 {
     kept.chars().rev().take_while(|&c| c == 'R').count() as u32
 }
 
-/// How the URL was discovered: `seed`, `link` or `redirect` (its last hop). None for a URL
+/// How the URL was discovered: `seed`, `link`, `redirect` or `sitemap` (its last hop). None for a URL
 /// queued at depth > 0 by a version that did not keep hop paths.
 pub fn kind(path: &str, depth: u32) -> Option<&'static str> {
     match split(path).1.chars().last() {
         Some('L') => Some("link"),
         Some('R') => Some("redirect"),
+        Some('M') => Some("sitemap"),
         Some(_) => None,
         None if depth == 0 => Some("seed"),
         None => None,
@@ -132,6 +138,10 @@ mod tests {
         assert_eq!(kind("LL", 2), Some("link"));
         assert_eq!(kind("LR", 1), Some("redirect"));
         assert_eq!(kind("3+RRL", 9), Some("link"));
+        assert_eq!(kind(&extend("", Hop::Sitemap), 0), Some("sitemap"));
+        assert_eq!(kind("MM", 0), Some("sitemap"));
+        assert_eq!(kind("MML", 1), Some("link"));
+        assert_eq!(trailing_redirects("MR"), 1);
         // queued at depth 2 before hop paths were kept: unknown, not a seed
         assert_eq!(kind("", 2), None);
         // whatever a damaged store holds: no panic

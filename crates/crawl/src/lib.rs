@@ -5,9 +5,9 @@
 //! which kind of answer a fetch got ([`FetchClass`]); what a robots.txt answer means to the
 //! robots state machine ([`robots_fetch`]); link extraction with META robots and
 //! `X-Robots-Tag` ([`links`]); which links are in scope ([`scope`]); hop paths
-//! ([`discovery`]); the head and truncation of an archived response ([`archive`]); what a
-//! revisit found and how it is archived ([`revisit`]); and the crawl log record with its
-//! JSON form ([`crawl_log`]).
+//! ([`discovery`]); sitemaps.org sitemaps ([`sitemap`]); the head and truncation of an
+//! archived response ([`archive`]); what a revisit found and how it is archived
+//! ([`revisit`]); and the crawl log record with its JSON form ([`crawl_log`]).
 //!
 //! It must never do I/O, read the clock, log or count: every function takes what was
 //! fetched and returns a decision, so each is unit-tested here. Fetching is the fetcher's,
@@ -22,6 +22,7 @@ pub mod page;
 pub mod revisit;
 pub mod robots_fetch;
 pub mod scope;
+pub mod sitemap;
 
 pub use archive::{archive_response, ArchivedResponse};
 pub use class::FetchClass;

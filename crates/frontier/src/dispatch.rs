@@ -261,6 +261,7 @@ impl Frontier {
                                 depth: entry.depth,
                                 via: entry.via,
                                 hops: entry.hops,
+                                kind: entry.kind,
                                 politeness_wait_ms,
                                 revisit: entry.recrawl,
                             }));

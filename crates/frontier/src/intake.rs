@@ -83,12 +83,15 @@ impl Frontier {
                         Some(self.host_id_for(inner, politeness_key_of(&canon, self.cfg.key_mode))?)
                     }
                 };
-                let mut entry = QueueEntry::new(
-                    canon.into_string(),
-                    item.depth,
-                    item.via.clone(),
-                    item.hops.clone(),
-                );
+                let mut entry = QueueEntry {
+                    kind: item.kind,
+                    ..QueueEntry::new(
+                        canon.into_string(),
+                        item.depth,
+                        item.via.clone(),
+                        item.hops.clone(),
+                    )
+                };
                 // recrawl fields: the entry carries its own interval
                 if item.revisit_interval_ms.is_some() || item.refetch_at_ms.is_some() {
                     let now_entry = Self::with_recrawl_fields(

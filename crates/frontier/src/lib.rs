@@ -50,4 +50,7 @@ pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFe
 pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use store::control::QueueControl;
 pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};
-pub use work::{url_hash, EnqueueItem, EnqueueResult, LeaseId, PageLease, RobotsLease, WorkItem};
+pub use work::{
+    url_hash, ChangeFreq, EnqueueItem, EnqueueResult, EntryKind, LeaseId, PageLease, RobotsLease,
+    SitemapHints, SitemapSource, WorkItem,
+};

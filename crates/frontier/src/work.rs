@@ -31,6 +31,8 @@ pub struct PageLease {
     pub via: Option<String>,
     /// Its hop path from the seed, as queued (see [`EnqueueItem::hops`]).
     pub hops: String,
+    /// What it is fetched as: a page, or a sitemap to parse (see [`EntryKind`]).
+    pub kind: EntryKind,
     /// How long politeness held this URL back once it was at the head of its queue with
     /// a free slot on its host and its robots verdict known: the host's gap, back-off or
     /// robots hold, in ms (0 if it went out as soon as the host was free).
@@ -89,6 +91,12 @@ pub struct EnqueueItem {
     /// waits in the due index instead of its host queue (url-frontier's
     /// `refetchable_from_date`); a time in the past, or `None`, queues it now.
     pub refetch_at_ms: Option<u64>,
+    /// What it is fetched as; stored with the queue entry.
+    pub kind: EntryKind,
+    /// What the sitemap that listed it says (`lastmod`, `changefreq`, `priority`); None
+    /// for a URL not found in a sitemap. Not stored with the queue entry: it is for the
+    /// revisit schedule, at intake.
+    pub hints: Option<SitemapHints>,
 }
 
 impl EnqueueItem {
@@ -101,8 +109,94 @@ impl EnqueueItem {
             hops: String::new(),
             revisit_interval_ms: None,
             refetch_at_ms: None,
+            kind: EntryKind::Page,
+            hints: None,
         }
     }
+}
+
+/// What a queued URL is fetched as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EntryKind {
+    /// A page: fetched, archived, its links extracted.
+    #[default]
+    Page,
+    /// A sitemap (sitemaps.org): fetched through the same host queue, politeness and
+    /// robots gate as a page, then parsed for the URLs it lists.
+    Sitemap(SitemapSource),
+}
+
+/// Who named a sitemap: it decides which URLs the sitemap may list and whether it may be
+/// an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SitemapSource {
+    /// Given in the configuration or submitted as a sitemap.
+    Listed,
+    /// A `Sitemap:` line of the host's robots.txt.
+    Robots,
+    /// Listed by a sitemap index: an index here is not followed (one level of nesting).
+    IndexChild,
+}
+
+impl EntryKind {
+    /// The byte stored in a queue entry (0 = page).
+    pub fn code(self) -> u8 {
+        match self {
+            EntryKind::Page => 0,
+            EntryKind::Sitemap(SitemapSource::Listed) => 1,
+            EntryKind::Sitemap(SitemapSource::Robots) => 2,
+            EntryKind::Sitemap(SitemapSource::IndexChild) => 3,
+        }
+    }
+
+    /// The kind stored as `code`; None for a code this version does not know.
+    pub fn from_code(code: u8) -> Option<EntryKind> {
+        Some(match code {
+            0 => EntryKind::Page,
+            1 => EntryKind::Sitemap(SitemapSource::Listed),
+            2 => EntryKind::Sitemap(SitemapSource::Robots),
+            3 => EntryKind::Sitemap(SitemapSource::IndexChild),
+            _ => return None,
+        })
+    }
+}
+
+/// sitemaps.org `changefreq`: how often the site says a page changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeFreq {
+    Always,
+    Hourly,
+    Daily,
+    Weekly,
+    Monthly,
+    Yearly,
+    Never,
+}
+
+impl ChangeFreq {
+    /// The value as written in a sitemap (case-insensitive, surrounding space ignored).
+    pub fn parse(s: &str) -> Option<ChangeFreq> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "always" => ChangeFreq::Always,
+            "hourly" => ChangeFreq::Hourly,
+            "daily" => ChangeFreq::Daily,
+            "weekly" => ChangeFreq::Weekly,
+            "monthly" => ChangeFreq::Monthly,
+            "yearly" => ChangeFreq::Yearly,
+            "never" => ChangeFreq::Never,
+            _ => return None,
+        })
+    }
+}
+
+/// What a sitemap says about one URL it lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SitemapHints {
+    /// `lastmod` (W3C datetime) as unix milliseconds (UTC).
+    pub lastmod_ms: Option<i64>,
+    pub changefreq: Option<ChangeFreq>,
+    /// `priority` (0.0 to 1.0) in thousandths.
+    pub priority_permille: Option<u16>,
 }
 
 /// Result of offering one URL.

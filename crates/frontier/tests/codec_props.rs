@@ -66,13 +66,15 @@ fn queue_entry() -> impl Strategy<Value = QueueEntry> {
             any::<String>(),
             "https?://[a-z.]{1,12}/[a-z0-9/?=&%-]{0,40}"
         ],
+        prop_oneof![Just(0u8), 0u8..4],
     )
-        .prop_map(|(attempts, depth, via, hops, url)| QueueEntry {
+        .prop_map(|(attempts, depth, via, hops, url, kind)| QueueEntry {
             attempts,
             depth,
             // an empty via is stored as none
             via: via.filter(|v| !v.is_empty()),
             hops,
+            kind: frontier::EntryKind::from_code(kind).unwrap_or_default(),
             url,
             recrawl: None,
         })
@@ -191,9 +193,11 @@ proptest! {
         let via_len = e.via.as_deref().map_or(0, str::len);
         // version, attempts, depth, then hop path and via with a varint length each
         let varint = |n: usize| if n < 128 { 1 } else if n < 16384 { 2 } else { 3 };
-        let url_at = 9 + varint(e.hops.len()) + e.hops.len() + varint(via_len) + via_len;
+        let page = e.kind == frontier::EntryKind::Page;
+        let url_at = 9 + varint(e.hops.len()) + e.hops.len() + varint(via_len) + via_len
+            + usize::from(!page);
         prop_assert_eq!(enc.len(), url_at + e.url.len());
-        prop_assert_eq!(enc[0], 3);
+        prop_assert_eq!(enc[0], if page { 3 } else { 5 });
         let mut into = vec![0xAA];
         e.encode_into(&mut into);
         prop_assert_eq!(&into[1..], &enc[..]);
@@ -210,7 +214,7 @@ proptest! {
         v2.extend_from_slice(e.url.as_bytes());
         prop_assert_eq!(
             QueueEntry::decode(&v2),
-            Ok(QueueEntry { via: None, hops: String::new(), ..e.clone() })
+            Ok(QueueEntry { via: None, hops: String::new(), kind: Default::default(), ..e.clone() })
         );
         // version 1 (no depth either) reads as depth 0
         let mut v1 = vec![1u8];
@@ -218,7 +222,7 @@ proptest! {
         v1.extend_from_slice(e.url.as_bytes());
         prop_assert_eq!(
             QueueEntry::decode(&v1),
-            Ok(QueueEntry { depth: 0, via: None, hops: String::new(), ..e })
+            Ok(QueueEntry { depth: 0, via: None, hops: String::new(), kind: Default::default(), ..e })
         );
     }
 }
@@ -339,7 +343,7 @@ proptest! {
         let s = Segment::parse(&enc).unwrap();
         prop_assert_eq!(s.len(), 1);
         prop_assert_eq!(s.raw(0).unwrap(), &enc[..]);
-        prop_assert_eq!(s.entry(0).unwrap(), QueueEntry { via: None, hops: String::new(), ..e });
+        prop_assert_eq!(s.entry(0).unwrap(), QueueEntry { via: None, hops: String::new(), kind: Default::default(), ..e });
         prop_assert!(s.raw(1).is_err());
     }
 }

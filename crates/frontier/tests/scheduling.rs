@@ -212,9 +212,11 @@ fn found(url: &str, depth: u32, via: &str, hops: &str) -> EnqueueItem {
     }
 }
 
-/// Depth, via and hop path are stored with the queued URL: a reopen and a retry keep them.
+/// Depth, via, hop path and kind (page or sitemap) are stored with the queued URL: a
+/// reopen and a retry keep them.
 #[test]
 fn discovery_survives_reopen_and_retry() {
+    let sitemap = frontier::EntryKind::Sitemap(frontier::SitemapSource::IndexChild);
     let dir = tempfile::tempdir().unwrap();
     {
         let f = Frontier::open(cfg(dir.path())).unwrap();
@@ -223,7 +225,10 @@ fn discovery_survives_reopen_and_retry() {
             .enqueue_items(
                 &[
                     EnqueueItem::seed("http://d.com/seed"),
-                    found("http://d.com/deep", 3, "http://d.com/mid", "LLR"),
+                    EnqueueItem {
+                        kind: sitemap,
+                        ..found("http://d.com/deep", 3, "http://d.com/mid", "LLR")
+                    },
                 ],
                 T0,
             )
@@ -241,6 +246,7 @@ fn discovery_survives_reopen_and_retry() {
         ),
         ("http://d.com/seed", 0, None, "")
     );
+    assert_eq!(seed.kind, frontier::EntryKind::Page);
     f.complete(seed.id, PageOutcome::Done { response_ms: 0 }, T0)
         .unwrap();
     let deep = page(f.next(T0 + 60_000).unwrap());
@@ -253,6 +259,7 @@ fn discovery_survives_reopen_and_retry() {
         ),
         ("http://d.com/deep", 3, Some("http://d.com/mid"), "LLR")
     );
+    assert_eq!(deep.kind, sitemap);
     // a retried URL keeps where it came from
     f.complete(
         deep.id,
@@ -275,6 +282,7 @@ fn discovery_survives_reopen_and_retry() {
         ),
         ("http://d.com/deep", 3, 2, Some("http://d.com/mid"), "LLR")
     );
+    assert_eq!(again.kind, sitemap);
 }
 
 /// A URL dropped by robots.txt is reported with where it came from.

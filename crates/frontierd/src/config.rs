@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod sitemaps;
+
 /// The documented defaults, embedded so `frontierd run` works without a file.
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/frontierd.toml");
 
@@ -33,6 +35,7 @@ pub struct Config {
     pub log: LogSection,
     pub recrawl: recrawl::RecrawlSection,
     pub grpc: grpc::GrpcSection,
+    pub sitemaps: sitemaps::SitemapsSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -336,6 +339,7 @@ pub struct Settings {
     pub exclude: Vec<regex::Regex>,
     pub json_logs: bool,
     pub grpc: Option<grpc::GrpcListen>,
+    pub sitemaps: sitemaps::SitemapSettings,
 }
 
 impl Config {
@@ -712,6 +716,7 @@ impl Config {
             exclude,
             json_logs,
             grpc: grpc::check(c)?,
+            sitemaps: self.sitemaps.check()?,
             raw: self,
         })
     }

@@ -49,6 +49,7 @@ impl Settings {
             ));
         }
         out.extend(crate::config::robots_timing_warnings(&self.raw));
+        out.extend(self.raw.sitemaps.warnings());
         out
     }
 }

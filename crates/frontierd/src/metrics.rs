@@ -70,6 +70,8 @@ pub struct Metrics {
     pub grpc_leases_expired: Counter,
     pub grpc_rpc_errors: Family<Labels, Counter>,
     pub grpc_unauthenticated: Counter,
+    pub sitemaps: Family<Labels, Counter>,
+    pub sitemap_urls: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -121,6 +123,8 @@ impl Metrics {
             grpc_leases_expired: Counter::default(),
             grpc_rpc_errors: Family::default(),
             grpc_unauthenticated: Counter::default(),
+            sitemaps: Family::default(),
+            sitemap_urls: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -263,6 +267,16 @@ impl Metrics {
             "spool_files",
             "Spool entries handled, by result: ok, with-rejects, or rejected-* (moved to spool/rejected/: directory, fifo, socket, device, other, dangling-link, link-to-non-file, unreadable)",
             m.spool_files.clone(),
+        );
+        registry.register(
+            "sitemaps",
+            "Sitemaps by result: parsed, nested-index (an index listed by an index, not followed), a cut (too-many-urls, too-large, malformed, bad-gzip, not-a-sitemap), not-2xx (no body to parse), or not fetched (out-of-scope, invalid-url: a robots.txt Sitemap line)",
+            m.sitemaps.clone(),
+        );
+        registry.register(
+            "sitemap_urls",
+            "Entries of fetched sitemaps by result: queued, duplicate, rejected (by the canonicalizer), invalid-url, out-of-scope, outside-sitemap-path, nested-index, over-limit (past sitemaps.max_urls_per_file)",
+            m.sitemap_urls.clone(),
         );
         registry.register(
             "redirect_chains_stopped",

@@ -204,6 +204,9 @@ pub struct Batch {
     pub rejected: Vec<Rejection>,
     /// Recrawl fields of the URLs that carry some, by index in `urls`.
     pub recrawl: std::collections::BTreeMap<usize, UrlRecrawl>,
+    /// What the URLs that are not pages are fetched as (a sitemap), by index in `urls`
+    /// (JSON submissions only).
+    pub kinds: std::collections::BTreeMap<usize, frontier::EntryKind>,
 }
 
 impl Batch {
@@ -217,6 +220,7 @@ impl Batch {
                 .collect(),
             rejected: Vec::new(),
             recrawl: Default::default(),
+            kinds: Default::default(),
         }
     }
 

@@ -5,11 +5,13 @@
 //! zero for fields an older writer did not have); version 3 holds the same fields as
 //! LEB128 varints, then the optional lease list and journal stamp, and ignores bytes a
 //! newer writer added after them. Queue entries: version 1 (no depth), 2 (depth), 3
-//! (depth, hop path, via) and 4 (and a recrawl record); drop records: version 1 and 2
-//! (with depth, hop path, via). Damaged bytes are a [`CodecError`], never a panic.
+//! (depth, hop path, via), 4 (and a recrawl record), 5 (3 plus the entry kind, for
+//! sitemaps) and 6 (the kind and a recrawl record); drop records: version 1 and 2 (with
+//! depth, hop path, via). Damaged bytes are a [`CodecError`], never a panic.
 
 use crate::sched::recrawl::RevisitRecord;
 use crate::store::revisit;
+use crate::work::EntryKind;
 
 /// Decode failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -288,6 +290,8 @@ pub struct QueueEntry {
     /// Hop path from its seed, Heritrix style (`L` link, `R` redirect, empty for a seed);
     /// the caller bounds its length. Empty in entries written before version 3.
     pub hops: String,
+    /// What it is fetched as: a page in every entry but version 5.
+    pub kind: EntryKind,
     /// Canonical URL.
     pub url: String,
     /// Its recrawl record (`docs/recrawl.md`): set once it was fetched under a revisit
@@ -302,8 +306,15 @@ const QUEUE_V2: u8 = 2;
 /// (varint) and bytes, via length (varint, 0 = none) and bytes, URL bytes.
 const QUEUE_V3: u8 = 3;
 /// Queue entry version 4: version 3 with the recrawl record (varint length and
-/// `store::revisit` bytes) before the URL. Written only for entries that have one.
+/// `store::revisit` bytes) before the URL. Written only for pages that have one.
 const QUEUE_V4: u8 = 4;
+/// Queue entry version 5: version 3 with the kind ([`EntryKind::code`], one byte) between
+/// the via and the URL. Written only for entries that are not pages, so a page's entry
+/// stays version 3 or 4 (same bytes, same size as before sitemaps).
+const QUEUE_V5: u8 = 5;
+/// Queue entry version 6: version 5's kind byte, then version 4's recrawl record, then the
+/// URL: a sitemap with a revisit schedule.
+const QUEUE_V6: u8 = 6;
 
 /// A length-prefixed UTF-8 string at `at` (varint length), advancing `at`.
 fn get_str<'a>(bytes: &'a [u8], at: &mut usize, what: &'static str) -> Result<&'a str, CodecError> {
@@ -332,28 +343,35 @@ impl QueueEntry {
             depth,
             via,
             hops,
+            kind: EntryKind::Page,
             url,
             recrawl: None,
         }
     }
-    /// Encode (version 3, or 4 with a recrawl record).
+    /// Encode (version 3; 4 with a recrawl record; 5 for a sitemap; 6 for both).
     pub fn encode(&self) -> Vec<u8> {
         let via = self.via.as_deref().map_or(0, str::len);
         let mut out = Vec::with_capacity(13 + self.hops.len() + via + self.url.len());
         self.encode_into(&mut out);
         out
     }
-    /// Append the encoding (version 3, or 4 with a recrawl record) to `out`.
+    /// Append the encoding (version 3; 4 with a recrawl record; 5 for a sitemap; 6 for
+    /// both) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(if self.recrawl.is_some() {
-            QUEUE_V4
-        } else {
-            QUEUE_V3
+        let page = self.kind == EntryKind::Page;
+        out.push(match (page, self.recrawl.is_some()) {
+            (true, false) => QUEUE_V3,
+            (true, true) => QUEUE_V4,
+            (false, false) => QUEUE_V5,
+            (false, true) => QUEUE_V6,
         });
         out.extend_from_slice(&self.attempts.to_le_bytes());
         out.extend_from_slice(&self.depth.to_le_bytes());
         put_str(out, &self.hops);
         put_str(out, self.via.as_deref().unwrap_or(""));
+        if !page {
+            out.push(self.kind.code());
+        }
         if let Some(r) = &self.recrawl {
             let rec = revisit::encode(r);
             put_varint(out, rec.len() as u64);
@@ -361,8 +379,8 @@ impl QueueEntry {
         }
         out.extend_from_slice(self.url.as_bytes());
     }
-    /// Decode version 4, 3, 2 (no via, no hop path) or 1 (no depth either: read as depth
-    /// 0).
+    /// Decode version 6, 5, 4, 3, 2 (no via, no hop path) or 1 (no depth either: read as
+    /// depth 0).
     pub fn decode(bytes: &[u8]) -> Result<QueueEntry, CodecError> {
         let err = |why| CodecError { what: "queue", why };
         let u32_at = |i: usize| -> Result<u32, CodecError> {
@@ -375,17 +393,23 @@ impl QueueEntry {
         let mut via = None;
         let mut hops = String::new();
         let mut recrawl = None;
+        let mut kind = EntryKind::Page;
         let (attempts, depth, url_at) = match bytes.first() {
             Some(&V1) => (u32_at(1)?, 0, 5),
             Some(&QUEUE_V2) => (u32_at(1)?, u32_at(5)?, 9),
-            Some(&v @ (QUEUE_V3 | QUEUE_V4)) => {
+            Some(&v @ (QUEUE_V3 | QUEUE_V4 | QUEUE_V5 | QUEUE_V6)) => {
                 let (attempts, depth) = (u32_at(1)?, u32_at(5)?);
                 let mut at = 9;
                 hops = get_str(bytes, &mut at, "queue")?.to_string();
                 via = Some(get_str(bytes, &mut at, "queue")?)
                     .filter(|v| !v.is_empty())
                     .map(str::to_string);
-                if v == QUEUE_V4 {
+                if v == QUEUE_V5 || v == QUEUE_V6 {
+                    let code = *bytes.get(at).ok_or(err("truncated kind"))?;
+                    kind = EntryKind::from_code(code).ok_or(err("unknown kind"))?;
+                    at += 1;
+                }
+                if v == QUEUE_V4 || v == QUEUE_V6 {
                     let len = get_varint(bytes, &mut at).ok_or(err("truncated length"))?;
                     let end = usize::try_from(len)
                         .ok()
@@ -406,6 +430,7 @@ impl QueueEntry {
             depth,
             via,
             hops,
+            kind,
             url: url.to_string(),
             recrawl,
         })
@@ -614,6 +639,7 @@ mod tests {
             depth: 3,
             via: Some("http://a/from".into()),
             hops: "LLR".into(),
+            kind: EntryKind::Page,
             url: "http://a/".into(),
             recrawl: None,
         };
@@ -642,6 +668,7 @@ mod tests {
                 depth: 4,
                 via: None,
                 hops: String::new(),
+                kind: EntryKind::Page,
                 url: "http://a/".into(),
                 recrawl: None,
             }
@@ -685,12 +712,70 @@ mod tests {
     }
 
     #[test]
+    fn sitemap_entries_keep_their_kind_and_pages_stay_version_3() {
+        use crate::work::SitemapSource;
+        let page = QueueEntry::new("http://a/p".into(), 1, None, "L".into());
+        assert_eq!(page.encode()[0], 3);
+        for source in [
+            SitemapSource::Listed,
+            SitemapSource::Robots,
+            SitemapSource::IndexChild,
+        ] {
+            let q = QueueEntry {
+                attempts: 1,
+                kind: EntryKind::Sitemap(source),
+                ..QueueEntry::new(
+                    "http://a/sitemap.xml".into(),
+                    0,
+                    Some("http://a/robots.txt".into()),
+                    "M".into(),
+                )
+            };
+            let enc = q.encode();
+            assert_eq!(enc[0], 5);
+            // version 3's fields, then the kind byte, then the URL
+            assert_eq!(enc.len(), 9 + (1 + 1) + (1 + 19) + 1 + q.url.len());
+            assert_eq!(QueueEntry::decode(&enc).unwrap(), q);
+            // cut before the URL: an error, not a page
+            for cut in 0..enc.len() - q.url.len() {
+                assert!(QueueEntry::decode(&enc[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+        // a sitemap with a revisit schedule: version 6, kind and record both kept
+        let both = QueueEntry {
+            kind: EntryKind::Sitemap(SitemapSource::Robots),
+            recrawl: Some(RevisitRecord {
+                interval_ms: 86_400_000,
+                visits: 1,
+                ..RevisitRecord::default()
+            }),
+            ..page.clone()
+        };
+        let enc = both.encode();
+        assert_eq!(enc[0], 6);
+        assert_eq!(QueueEntry::decode(&enc).unwrap(), both);
+        for cut in 0..enc.len() - both.url.len() {
+            assert!(QueueEntry::decode(&enc[..cut]).is_err(), "cut at {cut}");
+        }
+        // a kind this version does not know is an error, not a page
+        let mut unknown = QueueEntry {
+            kind: EntryKind::Sitemap(SitemapSource::Listed),
+            ..page.clone()
+        }
+        .encode();
+        let at = unknown.len() - page.url.len() - 1;
+        unknown[at] = 9;
+        assert!(QueueEntry::decode(&unknown).is_err());
+    }
+
+    #[test]
     fn drop_records_roundtrip_and_compat() {
         let entry = QueueEntry {
             attempts: 5,
             depth: 2,
             via: Some("http://a/p".into()),
             hops: "LR".into(),
+            kind: EntryKind::Page,
             url: "http://a/x".into(),
             recrawl: None,
         };

@@ -371,6 +371,12 @@ async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Byt
     } else {
         url_list::parse_list(&body)
     };
+    if !sh.settings.sitemaps.enabled && !batch.kinds.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "an element has \"kind\": \"sitemap\" but sitemaps.enabled = false: nothing was queued",
+        );
+    }
     match intake::submit_batch(&sh, batch).await {
         Ok(t) => {
             let rejections: Vec<serde_json::Value> = t
@@ -392,7 +398,17 @@ async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Byt
     }
 }
 
-/// A JSON array of URL strings; the error names the position of what is wrong.
+/// `kind` of a JSON element: `page` (the default) or `sitemap`.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+enum JsonKind {
+    #[default]
+    Page,
+    Sitemap,
+}
+
+/// A JSON array of URL strings or `{"url", "kind"}` objects; the error names the position
+/// of what is wrong.
 fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
     let text = std::str::from_utf8(body).map_err(|e| {
         let at = e.valid_up_to();
@@ -409,10 +425,11 @@ fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
         )
     })?;
     let elements = serde_json::from_str::<Vec<JsonUrl>>(text).map_err(|e| {
-        format!("expected a JSON array of URL strings or {{\"url\", \"revisit_interval\", \"refetch_at\"}} objects: {e}")
+        format!("expected a JSON array of URL strings or {{\"url\", \"revisit_interval\", \"refetch_at\", \"kind\": \"page\" | \"sitemap\"}} objects: {e}")
     })?;
     let mut urls = Vec::with_capacity(elements.len());
     let mut recrawl = std::collections::BTreeMap::new();
+    let mut kinds = std::collections::BTreeMap::new();
     for (i, e) in elements.into_iter().enumerate() {
         match e {
             JsonUrl::Plain(u) => urls.push(u),
@@ -420,7 +437,14 @@ fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
                 url,
                 revisit_interval,
                 refetch_at,
+                kind,
             } => {
+                if let JsonKind::Sitemap = kind {
+                    kinds.insert(
+                        i,
+                        frontier::EntryKind::Sitemap(frontier::SitemapSource::Listed),
+                    );
+                }
                 let fields = url_list::UrlRecrawl {
                     revisit_interval_ms: revisit_interval
                         .map(|s| interval_ms(&s))
@@ -438,6 +462,7 @@ fn json_urls(body: &[u8]) -> std::result::Result<Batch, String> {
     }
     let mut batch = Batch::from_urls(urls);
     batch.recrawl = recrawl;
+    batch.kinds = kinds;
     Ok(batch)
 }
 
@@ -450,6 +475,8 @@ enum JsonUrl {
         url: String,
         revisit_interval: Option<String>,
         refetch_at: Option<String>,
+        #[serde(default)]
+        kind: JsonKind,
     },
 }
 

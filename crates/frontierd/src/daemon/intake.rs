@@ -59,6 +59,7 @@ pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
             frontier::EnqueueItem {
                 revisit_interval_ms: r.revisit_interval_ms,
                 refetch_at_ms: r.refetch_at_ms,
+                kind: batch.kinds.get(&i).copied().unwrap_or_default(),
                 ..frontier::EnqueueItem::seed(u.clone())
             }
         })

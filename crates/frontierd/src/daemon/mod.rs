@@ -7,6 +7,7 @@
 //! - pipeline.rs: between frontier and workers: one dispatcher leases for the idle
 //!   workers, one completer reports page outcomes in batches (one flush per batch)
 //! - worker.rs: fetch workers (take an item, fetch, archive, judge, log, report back)
+//! - sitemaps.rs: sitemaps from robots.txt, config and submissions; a leased one parsed
 //! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
 //! - stats.rs: the counters `/v1/stats`, `/metrics` and the progress line share
 //! - progress.rs: the periodic progress line and "crawl drained"
@@ -18,5 +19,6 @@ pub mod progress;
 pub mod run;
 pub mod shared;
 pub mod signals;
+pub mod sitemaps;
 pub mod stats;
 pub mod worker;

@@ -159,6 +159,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     if let Some(seeds) = seeds {
         crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
     }
+    crate::daemon::sitemaps::from_config(&shared).await;
 
     let workers = shared.settings.raw.fetch.workers;
     let mut handles = Vec::new();

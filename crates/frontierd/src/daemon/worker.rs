@@ -12,7 +12,7 @@ use crawl::{
     FetchClass, Found, LogLine, Page, PageVerdict,
 };
 use fetcher::Url;
-use frontier::{PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
+use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use warc::Exchange;
 
 use crate::daemon::shared::{now_ms, Shared};
@@ -52,6 +52,8 @@ fn ip_of(a: Option<std::net::SocketAddr>) -> Option<std::net::IpAddr> {
 
 pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     let m = &sh.metrics;
+    // a 2xx body, for its Sitemap lines once the outcome is in
+    let mut robots_body = None;
     let (result, ms) = match Url::parse(&lease.url) {
         Err(e) => {
             RobotsFetchRefused {
@@ -71,6 +73,9 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                 (refused_fetch_result(), 0)
             }
             Ok(f) => {
+                if let fetcher::FetchOutcome::Success { body, .. } = &f.outcome {
+                    robots_body = Some((lease.url.clone(), body.clone()));
+                }
                 let mut bytes = 0;
                 for hop in &f.exchanges {
                     if let Some(resp) = &hop.response {
@@ -110,6 +115,9 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     }
     // the host's pages may go now
     sh.pipeline.kick();
+    if let Some((url, body)) = robots_body {
+        crate::daemon::sitemaps::from_robots(sh, &url, &body).await;
+    }
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
@@ -220,12 +228,24 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         depth: lease.depth,
         hops: &lease.hops,
     };
-    let verdict = judge_page(
-        &sh.follow,
-        &page,
-        &fetch.outcome,
-        response_ms(&fetch.timings),
-    );
+    let verdict = match lease.kind {
+        EntryKind::Page => judge_page(
+            &sh.follow,
+            &page,
+            &fetch.outcome,
+            response_ms(&fetch.timings),
+        ),
+        EntryKind::Sitemap(source) => {
+            crate::daemon::sitemaps::judge(
+                sh,
+                &lease,
+                source,
+                &fetch.outcome,
+                response_ms(&fetch.timings),
+            )
+            .await
+        }
+    };
     if let Some(stopped) = &verdict.redirect_stopped {
         RedirectChainStopped {
             url: &lease.url,
@@ -235,7 +255,9 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     }
     let done = verdict.is_done();
     if !verdict.discovered.is_empty() {
-        if let Err(e) = sh.submit_items(verdict.discovered, false).await {
+        if lease.kind != EntryKind::Page {
+            crate::daemon::sitemaps::offer(sh, &lease.url, verdict.discovered).await;
+        } else if let Err(e) = sh.submit_items(verdict.discovered, false).await {
             tracing::error!(error = %e, "enqueue of discovered links failed");
         }
     }

@@ -10,12 +10,14 @@
 //! - output.rs: crawl log lines and reopening, WARC exchanges and failures
 //! - admin.rs: admin API connections, refusals and timeouts
 //! - lifecycle.rs: the crawl draining
+//! - sitemap.rs: sitemaps parsed or cut, their URLs offered, robots.txt sitemaps refused
 
 pub mod admin;
 pub mod fetch;
 pub mod intake;
 pub mod lifecycle;
 pub mod output;
+pub mod sitemap;
 
 use crate::metrics::{Labels, Metrics};
 

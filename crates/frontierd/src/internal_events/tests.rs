@@ -242,3 +242,66 @@ fn robots_transitions_and_returned_leases_are_counted_once_and_logged_once() {
     assert_eq!(log.matches("robots state changed").count(), 1, "{log}");
     assert!(log.contains("returned to their queues"));
 }
+
+#[test]
+fn sitemap_events_log_the_sitemap_and_count_each_result() {
+    use super::sitemap::{SitemapNotParsed, SitemapParsed, SitemapRefused, SitemapUrlsOffered};
+    use crawl::sitemap::{Cut, Dropped, SitemapReport, SitemapType};
+    let report = SitemapReport {
+        kind: Some(SitemapType::UrlSet),
+        gzip: true,
+        bytes: 4096,
+        admitted: 3,
+        dropped: [1, 2, 0, 0],
+        over_limit: 7,
+        cut: Some(Cut::TooManyUrls { limit: 3, over: 7 }),
+        body_truncated: false,
+    };
+    let (log, scrape) = run(|m| {
+        SitemapParsed {
+            url: "http://a.test/s.xml.gz",
+            report: &report,
+            elapsed: Duration::from_millis(12),
+        }
+        .emit(m);
+        SitemapNotParsed {
+            url: "http://a.test/gone.xml",
+            status: Some(404),
+        }
+        .emit(m);
+        SitemapUrlsOffered {
+            url: "http://a.test/s.xml.gz",
+            queued: 2,
+            duplicate: 1,
+            rejected: 0,
+        }
+        .emit(m);
+        SitemapRefused {
+            named_by: "http://a.test/robots.txt",
+            sitemap: "http://b.test/s.xml",
+            why: Dropped::OutOfScope,
+        }
+        .emit(m);
+    });
+    assert!(
+        log.contains("WARN")
+            && log.contains("sitemap=http://a.test/s.xml.gz")
+            && log.contains("parse_ms=12")
+            && log.contains("sitemap cut: sitemap urlset (gzip): 4096 bytes, 3 queued"),
+        "{log}"
+    );
+    assert!(log.contains("sitemap=http://b.test/s.xml"), "{log}");
+    for sample in [
+        "frontierd_sitemaps_total{result=\"too-many-urls\"} 1",
+        "frontierd_sitemaps_total{result=\"not-2xx\"} 1",
+        "frontierd_sitemaps_total{result=\"out-of-scope\"} 1",
+        "frontierd_sitemap_urls_total{result=\"invalid-url\"} 1",
+        "frontierd_sitemap_urls_total{result=\"out-of-scope\"} 2",
+        "frontierd_sitemap_urls_total{result=\"over-limit\"} 7",
+        "frontierd_sitemap_urls_total{result=\"queued\"} 2",
+        "frontierd_sitemap_urls_total{result=\"duplicate\"} 1",
+    ] {
+        assert!(has_sample(&scrape, sample), "{sample} not in\n{scrape}");
+    }
+    assert!(!scrape.contains("result=\"rejected\""));
+}

@@ -1,0 +1,156 @@
+//! Sitemaps in the daemon: where they come from (robots.txt `Sitemap:` lines,
+//! `sitemaps.urls`, a submitted sitemap) and what a worker does with a leased one (parse it
+//! off the runtime threads, log and count what it held, offer its URLs). Every decision is
+//! crawl::sitemap's; sitemaps are queue entries like pages, so they wait in the same host
+//! queue, obey the same gap and the same robots.txt (docs/sitemaps.md).
+
+use std::sync::Arc;
+
+use crawl::sitemap::{judge_sitemap, Dropped};
+use crawl::{Page, PageVerdict};
+use fetcher::{FetchOutcome, Url};
+use frontier::{EnqueueItem, EntryKind, PageLease, SitemapSource};
+
+use crate::daemon::shared::Shared;
+use crate::internal_events::sitemap::{
+    SitemapNotParsed, SitemapParsed, SitemapRefused, SitemapUrlsOffered,
+};
+use crate::internal_events::InternalEvent;
+
+/// Judge a leased sitemap's answer: parsed on the blocking pool (50 MiB of XML is not for
+/// a runtime thread), its report logged and counted.
+pub async fn judge(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    source: SitemapSource,
+    outcome: &FetchOutcome,
+    response_ms: u64,
+) -> PageVerdict {
+    let url = match Url::parse(&lease.url) {
+        Ok(u) => u,
+        Err(e) => return PageVerdict::not_fetched(format!("URL does not parse: {e}")),
+    };
+    let (shared, outcome_owned) = (sh.clone(), outcome.clone());
+    let (url_s, hops, depth) = (lease.url.clone(), lease.hops.clone(), lease.depth);
+    let started = std::time::Instant::now();
+    let judged = tokio::task::spawn_blocking(move || {
+        let page = Page {
+            url: &url_s,
+            parsed: &url,
+            depth,
+            hops: &hops,
+        };
+        judge_sitemap(
+            &shared.follow,
+            &shared.settings.sitemaps.limits,
+            &page,
+            source,
+            &outcome_owned,
+            response_ms,
+        )
+    })
+    .await;
+    let verdict = match judged {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(sitemap = %lease.url, error = %e, "sitemap parse task failed");
+            return PageVerdict::not_fetched(format!("sitemap parse task failed: {e}"));
+        }
+    };
+    match &verdict.report {
+        Some(report) => SitemapParsed {
+            url: &lease.url,
+            report,
+            elapsed: started.elapsed(),
+        }
+        .emit(&sh.metrics),
+        None if verdict.page.is_done() => SitemapNotParsed {
+            url: &lease.url,
+            status: outcome.status().map(|s| s.as_u16()),
+        }
+        .emit(&sh.metrics),
+        None => {}
+    }
+    verdict.page
+}
+
+/// Offer what a sitemap listed (or a redirect target) to the frontier, counted.
+pub async fn offer(sh: &Arc<Shared>, sitemap: &str, items: Vec<EnqueueItem>) {
+    match sh.submit_items(items, false).await {
+        Ok(summary) => SitemapUrlsOffered {
+            url: sitemap,
+            queued: summary.accepted,
+            duplicate: summary.duplicate,
+            rejected: summary.rejected.len() as u64,
+        }
+        .emit(&sh.metrics),
+        Err(e) => {
+            tracing::error!(sitemap = %sitemap, error = %e, "enqueue of sitemap URLs failed")
+        }
+    }
+}
+
+/// The sitemaps a robots.txt names, queued as sitemaps of its host when `sitemaps.enabled`
+/// and `[scope]` admits them (robots.txt as the page they are found on). Queued once: a
+/// robots.txt refresh naming them again finds them already seen.
+pub async fn from_robots(sh: &Arc<Shared>, robots_url: &str, body: &[u8]) {
+    if !sh.settings.sitemaps.enabled {
+        return;
+    }
+    let robots = robots_policy::RobotsTxt::parse(body);
+    if robots.sitemaps().is_empty() {
+        return;
+    }
+    let Ok(parsed) = Url::parse(robots_url) else {
+        return;
+    };
+    let mut items = Vec::new();
+    for line in robots.sitemaps() {
+        let refused = |why| {
+            SitemapRefused {
+                named_by: robots_url,
+                sitemap: line,
+                why,
+            }
+            .emit(&sh.metrics)
+        };
+        // absolute, as the protocol asks; a relative one is read against robots.txt
+        let Ok(sitemap) = parsed.join(line.trim()) else {
+            refused(Dropped::InvalidUrl);
+            continue;
+        };
+        if !sh.follow.scope.admits(&parsed, &sitemap) {
+            refused(Dropped::OutOfScope);
+            continue;
+        }
+        items.push(EnqueueItem {
+            url: sitemap.into(),
+            depth: 0,
+            via: Some(robots_url.to_string()),
+            hops: crawl::discovery::extend("", crawl::discovery::Hop::Sitemap),
+            kind: EntryKind::Sitemap(SitemapSource::Robots),
+            ..EnqueueItem::default()
+        });
+    }
+    if !items.is_empty() {
+        offer(sh, robots_url, items).await;
+    }
+}
+
+/// `sitemaps.urls`, queued at start when `sitemaps.enabled` (a sitemap already seen is not
+/// queued again).
+pub async fn from_config(sh: &Arc<Shared>) {
+    let s = &sh.settings.sitemaps;
+    if !s.enabled || s.urls.is_empty() {
+        return;
+    }
+    let items = s
+        .urls
+        .iter()
+        .map(|u| EnqueueItem {
+            kind: EntryKind::Sitemap(SitemapSource::Listed),
+            ..EnqueueItem::seed(u.as_str())
+        })
+        .collect();
+    offer(sh, "sitemaps.urls", items).await;
+}
