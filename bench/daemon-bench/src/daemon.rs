@@ -1,5 +1,5 @@
 //! frontierd as the benchmark runs it: the release binary in a fresh temp data dir, zero
-//! politeness delay, `[resolve] "*.test"` to loopback, WARC (gzip) and crawl log on.
+//! politeness delay (per host and per IP address), `[resolve] "*.test"` to loopback, WARC (gzip) and crawl log on.
 //!
 //! Progress is read from the crawl log (one line per URL outcome), not from `/v1/stats`:
 //! the stats handler walks every host and robots record, so polling it would load the
@@ -63,6 +63,10 @@ user_agent = "frontierd-bench/0.1 (+https://daemon-bench.test/contact)"
 [politeness]
 min_delay = "0s"
 delay_factor = 0.0
+# every host is on 127.0.0.1: the per-IP budget would measure ip_delay, not the daemon
+# (a binary from before IP groups refuses these two keys)
+max_in_flight_per_ip = 100000
+ip_delay = "0s"
 
 [admin]
 listen = "127.0.0.1:0"

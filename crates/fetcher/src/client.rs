@@ -1,6 +1,6 @@
 //! The fetcher: one pooled hyper client for robots.txt and pages.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -20,6 +20,7 @@ use url::Url;
 
 use crate::body::{content_coding, read_body, Caps, ReadBody};
 use crate::config::FetcherConfig;
+use crate::dns::{DnsCache, DnsResult, DnsStats};
 use crate::error::{
     classify_body_error, classify_request_error, describe, FetchError, FetcherError,
 };
@@ -50,6 +51,7 @@ pub struct Fetcher {
     pool_cap: PoolCap,
     user_agent: HeaderValue,
     config: FetcherConfig,
+    dns: DnsCache,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -78,12 +80,16 @@ struct Exchange {
 
 impl Fetcher {
     /// Builds the client: rustls with the ring provider and webpki roots, HTTP/1.1 and
-    /// HTTP/2 offered by ALPN, plain HTTP allowed, the resolve table in front of
-    /// getaddrinfo. Building needs no runtime; fetching must run on a tokio runtime.
+    /// HTTP/2 offered by ALPN, plain HTTP allowed, the resolve table in front of the DNS
+    /// cache. Building needs no runtime; fetching must run on a tokio runtime.
     pub fn new(config: FetcherConfig) -> Result<Self, FetcherError> {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|_| FetcherError::InvalidUserAgent(config.user_agent.clone()))?;
-        let mut http = HttpConnector::new_with_resolver(TableResolver::new(config.resolve.clone()));
+        let dns = DnsCache::new(config.dns.clone());
+        let mut http = HttpConnector::new_with_resolver(TableResolver::new(
+            config.resolve.clone(),
+            dns.clone(),
+        ));
         http.enforce_http(false); // the TLS layer hands https URLs down too
         http.set_connect_timeout(Some(config.connect_timeout));
         http.set_nodelay(true);
@@ -102,6 +108,7 @@ impl Fetcher {
             pool_cap,
             user_agent,
             config,
+            dns,
         })
     }
 
@@ -112,6 +119,27 @@ impl Fetcher {
     /// Connections open now: kept for reuse, in use, or closing.
     pub fn open_connections(&self) -> usize {
         self.pool_cap.open()
+    }
+
+    /// DNS counters and the cache's size now.
+    pub fn dns_stats(&self) -> DnsStats {
+        self.dns.stats()
+    }
+
+    /// The addresses of `host` as a fetch would find them: the resolve table, else the
+    /// DNS cache, else the resolver (and the answer is cached). Counted like a fetch's
+    /// lookup. On failure: how it failed ([`DnsResult::NxDomain`] or
+    /// [`DnsResult::Failed`]) and the resolver's words.
+    pub async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, (DnsResult, String)> {
+        if let Some(ips) = self.config.resolve.lookup(host) {
+            self.dns.count(DnsResult::Table);
+            return Ok(ips.to_vec());
+        }
+        self.dns
+            .lookup(host)
+            .await
+            .map(|ips| ips.to_vec())
+            .map_err(|f| (f.result, f.detail.to_string()))
     }
 
     /// Fetches `<origin>/robots.txt` for the origin of `origin_url` (any URL of the

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::dns::DnsConfig;
 use crate::resolve::ResolveTable;
 
 /// The User-Agent sent when none is configured: product token plus contact URL.
@@ -48,6 +49,8 @@ pub struct FetcherConfig {
     /// Names answered without asking the system resolver, like curl's `--resolve`.
     /// Default empty (every name goes to the system resolver).
     pub resolve: ResolveTable,
+    /// The DNS cache (names not in `resolve`). Default [`DnsConfig::default`].
+    pub dns: DnsConfig,
     /// How long an idle pooled connection is kept. Default 90 s.
     pub pool_idle_timeout: Duration,
     /// Connections kept open for reuse, in total over all hosts: a connection opened while
@@ -70,6 +73,7 @@ impl Default for FetcherConfig {
             max_decoded_bytes: DEFAULT_MAX_DECODED_BYTES,
             robots_max_redirects: DEFAULT_ROBOTS_MAX_REDIRECTS,
             resolve: ResolveTable::default(),
+            dns: DnsConfig::default(),
             pool_idle_timeout: Duration::from_secs(90),
             max_pooled_connections: DEFAULT_MAX_POOLED_CONNECTIONS,
             extra_root_certificates: Vec::new(),

@@ -2,7 +2,8 @@
 //! [`FetchOutcome`].
 //!
 //! It owns the HTTP client (hyper + rustls, HTTP/1.1 and HTTP/2 by ALPN), name resolution
-//! (system resolver plus a `--resolve`-style [`ResolveTable`]), timeouts, body caps,
+//! (a `--resolve`-style [`ResolveTable`] in front of a DNS cache that keeps answers for
+//! their TTL, see [`DnsConfig`]), timeouts, body caps,
 //! `Content-Encoding` decoding, and the one-time parsing of `Retry-After` and
 //! `Cache-Control: max-age`.
 //!
@@ -14,6 +15,7 @@
 mod body;
 mod client;
 mod config;
+mod dns;
 mod error;
 mod headers;
 mod outcome;
@@ -26,6 +28,7 @@ pub use config::{
     DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP, DEFAULT_ROBOTS_MAX_REDIRECTS,
     DEFAULT_USER_AGENT,
 };
+pub use dns::{DnsConfig, DnsResult, DnsStats};
 pub use error::{FetchError, FetcherError};
 pub use headers::{
     max_age_from_headers, parse_cache_control_max_age, parse_retry_after, retry_after_from_headers,

@@ -1,4 +1,4 @@
-//! Name resolution: a curl `--resolve`-like table in front of the system resolver.
+//! Name resolution: a curl `--resolve`-like table in front of the DNS cache (`dns.rs`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -7,8 +7,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
+use hyper_util::client::legacy::connect::dns::Name;
 use tower_service::Service;
+
+use crate::dns::{DnsCache, DnsResult};
 
 /// Host names pinned to IP addresses, consulted before the system resolver.
 ///
@@ -114,18 +116,18 @@ pub(crate) struct ResolveError {
     source: std::io::Error,
 }
 
-/// The resolver plugged into `HttpConnector`: the table first, then getaddrinfo.
+/// The resolver plugged into `HttpConnector`: the table first, then the DNS cache.
 #[derive(Clone)]
 pub(crate) struct TableResolver {
     table: Arc<ResolveTable>,
-    system: GaiResolver,
+    dns: DnsCache,
 }
 
 impl TableResolver {
-    pub(crate) fn new(table: ResolveTable) -> Self {
+    pub(crate) fn new(table: ResolveTable, dns: DnsCache) -> Self {
         TableResolver {
             table: Arc::new(table),
-            system: GaiResolver::new(),
+            dns,
         }
     }
 }
@@ -139,7 +141,7 @@ impl Service<Name> for TableResolver {
     type Future = ResolveFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // GaiResolver is always ready: each lookup runs on the blocking pool.
+        // always ready: each lookup is its own future
         Poll::Ready(Ok(()))
     }
 
@@ -147,25 +149,26 @@ impl Service<Name> for TableResolver {
         let host = name.as_str().to_owned();
         if let Some(ips) = self.table.lookup(&host) {
             tracing::trace!(%host, ?ips, "resolved from the resolve table");
+            self.dns.count(DnsResult::Table);
             // Port 0: HttpConnector puts the URL's port (or the scheme default) in.
             let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
             return Box::pin(std::future::ready(Ok(addrs.into_iter())));
         }
-        let lookup = self.system.call(name);
+        let dns = self.dns.clone();
         Box::pin(async move {
-            match lookup.await {
-                Ok(addrs) => {
-                    let addrs: Vec<SocketAddr> = addrs.collect();
-                    if addrs.is_empty() {
-                        Err(ResolveError {
-                            host,
-                            source: std::io::Error::other("no addresses"),
-                        })
-                    } else {
-                        Ok(addrs.into_iter())
-                    }
+            match dns.lookup(&host).await {
+                Ok(ips) => {
+                    let addrs: Vec<SocketAddr> =
+                        ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+                    Ok(addrs.into_iter())
                 }
-                Err(source) => Err(ResolveError { host, source }),
+                Err(failure) => Err(ResolveError {
+                    source: std::io::Error::other(format!(
+                        "{}: {}",
+                        failure.result, failure.detail
+                    )),
+                    host,
+                }),
             }
         })
     }

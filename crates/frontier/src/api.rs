@@ -2,6 +2,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::canon::canonicalize;
@@ -13,6 +14,7 @@ use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
 use crate::sched::lease::LeaseClock;
+use crate::sched::ipgroup::{IpGroupView, IpGroups, IpLimits};
 use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};
@@ -69,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) controls: HashMap<Arc<str>, QueueControl>,
     /// Deadlines of the page leases handed out with one (external fetchers).
     pub(crate) lease_clock: LeaseClock,
+    /// Hosts sharing an IP address share its politeness budget.
+    pub(crate) ip_groups: IpGroups,
 }
 
 impl Inner {
@@ -160,6 +164,10 @@ impl Frontier {
             next_due_ms: 0,
             controls: HashMap::new(),
             lease_clock: LeaseClock::default(),
+            ip_groups: IpGroups::new(IpLimits {
+                max_in_flight: cfg.max_in_flight_per_ip,
+                delay_ms: cfg.ip_delay_ms,
+            }),
             next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
             quota,
@@ -205,7 +213,10 @@ impl Frontier {
 
     /// Counters since open.
     pub fn stats(&self) -> FrontierStats {
-        self.inner.lock().stats.clone()
+        let inner = self.inner.lock();
+        let mut stats = inner.stats.clone();
+        stats.ip_waits = inner.ip_groups.waits;
+        stats
     }
 
     /// Number of hosts held in memory (hosts with queued or in-flight work).
@@ -241,7 +252,101 @@ impl Frontier {
             .map(|Reverse((t, _))| *t)
             .into_iter()
             .chain(waiting)
+            .chain(inner.ip_groups.next_wake())
             .min()
+    }
+
+    // ---------------------------------------------------------------- IP groups
+
+    /// A fetch for host `host_id` that started at `started_ms` connected to `ip`: the host
+    /// belongs to that address's IP group from now on (its requests in flight count
+    /// against the address, and the address's gap runs from `started_ms`). Written with
+    /// the next flush. Returns the address the host had before when it changed (None if
+    /// unchanged, or the host is not in memory).
+    pub fn note_address(
+        &self,
+        host_id: u64,
+        ip: IpAddr,
+        started_ms: u64,
+    ) -> Result<Option<Option<IpAddr>>> {
+        let changed = self.note_addresses(&[(host_id, ip, started_ms)])?;
+        Ok(changed.into_iter().next().map(|(_, before, _)| before))
+    }
+
+    /// [`Frontier::note_address`] for several fetches under one lock and one write:
+    /// (host id, address, start), in the order they ended. Returns the hosts whose address
+    /// changed: (host id, before, now).
+    pub fn note_addresses(
+        &self,
+        reports: &[(u64, IpAddr, u64)],
+    ) -> Result<Vec<(u64, Option<IpAddr>, IpAddr)>> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut batch = Batch::new();
+        let mut changed = Vec::new();
+        for &(host_id, ip, started_ms) in reports {
+            let Some(h) = inner.hosts.get_mut(&host_id) else {
+                continue;
+            };
+            let before = h.ip;
+            let in_flight = h.rec.in_flight;
+            if before == Some(ip) {
+                // same group: only its gap may start later
+                inner.ip_groups.join(ip, host_id, in_flight, started_ms);
+                continue;
+            }
+            h.ip = Some(ip);
+            batch.put(keys::address(&h.key), ip.to_string().into_bytes());
+            if let Some(old) = before {
+                inner.ip_groups.leave(old, host_id, in_flight);
+            }
+            inner.ip_groups.join(ip, host_id, in_flight, started_ms);
+            changed.push((host_id, before, ip));
+        }
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.commit.written();
+        }
+        Ok(changed)
+    }
+
+    /// The politeness key of a host in memory (by the id its leases carry).
+    pub fn host_key_of(&self, host_id: u64) -> Option<String> {
+        self.inner
+            .lock()
+            .hosts
+            .get(&host_id)
+            .map(|h| h.key.to_string())
+    }
+
+    /// The IP address a politeness key's fetches last connected to, if known.
+    pub fn host_address(&self, key: &str) -> Result<Option<IpAddr>> {
+        {
+            let inner = self.inner.lock();
+            if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+                if h.ip.is_some() {
+                    return Ok(h.ip);
+                }
+            }
+        }
+        Ok(self
+            .store
+            .get(&keys::address(key))?
+            .and_then(|v| parse_address(key, &v)))
+    }
+
+    /// The IP groups of the hosts in memory (hosts with queued or in-flight work), by
+    /// address: which hosts share it, its requests in flight and next allowed instant.
+    pub fn ip_groups(&self) -> Vec<IpGroupView> {
+        let inner = self.inner.lock();
+        inner
+            .ip_groups
+            .views(|id| inner.hosts.get(&id).map(|h| h.key.to_string()))
+    }
+
+    /// How many IP groups have hosts in memory.
+    pub fn ip_group_count(&self) -> usize {
+        self.inner.lock().ip_groups.groups.len()
     }
 
     // ---------------------------------------------------------------- inspection
@@ -563,7 +668,10 @@ impl Frontier {
                 continue;
             }
             let ready = h.rec.next_allowed_ms.max(h.rec.backoff_until_ms);
-            if ready > now_ms || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
+            let ip_busy = h.ip.is_some_and(|ip| {
+                inner.ip_groups.gate(ip, now_ms) != crate::sched::ipgroup::IpGate::Go
+            });
+            if ready > now_ms || ip_busy || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
                 out.politeness += rest;
             } else {
                 out.eligible += rest;
@@ -593,6 +701,18 @@ impl Frontier {
                 .get(&keys::robots(origin))
                 .map_err(FrontierError::from)
         })
+    }
+}
+
+/// A stored address (`I` record); a bad one is logged and ignored (the host is then its
+/// own group until its next fetch reports the address again).
+pub(crate) fn parse_address(key: &str, v: &[u8]) -> Option<IpAddr> {
+    match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
+        Some(ip) => Some(ip),
+        None => {
+            tracing::warn!(host = key, "stored IP address does not parse; ignored");
+            None
+        }
     }
 }
 

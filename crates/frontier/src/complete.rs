@@ -99,6 +99,9 @@ impl Frontier {
                 h.leased.swap_remove(pos);
                 h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
                 inner.lease_clock.clear(*lease);
+                if let Some(ip) = h.ip {
+                    inner.ip_groups.release(ip);
+                }
                 // a slot is free: the next URL's politeness wait starts now
                 h.free_since_ms = now_ms;
                 // and whatever was set aside may be looked at again
@@ -295,6 +298,9 @@ impl Frontier {
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            if let Some(ip) = h.ip {
+                inner.ip_groups.release(ip);
+            }
             h.free_since_ms = now_ms;
             h.rec.last_response_ms = response_ms;
             // (the record's crawl-delay, and the clamp count, are set when the first page
@@ -330,6 +336,9 @@ impl Frontier {
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.robots_pending = None;
             h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+            if let Some(ip) = h.ip {
+                inner.ip_groups.release(ip);
+            }
             h.free_since_ms = now_ms;
             h.hold_until_ms = h
                 .hold_until_ms

@@ -69,6 +69,12 @@ pub struct FrontierConfig {
     /// the cap is reached, hosts that need robots.txt wait in order and hosts whose rules
     /// are known keep getting pages (no robots.txt wall with many new hosts).
     pub max_robots_in_flight: Option<u64>,
+    /// Requests in flight to one IP address at most, over every host that resolves to it
+    /// (robots.txt included; default 4). At least 1.
+    pub max_in_flight_per_ip: u64,
+    /// Smallest gap between two request starts at one IP address, whichever of its hosts
+    /// they are for (default 250 ms; 0 = no gap).
+    pub ip_delay_ms: u64,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
     /// Revisits of fetched URLs (default: none, one pass; see `docs/recrawl.md`).
@@ -101,6 +107,8 @@ impl FrontierConfig {
             journal_checkpoint_bytes: 16 * 1024 * 1024,
             intake_buffer_bytes: 64 * 1024 * 1024,
             max_robots_in_flight: None,
+            max_in_flight_per_ip: 4,
+            ip_delay_ms: 250,
             seed: None,
             recrawl: Default::default(),
         }
@@ -111,6 +119,7 @@ impl FrontierConfig {
         self.min_delay_ms = 0;
         self.max_delay_ms = 0;
         self.delay_factor = 0.0;
+        self.ip_delay_ms = 0;
         self
     }
 }

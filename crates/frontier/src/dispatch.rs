@@ -11,6 +11,7 @@ use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
 use crate::sched::hosts::HostMem;
+use crate::sched::ipgroup::IpGate;
 use crate::sched::politeness;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
@@ -50,8 +51,12 @@ impl Frontier {
             let inner = &mut *guard;
             self.requeue_due(inner, now_ms)?;
             Self::release_robots_waiting(&self.cfg, inner);
+            Self::release_ip_waiting(inner, now_ms);
             let mut dirty: Vec<u64> = Vec::new();
             let mut skipped: Vec<u64> = Vec::new();
+            // the IP groups of the hosts visited: re-armed after the visits, so a woken
+            // waiter that found nothing to do does not leave its line asleep
+            let mut visited_ips = Vec::new();
             'hosts: while items.len() < max {
                 let Some(&Reverse((ready, id))) = inner.heap.peek() else {
                     break;
@@ -60,18 +65,31 @@ impl Frontier {
                     break;
                 }
                 inner.heap.pop();
-                match inner.hosts.get_mut(&id) {
+                let ip = match inner.hosts.get_mut(&id) {
                     Some(h) if h.scheduled == Some(ready) => {
-                        h.scheduled = None;
                         if let Some(t) = terms.as_mut() {
                             if !(t.accept)(&h.key) {
                                 // not this caller's: scheduled again after the visit
+                                h.scheduled = None;
                                 skipped.push(id);
                                 continue;
                             }
                         }
+                        h.ip
                     }
                     _ => continue,
+                };
+                if let Some(ip) = ip {
+                    visited_ips.push(ip);
+                    if inner.ip_groups.gate(ip, now_ms) != IpGate::Go {
+                        // ready by its own rules, but its address is busy: it waits in
+                        // the address's line (keeping its place, like in the heap)
+                        inner.ip_groups.wait(ip, ready, id);
+                        continue;
+                    }
+                }
+                if let Some(h) = inner.hosts.get_mut(&id) {
+                    h.scheduled = None;
                 }
                 let mut drops = 0usize;
                 let mut parked_now = 0usize;
@@ -198,6 +216,9 @@ impl Frontier {
                             };
                             h.robots_pending = Some(origin.clone());
                             h.rec.in_flight += 1;
+                            if let Some(ip) = h.ip {
+                                inner.ip_groups.charge(ip, now_ms);
+                            }
                             h.rec.counters.robots_fetches += 1;
                             h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
                             inner.stats.robots_fetches += 1;
@@ -239,6 +260,9 @@ impl Frontier {
                             h.consume(seq, from);
                             h.held_origin = None;
                             h.rec.in_flight += 1;
+                            if let Some(ip) = h.ip {
+                                inner.ip_groups.charge(ip, now_ms);
+                            }
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
                             h.rec.counters.dispatched += 1;
                             let client_delay = client_delay_ms(&inner.controls, &h.key);
@@ -273,6 +297,9 @@ impl Frontier {
             }
             for id in skipped {
                 self.schedule(inner, id);
+            }
+            for ip in visited_ips {
+                inner.ip_groups.arm(ip);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {
@@ -311,6 +338,18 @@ impl Frontier {
                 inner.heap.push(Reverse((ready, id)));
                 free -= 1;
             }
+        }
+    }
+
+    /// Hosts whose IP address may take a request again go back to the heap, one per
+    /// address (their old ready times put them first).
+    fn release_ip_waiting(inner: &mut Inner, now_ms: u64) {
+        let hosts = &inner.hosts;
+        let due = inner.ip_groups.due(now_ms, |ready, id| {
+            hosts.get(&id).is_some_and(|h| h.scheduled == Some(ready))
+        });
+        for (ready, id) in due {
+            inner.heap.push(Reverse((ready, id)));
         }
     }
 

@@ -40,6 +40,9 @@ pub struct FrontierStats {
     pub revisits_queued: u64,
     /// URLs that left the schedule after `gone_after` 404/410 answers in a row.
     pub revisits_gone: u64,
+    /// Times a host ready by its own rules waited for its IP address's budget (a slot, or
+    /// the gap between two requests to the address).
+    pub ip_waits: u64,
 }
 
 /// Totals over the hosts with work, from [`crate::Frontier::host_totals`].

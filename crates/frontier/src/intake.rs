@@ -395,6 +395,7 @@ impl Frontier {
             Some(v) => Some(v),
             None => self.store.get(&keys::host(pkey))?,
         };
+        let stored_before = stored.is_some();
         let rec = match stored {
             Some(v) => HostRecord::decode(&v)?,
             None => {
@@ -412,8 +413,18 @@ impl Frontier {
             // its latest record is still only in the journal
             inner.journal.dirty.insert(id);
         }
-        inner.by_key.insert(key.clone(), id);
-        inner.hosts.insert(id, Box::new(HostMem::empty(key, rec)));
+        let mut h = HostMem::empty(key.clone(), rec);
+        // a host seen before keeps its IP group (a new one has no address yet)
+        if stored_before {
+            if let Some(v) = self.store.get(&keys::address(&key))? {
+                h.ip = crate::api::parse_address(&key, &v);
+            }
+        }
+        if let Some(ip) = h.ip {
+            inner.ip_groups.join(ip, id, 0, 0);
+        }
+        inner.by_key.insert(key, id);
+        inner.hosts.insert(id, Box::new(h));
         Ok(id)
     }
 }

@@ -34,6 +34,8 @@ pub mod store;
 mod work;
 
 #[cfg(test)]
+mod ipgroup_tests;
+#[cfg(test)]
 mod tests;
 
 pub use api::Frontier;

@@ -460,10 +460,10 @@ fn lease_not_flushed_is_served_again_after_crash() {
 
 /// A store whose flushes can be held (a slow disk) or fail (a bad disk), on demand.
 #[derive(Default)]
-struct HeldFlush {
+pub(crate) struct HeldFlush {
     inner: MemStore,
     // set: every write fails (a disk gone bad; unlike a failed flush, not sticky)
-    failing: std::sync::atomic::AtomicBool,
+    pub(crate) failing: std::sync::atomic::AtomicBool,
     // (held, flushes waiting)
     state: parking_lot::Mutex<(bool, usize)>,
     cv: parking_lot::Condvar,

@@ -11,6 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub mod sitemaps;
+mod network;
+mod values;
+use values::{choose, range_dur, range_u64, regexes};
 
 /// The documented defaults, embedded so `frontierd run` works without a file.
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/frontierd.toml");
@@ -36,6 +39,7 @@ pub struct Config {
     pub recrawl: recrawl::RecrawlSection,
     pub grpc: grpc::GrpcSection,
     pub sitemaps: sitemaps::SitemapsSection,
+    pub dns: network::DnsSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -114,6 +118,8 @@ pub struct PolitenessSection {
     pub backoff_base: Dur,
     pub backoff_max: Dur,
     pub retry_after_cap: Dur,
+    pub max_in_flight_per_ip: u64,
+    pub ip_delay: Dur,
 }
 
 impl Default for PolitenessSection {
@@ -135,6 +141,8 @@ impl Default for PolitenessSection {
             backoff_base: ms(f.backoff_base_ms),
             backoff_max: ms(f.backoff_max_ms),
             retry_after_cap: ms(f.retry_after_cap_ms),
+            max_in_flight_per_ip: network::default_ip_keys().0,
+            ip_delay: network::default_ip_keys().1,
         }
     }
 }
@@ -626,6 +634,8 @@ impl Config {
             1_000,
             86_400_000,
         )?;
+        network::check_ip_keys(&c.politeness)?;
+        c.dns.check()?;
         // resolve
         for (name, ips) in &c.resolve {
             if ips.is_empty() {
@@ -751,59 +761,6 @@ pub(crate) fn robots_timing_warnings(c: &Config) -> Vec<String> {
     out
 }
 
-fn range_u64(key: &str, v: u64, min: u64, max: u64) -> Result<(), ConfigError> {
-    if v < min || v > max {
-        return Err(bad(key, v, &format!("allowed: {min} to {max}")));
-    }
-    Ok(())
-}
-
-fn range_dur(key: &str, v: Dur, min_ms: u64, max_ms: u64) -> Result<(), ConfigError> {
-    let ms = v.ms();
-    if ms < min_ms || ms > max_ms {
-        return Err(bad(
-            key,
-            format!("\"{v}\""),
-            &format!(
-                "allowed: from \"{}\" to \"{}\"",
-                fmt_dur(Duration::from_millis(min_ms)),
-                fmt_dur(Duration::from_millis(max_ms))
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// The value that `v` names among `choices` (spelling, value); anything else is an error
-/// listing the spellings. The one place a string setting becomes a typed one.
-fn choose<T: Copy>(key: &str, v: &str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
-    match choices.iter().find(|(name, _)| *name == v) {
-        Some((_, value)) => Ok(*value),
-        None => {
-            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-            Err(bad(
-                key,
-                format!("{v:?}"),
-                &format!("allowed: {}", names.join(" | ")),
-            ))
-        }
-    }
-}
-
-fn regexes(key: &str, pats: &[String]) -> Result<Vec<regex::Regex>, ConfigError> {
-    pats.iter()
-        .map(|p| {
-            regex::Regex::new(p).map_err(|e| {
-                bad(
-                    key,
-                    format!("{p:?}"),
-                    &format!("allowed: a regular expression ({e})"),
-                )
-            })
-        })
-        .collect()
-}
-
 impl Settings {
     /// What a fetched page leads to: `[scope]`.
     pub fn follow_rules(&self) -> crawl::FollowRules {
@@ -845,6 +802,7 @@ impl Settings {
         f.robots_hold_recheck_ms = self.raw.robots.hold_recheck.ms();
         f.robots_cache_origins = usize::try_from(self.raw.robots.cache_origins).unwrap_or(10_000);
         f.recrawl = self.raw.recrawl.frontier();
+        network::apply_ip_keys(p, &mut f);
         f
     }
 
@@ -884,6 +842,7 @@ impl Settings {
             max_pooled_connections: f.max_pooled_connections as usize,
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
+            dns: self.raw.dns.fetcher_config(),
             ..fetcher::FetcherConfig::default()
         })
     }

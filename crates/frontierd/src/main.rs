@@ -77,6 +77,10 @@ enum Command {
         state: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Show the IP groups instead: hosts sharing an address, its requests in flight and
+        /// next allowed time.
+        #[arg(long, conflicts_with_all = ["host", "state"])]
+        ip: bool,
         #[command(flatten)]
         api: ApiArgs,
     },
@@ -125,10 +129,17 @@ fn main() -> ExitCode {
         Command::Submit { file, api } => client(api, |t| admin::submit::submit(t, file)),
         Command::Stats { watch, api } => client(api, move |t| admin::client::stats(t, watch)),
         Command::Hosts {
+            ip: true,
+            limit,
+            api,
+            ..
+        } => client(api, move |t| admin::ip_groups::print(t, limit)),
+        Command::Hosts {
             host,
             state,
             limit,
             api,
+            ..
         } => client(api, move |t| admin::client::hosts(t, host, state, limit)),
     };
     match result {

@@ -72,6 +72,16 @@ pub struct Metrics {
     pub grpc_unauthenticated: Counter,
     pub sitemaps: Family<Labels, Counter>,
     pub sitemap_urls: Family<Labels, Counter>,
+    pub dns_lookups: Family<Labels, Counter>,
+    /// The fetcher's cumulative lookups per result already added to `dns_lookups`.
+    dns_lookups_seen: [AtomicU64; 6],
+    pub dns_cache_entries: Gauge,
+    pub fetch_dns_failures: Family<Labels, Counter>,
+    pub ip_groups: Gauge,
+    pub ip_waits: Counter,
+    /// The frontier's cumulative IP waits already added to `ip_waits`.
+    ip_waits_seen: AtomicU64,
+    pub host_address_changes: Counter,
 }
 
 impl Metrics {
@@ -125,6 +135,14 @@ impl Metrics {
             grpc_unauthenticated: Counter::default(),
             sitemaps: Family::default(),
             sitemap_urls: Family::default(),
+            dns_lookups: Family::default(),
+            dns_lookups_seen: Default::default(),
+            dns_cache_entries: Gauge::default(),
+            fetch_dns_failures: Family::default(),
+            ip_groups: Gauge::default(),
+            ip_waits: Counter::default(),
+            ip_waits_seen: AtomicU64::new(0),
+            host_address_changes: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -348,7 +366,60 @@ impl Metrics {
             "URLs that left the recrawl schedule after recrawl.gone_after 404/410 answers in a row",
             m.revisits_gone.clone(),
         );
+        registry.register(
+            "dns_lookups",
+            "Host name lookups by how they were answered: table ([resolve]), cached, cached-failure (negative cache), resolved, nxdomain (no such name or no address), failed (timeout, server failure)",
+            m.dns_lookups.clone(),
+        );
+        registry.register(
+            "dns_cache_entries",
+            "Names in the DNS cache (answers and failures), at most dns.cache_entries",
+            m.dns_cache_entries.clone(),
+        );
+        registry.register(
+            "fetch_dns_failures",
+            "Fetches that failed because the host name did not resolve, by fetch (robots, page): the host backs off",
+            m.fetch_dns_failures.clone(),
+        );
+        registry.register(
+            "ip_groups",
+            "IP addresses with hosts in the frontier's memory (hosts sharing an address share its politeness budget)",
+            m.ip_groups.clone(),
+        );
+        registry.register(
+            "ip_waits",
+            "Times a host ready by its own rules waited for its IP address (politeness.max_in_flight_per_ip or politeness.ip_delay)",
+            m.ip_waits.clone(),
+        );
+        registry.register(
+            "host_address_changes",
+            "Hosts whose fetches connected to a new IP address (first seen, or moved): they joined that address's group",
+            m.host_address_changes.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Feed `dns_lookups{result}` from the fetcher's counts since start (they only grow).
+    pub fn dns_lookups_total(&self, stats: &fetcher::DnsStats) {
+        for (i, result) in fetcher::DnsResult::ALL.iter().enumerate() {
+            let cumulative = stats.lookups[i];
+            let seen = self.dns_lookups_seen[i].fetch_max(cumulative, Ordering::Relaxed);
+            let c = self
+                .dns_lookups
+                .get_or_create(&l("result", result.as_str()));
+            if cumulative > seen {
+                c.inc_by(cumulative - seen);
+            }
+        }
+        self.dns_cache_entries.set(stats.cache_entries as i64);
+    }
+
+    /// Feed `ip_waits` from the frontier's count since open (it only grows).
+    pub fn ip_waits_total(&self, cumulative: u64) {
+        let seen = self.ip_waits_seen.fetch_max(cumulative, Ordering::Relaxed);
+        if cumulative > seen {
+            self.ip_waits.inc_by(cumulative - seen);
+        }
     }
 
     // Events count through internal_events (one type per event); what is set here are the

@@ -2,6 +2,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::sched::aside::{Delayed, Parked, Source};
@@ -44,6 +45,9 @@ pub(crate) struct HostMem {
     /// The origin whose robots state held the host's next URL when nothing else could go
     /// (for the queue breakdown).
     pub(crate) held_origin: Option<Arc<str>>,
+    /// The address its fetches last connected to (None until one did): the IP group it
+    /// shares a politeness budget with.
+    pub(crate) ip: Option<IpAddr>,
 }
 
 impl HostMem {
@@ -65,6 +69,7 @@ impl HostMem {
             delayed: Vec::new(),
             timeouts: Vec::new(),
             held_origin: None,
+            ip: None,
         }
     }
 

@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod failure;
 pub(crate) mod hosts;
 pub mod lease;
+pub mod ipgroup;
 pub mod politeness;
 pub mod rate;
 pub mod recrawl;

@@ -27,6 +27,9 @@ impl Frontier {
         if idle {
             if let Some(h) = inner.hosts.remove(&id) {
                 inner.by_key.remove(&h.key);
+                if let Some(ip) = h.ip {
+                    inner.ip_groups.leave(ip, id, 0);
+                }
                 if inner.journal.dirty.remove(&id) {
                     // the journal has it; the next checkpoint writes it to `H`
                     inner.journal.evicted.insert(h.key.clone(), h.value());

@@ -65,6 +65,11 @@ pub fn unlogged(hash: u128) -> Vec<u8> {
 pub fn paused(key: &str) -> Vec<u8> {
     tagged(b'P', &[key.as_bytes()])
 }
+/// A host's IP address: `I` + politeness key -> the address its fetches last connected
+/// to, as text (the IP group it belongs to; see `sched/ipgroup.rs`).
+pub fn address(key: &str) -> Vec<u8> {
+    tagged(b'I', &[key.as_bytes()])
+}
 /// Host-record journal: `J` + sequence (u64 BE) -> changed host records (see
 /// `docs/frontier.md`, "Host-record journal").
 pub fn journal(seq: u64) -> Vec<u8> {

@@ -262,8 +262,16 @@ impl Frontier {
             );
         }
         let n_hosts = loaded.len();
-        for h in loaded {
+        for mut h in loaded {
             let id = h.rec.id;
+            // its IP group, as its last fetch reported it
+            h.ip = match self.store.get(&keys::address(&h.key))? {
+                Some(v) => crate::api::parse_address(&h.key, &v),
+                None => None,
+            };
+            if let Some(ip) = h.ip {
+                inner.ip_groups.join(ip, id, 0, 0);
+            }
             inner.by_key.insert(h.key.clone(), id);
             inner.hosts.insert(id, Box::new(h));
             self.schedule(&mut inner, id);

@@ -59,7 +59,7 @@ pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Resul
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
-async fn get_json(t: &Target, path: &str) -> Result<serde_json::Value> {
+pub(crate) async fn get_json(t: &Target, path: &str) -> Result<serde_json::Value> {
     let (status, body) = request(t, "GET", path, b"").await?;
     if status != 200 {
         bail!("GET {path}: HTTP {status}: {}", body.trim());
@@ -90,7 +90,7 @@ pub async fn stats(t: Target, watch: bool) -> Result<ExitCode> {
 
 /// A JSON value as table text: strings without quotes (`serde_json::Value`'s `Display`
 /// ignores width and alignment, so cells are made strings first).
-fn cell(v: &serde_json::Value) -> String {
+pub(crate) fn cell(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "-".to_string(),
@@ -100,7 +100,7 @@ fn cell(v: &serde_json::Value) -> String {
 
 /// Rows under a header, every column as wide as its widest cell; `right[i]` right-aligns
 /// column i (numbers).
-fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, c) in widths.iter_mut().zip(row) {

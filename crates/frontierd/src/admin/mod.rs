@@ -1,7 +1,9 @@
 //! The admin API: the daemon's HTTP server (server.rs, requests checked by request.rs) and
-//! the client the `submit`, `stats` and `hosts` commands use (client.rs, submit.rs).
+//! the client the `submit`, `stats` and `hosts` commands use (client.rs, submit.rs); the IP
+//! groups view (ip_groups.rs).
 
 pub mod client;
+pub mod ip_groups;
 pub mod request;
 pub mod server;
 pub mod submit;

@@ -232,6 +232,13 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
             }
         }
+        (&Method::GET, ["v1", "ip-groups"]) => match admin_request::no_query(query) {
+            Ok(()) => json(
+                StatusCode::OK,
+                &crate::admin::ip_groups::ip_groups_json(&sh),
+            ),
+            Err(e) => bad_request(e),
+        },
         (&Method::POST, ["v1", "hosts", arg, action @ ("pause" | "resume")]) => {
             pause_or_resume(&sh, arg, action, query)
         }
@@ -526,6 +533,8 @@ fn host_json(sh: &Shared, key: &str, rec: &frontier::HostRecord) -> serde_json::
     let now = now_ms();
     serde_json::json!({
         "host": key,
+        // where its fetches last connected: hosts with the same address share its budget
+        "ip": sh.frontier.host_address(key).ok().flatten().map(|ip| ip.to_string()),
         "queued": rec.counters.queued,
         "in_flight": rec.in_flight,
         "paused": sh.frontier.is_paused(key),

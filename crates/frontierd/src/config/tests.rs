@@ -143,3 +143,49 @@ fn pool_keys_reach_the_fetcher() {
     let e = err("[fetch]\nmax_pooled_connections = 99999999\n");
     assert!(e.contains("fetch.max_pooled_connections"), "{e}");
 }
+
+#[test]
+fn ip_politeness_and_dns_keys_reach_the_frontier_and_fetcher() {
+    let s = Config::parse(
+        "[politeness]\nmax_in_flight_per_ip = 2\nip_delay = \"1500ms\"\n[dns]\ncache_entries = 10\nmin_ttl = \"5s\"\nmax_ttl = \"10m\"\nnegative_ttl = \"2s\"\n",
+        "t",
+    )
+    .unwrap()
+    .check(None)
+    .unwrap();
+    let f = s.frontier_config();
+    assert_eq!((f.max_in_flight_per_ip, f.ip_delay_ms), (2, 1500));
+    let d = s.fetcher_config().unwrap().dns;
+    assert_eq!(d.cache_entries, 10);
+    assert_eq!(d.min_ttl, Duration::from_secs(5));
+    assert_eq!(d.max_ttl, Duration::from_secs(600));
+    assert_eq!(d.negative_ttl, Duration::from_secs(2));
+    let e = err("[politeness]\nmax_in_flight_per_ip = 0\n");
+    assert!(
+        e.contains("max_in_flight_per_ip") && e.contains("allowed"),
+        "{e}"
+    );
+    let s = Config::parse(
+        "[dns]\nservers = [\"127.0.0.1:5353\", \"192.0.2.53\"]\n",
+        "t",
+    )
+    .unwrap()
+    .check(None)
+    .unwrap();
+    let servers: Vec<String> = s
+        .fetcher_config()
+        .unwrap()
+        .dns
+        .servers
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(servers, ["127.0.0.1:5353", "192.0.2.53:53"]);
+    let e = err("[dns]\nservers = [\"resolver.example\"]\n");
+    assert!(
+        e.contains("dns.servers") && e.contains("resolver.example"),
+        "{e}"
+    );
+    let e = err("[dns]\nmin_ttl = \"2h\"\nmax_ttl = \"1h\"\n");
+    assert!(e.contains("dns.max_ttl") && e.contains("allowed"), "{e}");
+}

@@ -22,9 +22,17 @@ const COMPLETION_LINGER: Duration = Duration::from_millis(2);
 /// Completions waiting to be applied, at most (workers wait beyond that).
 const COMPLETION_QUEUE: usize = 4096;
 
+/// Where a fetch connected: the host's address (its IP group) and when the request began.
+#[derive(Debug, Clone, Copy)]
+pub struct Connected {
+    pub ip: std::net::IpAddr,
+    pub started_ms: u64,
+}
+
 enum Completion {
-    /// A page's outcome, with what its answer means for the recrawl schedule.
-    Page(LeaseId, PageOutcome, Option<Visit>),
+    /// A page's outcome, with what its answer means for the recrawl schedule and where
+    /// its fetch connected.
+    Page(LeaseId, PageOutcome, Option<Visit>, Option<Connected>),
     /// Apply everything before this, then answer and end.
     Close(oneshot::Sender<()>),
 }
@@ -57,6 +65,9 @@ pub struct Observer {
     pub after_dispatch: Box<dyn Fn(usize) + Send + Sync>,
     /// Called after each `complete_batch` with its size.
     pub after_completions: Box<dyn Fn(usize) + Send + Sync>,
+    /// A host's fetch connected to an address it was not known at: (host id, the address
+    /// before, the new one).
+    pub address_changed: Box<dyn Fn(u64, Option<std::net::IpAddr>, std::net::IpAddr) + Send + Sync>,
 }
 
 impl Pipeline {
@@ -108,12 +119,18 @@ impl Pipeline {
         item
     }
 
-    /// Report a page's outcome (and the visit, for the recrawl schedule); applied with
-    /// others in one batch, soon.
-    pub async fn complete(&self, lease: LeaseId, outcome: PageOutcome, visit: Option<Visit>) {
+    /// Report a page's outcome (and the visit, for the recrawl schedule, and where its
+    /// fetch connected, for the host's IP group); applied with others in one batch, soon.
+    pub async fn complete(
+        &self,
+        lease: LeaseId,
+        outcome: PageOutcome,
+        visit: Option<Visit>,
+        connected: Option<Connected>,
+    ) {
         if self
             .done
-            .send(Completion::Page(lease, outcome, visit))
+            .send(Completion::Page(lease, outcome, visit, connected))
             .await
             .is_err()
         {
@@ -217,22 +234,28 @@ async fn complete_loop(
         };
         let mut batch = Vec::new();
         let mut visits = Vec::new();
-        let mut take = |c: Completion,
-                        batch: &mut Vec<(LeaseId, PageOutcome)>,
-                        visits: &mut Vec<Option<Visit>>| match c {
-            Completion::Page(l, o, v) => {
-                batch.push((l, o));
-                visits.push(v);
-            }
-            Completion::Close(tx) => closing = Some(tx),
-        };
-        take(first, &mut batch, &mut visits);
+        let mut addresses = Vec::new();
+        let mut take =
+            |c: Completion,
+             batch: &mut Vec<(LeaseId, PageOutcome)>,
+             visits: &mut Vec<Option<Visit>>,
+             addresses: &mut Vec<(u64, std::net::IpAddr, u64)>| match c {
+                Completion::Page(l, o, v, a) => {
+                    if let Some(a) = a {
+                        addresses.push((l.host_id, a.ip, a.started_ms));
+                    }
+                    batch.push((l, o));
+                    visits.push(v);
+                }
+                Completion::Close(tx) => closing = Some(tx),
+            };
+        take(first, &mut batch, &mut visits, &mut addresses);
         let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
         while batch.len() < MAX_COMPLETIONS {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(c)) => {
                     let close = matches!(c, Completion::Close(_));
-                    take(c, &mut batch, &mut visits);
+                    take(c, &mut batch, &mut visits, &mut addresses);
                     if close {
                         break;
                     }
@@ -243,7 +266,12 @@ async fn complete_loop(
         if !batch.is_empty() {
             let n = batch.len();
             let fr = frontier.clone();
-            let res = tokio::task::spawn_blocking(move || apply(&fr, &batch, &visits)).await;
+            let obs = observer.clone();
+            let res = tokio::task::spawn_blocking(move || {
+                note_addresses(&fr, &addresses, &obs);
+                apply(&fr, &batch, &visits)
+            })
+            .await;
             if let Err(e) = res {
                 tracing::error!(error = %e, "complete_batch task failed");
             }
@@ -253,6 +281,27 @@ async fn complete_loop(
     }
     if let Some(tx) = closing {
         let _ = tx.send(());
+    }
+}
+
+/// Each host's address, as its fetch reported it (host id, address, request start),
+/// before the outcomes are applied (so the freed slots are the address's).
+fn note_addresses(
+    frontier: &Frontier,
+    reports: &[(u64, std::net::IpAddr, u64)],
+    observer: &Observer,
+) {
+    if reports.is_empty() {
+        return;
+    }
+    // one lock and one write for the whole batch
+    match frontier.note_addresses(reports) {
+        Ok(changed) => {
+            for (host_id, before, ip) in changed {
+                (observer.address_changed)(host_id, before, ip);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "noting the hosts' addresses failed"),
     }
 }
 

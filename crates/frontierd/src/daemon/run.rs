@@ -97,7 +97,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let frontier = Arc::new(frontier);
     let mut pipeline_tasks = None;
     let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
-        let (on_dispatch, on_complete) = (weak.clone(), weak.clone());
+        let (on_dispatch, on_complete, on_address) = (weak.clone(), weak.clone(), weak.clone());
         let observer = Observer {
             after_dispatch: Box::new(move |_| {
                 if let Some(sh) = on_dispatch.upgrade() {
@@ -108,6 +108,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
                 if let Some(sh) = on_complete.upgrade() {
                     CompletionsApplied { size }.emit(&sh.metrics);
                     sh.drain_events();
+                }
+            }),
+            address_changed: Box::new(move |host_id, before, ip| {
+                if let Some(sh) = on_address.upgrade() {
+                    sh.address_changed(host_id, before, ip);
                 }
             }),
         };

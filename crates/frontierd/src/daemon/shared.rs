@@ -17,6 +17,7 @@ use warc::{Exchange, WarcWriter};
 use crate::config::Settings;
 use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
 use crate::internal_events::lifecycle::{LeasesReturned, RobotsTransition};
+use crate::internal_events::network::HostAddressChanged;
 use crate::internal_events::output::{
     CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, WarcWriteFailed,
 };
@@ -66,6 +67,22 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// A host's fetch connected to a new address (see [`Frontier::note_address`]).
+    pub fn address_changed(
+        &self,
+        host_id: u64,
+        before: Option<std::net::IpAddr>,
+        ip: std::net::IpAddr,
+    ) {
+        let host = self.frontier.host_key_of(host_id).unwrap_or_default();
+        HostAddressChanged {
+            host: &host,
+            before,
+            ip,
+        }
+        .emit(&self.metrics);
+    }
+
     pub(crate) fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
         self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -101,6 +101,11 @@ impl Shared {
             .crawl_delays_clamped_total(fs.crawl_delay_clamped);
         self.metrics
             .recrawl_totals(fs.revisits_queued, fs.revisits_gone);
+        self.metrics.ip_waits_total(fs.ip_waits);
+        self.metrics
+            .ip_groups
+            .set(self.frontier.ip_group_count() as i64);
+        self.metrics.dns_lookups_total(&self.fetcher.dns_stats());
         self.metrics
             .in_flight
             .set(self.in_flight.load(Ordering::Relaxed) as i64);

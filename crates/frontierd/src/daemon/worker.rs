@@ -15,11 +15,13 @@ use fetcher::Url;
 use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use warc::Exchange;
 
+use crate::daemon::pipeline::Connected;
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
     RobotsFetchRefused, RobotsFetched, RobotsRefusal,
 };
+use crate::internal_events::network::{DnsLookupFailed, FetchKind};
 use crate::internal_events::InternalEvent;
 
 /// One fetch worker, until the daemon stops.
@@ -50,10 +52,28 @@ fn ip_of(a: Option<std::net::SocketAddr>) -> Option<std::net::IpAddr> {
     a.map(|a| a.ip())
 }
 
+fn unix_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A fetch failed on DNS: log and count it (the frontier backs the host off).
+fn dns_failure(sh: &Shared, url: &str, fetch: FetchKind, outcome: &fetcher::FetchOutcome) {
+    if let fetcher::FetchOutcome::Network {
+        kind: fetcher::NetworkErrorKind::Dns,
+        detail,
+    } = outcome
+    {
+        DnsLookupFailed { url, fetch, detail }.emit(&sh.metrics);
+    }
+}
+
 pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     let m = &sh.metrics;
     // a 2xx body, for its Sitemap lines once the outcome is in
     let mut robots_body = None;
+    // the first request went to the host itself (later hops may be elsewhere)
+    let mut connected = None;
     let (result, ms) = match Url::parse(&lease.url) {
         Err(e) => {
             RobotsFetchRefused {
@@ -76,6 +96,13 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                 if let fetcher::FetchOutcome::Success { body, .. } = &f.outcome {
                     robots_body = Some((lease.url.clone(), body.clone()));
                 }
+                dns_failure(sh, &lease.url, FetchKind::Robots, &f.outcome);
+                connected = f.exchanges.first().and_then(|hop| {
+                    hop.peer_addr.map(|a| Connected {
+                        ip: a.ip(),
+                        started_ms: unix_ms(hop.started_at),
+                    })
+                });
                 let mut bytes = 0;
                 for hop in &f.exchanges {
                     if let Some(resp) = &hop.response {
@@ -105,11 +132,26 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
         },
     };
     let fr = sh.frontier.clone();
-    let res =
-        tokio::task::spawn_blocking(move || fr.complete_robots(&lease, &result, ms, now_ms()))
-            .await;
+    let host_id = lease.host_id;
+    let res = tokio::task::spawn_blocking(move || {
+        // the address first: the slot the robots.txt fetch frees is its address's
+        let changed = connected.and_then(|c| {
+            fr.note_address(lease.host_id, c.ip, c.started_ms)
+                .map_err(|e| tracing::error!(error = %e, "noting the host's address failed"))
+                .ok()
+                .flatten()
+                .map(|before| (before, c.ip))
+        });
+        fr.complete_robots(&lease, &result, ms, now_ms())
+            .map(|()| changed)
+    })
+    .await;
     match res {
-        Ok(Ok(())) => {}
+        Ok(Ok(changed)) => {
+            if let Some((before, ip)) = changed {
+                sh.address_changed(host_id, before, ip);
+            }
+        }
         Ok(Err(e)) => tracing::error!(error = %e, "complete_robots failed"),
         Err(e) => tracing::error!(error = %e, "complete_robots task failed"),
     }
@@ -138,7 +180,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         Ok(u) => u,
         Err(e) => {
             let verdict = PageVerdict::not_fetched(format!("URL does not parse: {e}"));
-            complete(sh, &lease, verdict.outcome, None).await;
+            complete(sh, &lease, verdict.outcome, None, None).await;
             return;
         }
     };
@@ -158,11 +200,17 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
                 &lease,
                 PageVerdict::not_fetched(e.to_string()).outcome,
                 None,
+                None,
             )
             .await;
             return;
         }
     };
+    dns_failure(sh, &lease.url, FetchKind::Page, &fetch.outcome);
+    let connected = fetch.peer_addr.map(|a| Connected {
+        ip: a.ip(),
+        started_ms: unix_ms(fetch.timings.started_at),
+    });
     let total_ms = fetch.timings.total.as_millis() as u64;
     let mut bytes = 0u64;
     let mut archived = None;
@@ -271,7 +319,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         .emit(m);
     }
     let visit_outcome = visit.as_ref().map(|v| v.outcome);
-    complete(sh, &lease, verdict.outcome, visit).await;
+    complete(sh, &lease, verdict.outcome, visit, connected).await;
     if done {
         m.pages_completed.inc();
     }
@@ -292,8 +340,16 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     }
 }
 
-/// Hand the outcome (and the visit, for the recrawl schedule) to the completer: applied
-/// with others in one batch (one flush).
-async fn complete(sh: &Arc<Shared>, lease: &PageLease, outcome: PageOutcome, visit: Option<Visit>) {
-    sh.pipeline.complete(lease.id, outcome, visit).await;
+/// Hand the outcome (and the visit, for the recrawl schedule, and where the fetch
+/// connected) to the completer: applied with others in one batch (one flush).
+async fn complete(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    outcome: PageOutcome,
+    visit: Option<Visit>,
+    connected: Option<Connected>,
+) {
+    sh.pipeline
+        .complete(lease.id, outcome, visit, connected)
+        .await;
 }

@@ -11,11 +11,13 @@
 //! - admin.rs: admin API connections, refusals and timeouts
 //! - lifecycle.rs: the crawl draining
 //! - sitemap.rs: sitemaps parsed or cut, their URLs offered, robots.txt sitemaps refused
+//! - network.rs: DNS failures of fetches, hosts joining IP groups
 
 pub mod admin;
 pub mod fetch;
 pub mod intake;
 pub mod lifecycle;
+pub mod network;
 pub mod output;
 pub mod sitemap;
 

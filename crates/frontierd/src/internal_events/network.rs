@@ -1,0 +1,68 @@
+//! Names and addresses: a fetch whose host name did not resolve, a host that joined an IP
+//! group. (DNS lookup counts and the IP-group gauges are read from the fetcher and the
+//! frontier by stats.rs.)
+
+use std::net::IpAddr;
+
+use super::{label, InternalEvent};
+use crate::metrics::Metrics;
+
+/// Which fetch a DNS failure hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchKind {
+    Robots,
+    Page,
+}
+
+impl FetchKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            FetchKind::Robots => "robots",
+            FetchKind::Page => "page",
+        }
+    }
+}
+
+/// A fetch failed because its host name did not resolve: the host backs off (a page is
+/// retried, a robots.txt failure holds the origin), other hosts go on.
+pub struct DnsLookupFailed<'a> {
+    pub url: &'a str,
+    pub fetch: FetchKind,
+    pub detail: &'a str,
+}
+
+impl InternalEvent for DnsLookupFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::warn!(
+            url = %self.url,
+            fetch = self.fetch.as_str(),
+            detail = %self.detail,
+            "DNS lookup failed: the host backs off"
+        );
+        m.fetch_dns_failures
+            .get_or_create(&label("fetch", self.fetch.as_str()))
+            .inc();
+    }
+}
+
+/// A host's fetches connected to an address it was not known at: it shares that address's
+/// politeness budget from now on.
+pub struct HostAddressChanged<'a> {
+    pub host: &'a str,
+    pub before: Option<IpAddr>,
+    pub ip: IpAddr,
+}
+
+impl InternalEvent for HostAddressChanged<'_> {
+    fn emit(self, m: &Metrics) {
+        match self.before {
+            None => {
+                tracing::debug!(host = %self.host, ip = %self.ip, "host joined the IP group of its address")
+            }
+            Some(before) => {
+                tracing::info!(host = %self.host, %before, ip = %self.ip, "host moved to another IP group")
+            }
+        }
+        m.host_address_changes.inc();
+    }
+}
