@@ -13,8 +13,8 @@ use crate::events::{EventQueue, FrontierEvent, FrontierStats, HostTotals, Origin
 use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
-use crate::sched::lease::LeaseClock;
 use crate::sched::ipgroup::{IpGroupView, IpGroups, IpLimits};
+use crate::sched::lease::LeaseClock;
 use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
 use crate::seen::{HashSet128, IntakeLog, SeenSet};

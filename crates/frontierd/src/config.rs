@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub mod sitemaps;
 mod network;
+pub mod sitemaps;
 mod values;
 use values::{choose, range_dur, range_u64, regexes};
 
