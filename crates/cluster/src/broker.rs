@@ -259,7 +259,35 @@ pub async fn ensure_streams(
     })
     .await
     .map_err(|e| stream_err(EVENTS_STREAM)(Box::new(e)))?;
+    js.get_or_create_stream(crate::status::nodes_stream_config(settings.replicas))
+        .await
+        .map_err(|e| stream_err(crate::status::NODES_STREAM)(Box::new(e)))?;
     Ok(())
+}
+
+/// Like [`connect`], but returns at once and keeps trying in the background (with
+/// [`reconnect_delay`]) when no server answers yet: a node starts, and crawls from its own
+/// store, while the broker is down. Fails only on local problems (a credentials file).
+pub async fn connect_in_background(
+    settings: &ClusterSettings,
+) -> Result<(async_nats::Client, Arc<ConnectionState>), BrokerError> {
+    let state = Arc::new(ConnectionState::default());
+    let opts = connect_options(settings, state.clone())
+        .await?
+        .retry_on_initial_connect();
+    let client = opts
+        .connect(settings.nats_url.as_str())
+        .await
+        .map_err(|e| BrokerError::Connect {
+            url: settings.nats_url.clone(),
+            source: Box::new(e),
+        })?;
+    Ok((client, state))
+}
+
+/// The JetStream context of a client.
+pub fn jetstream(client: async_nats::Client) -> jetstream::Context {
+    jetstream::new(client)
 }
 
 #[cfg(test)]

@@ -20,11 +20,12 @@ mod intake;
 mod message;
 mod publish;
 mod shard;
+mod status;
 
 pub use broker::{
-    connect, connect_options, ensure_streams, events_subject, reconnect_delay, shard_consumer_name,
-    url_subject, BrokerError, ConnectionState, EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT,
-    URL_STREAM,
+    connect, connect_in_background, connect_options, ensure_streams, events_subject, jetstream,
+    reconnect_delay, shard_consumer_name, url_subject, BrokerError, ConnectionState, EVENTS_STREAM,
+    INTAKE_STREAM, INTAKE_SUBJECT, URL_STREAM,
 };
 pub use config::{ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
@@ -37,6 +38,9 @@ pub use publish::{
     MAX_MESSAGE_BYTES,
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
+pub use status::{
+    node_statuses, node_subject, publish_node_status, shard_backlog, shard_stored, NODES_STREAM,
+};
 
 /// Re-exported so callers need not depend on async-nats for the context type.
 pub use async_nats::jetstream::Context as JetStream;

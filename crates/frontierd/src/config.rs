@@ -40,6 +40,7 @@ pub struct Config {
     pub grpc: grpc::GrpcSection,
     pub sitemaps: sitemaps::SitemapsSection,
     pub dns: network::DnsSection,
+    pub cluster: cluster::ClusterSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -314,6 +315,8 @@ pub enum ConfigError {
     /// A non-loopback admin listener without a token or explicit consent.
     #[error("{0}")]
     UnauthenticatedListener(String),
+    #[error("{0}")]
+    Cluster(#[from] ::cluster::ConfigError),
 }
 
 fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
@@ -348,6 +351,7 @@ pub struct Settings {
     pub json_logs: bool,
     pub grpc: Option<grpc::GrpcListen>,
     pub sitemaps: sitemaps::SitemapSettings,
+    pub cluster: Option<cluster::ClusterNodeSettings>,
 }
 
 impl Config {
@@ -727,6 +731,7 @@ impl Config {
             json_logs,
             grpc: grpc::check(c)?,
             sitemaps: self.sitemaps.check()?,
+            cluster: c.cluster.check(key_mode)?,
             raw: self,
         })
     }
@@ -848,6 +853,7 @@ impl Settings {
     }
 }
 
+pub mod cluster;
 pub mod grpc;
 mod recrawl;
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! decision in the library crates.
 
 mod admin;
+mod cluster_cmd;
 mod config;
 mod config_checks;
 mod daemon;
@@ -61,6 +62,23 @@ enum Command {
         #[command(flatten)]
         api: ApiArgs,
     },
+    /// Publish a URL list (FILE, or - for stdin) to the cluster's shard subjects ([cluster]).
+    #[command(
+        after_help = "Exit status:\n  0  every URL published (acknowledged by the broker)\n  1  some lines rejected (listed on stdout)\n  2  error: the message says which lines were published"
+    )]
+    Publish {
+        /// A URL list: one URL per line, blank lines and # comments skipped.
+        file: String,
+        /// Configuration file with the [cluster] section.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Keep retrying URLs the broker did not acknowledge this long before giving up.
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        retry_for: Duration,
+    },
+    /// Multi-node tools ([cluster]).
+    #[command(subcommand)]
+    Cluster(cluster_cmd::ClusterCommand),
     /// Show a running daemon's counters.
     Stats {
         /// Refresh every 2 seconds until interrupted.
@@ -127,6 +145,12 @@ fn main() -> ExitCode {
             out(config::DEFAULT_TOML).map(|()| ExitCode::SUCCESS)
         }
         Command::Submit { file, api } => client(api, |t| admin::submit::submit(t, file)),
+        Command::Publish {
+            file,
+            config,
+            retry_for,
+        } => cluster_cmd::publish(file, config.as_deref(), retry_for),
+        Command::Cluster(command) => cluster_cmd::run(command),
         Command::Stats { watch, api } => client(api, move |t| admin::client::stats(t, watch)),
         Command::Hosts {
             ip: true,

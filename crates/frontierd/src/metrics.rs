@@ -14,6 +14,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+mod cluster;
+pub use cluster::ClusterMetrics;
+
 pub type Labels = Vec<(String, String)>;
 
 pub(crate) fn l(k: &str, v: &str) -> Labels {
@@ -82,6 +85,7 @@ pub struct Metrics {
     /// The frontier's cumulative IP waits already added to `ip_waits`.
     ip_waits_seen: AtomicU64,
     pub host_address_changes: Counter,
+    pub cluster: ClusterMetrics,
 }
 
 impl Metrics {
@@ -143,6 +147,7 @@ impl Metrics {
             ip_waits: Counter::default(),
             ip_waits_seen: AtomicU64::new(0),
             host_address_changes: Counter::default(),
+            cluster: ClusterMetrics::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -396,6 +401,7 @@ impl Metrics {
             "Hosts whose fetches connected to a new IP address (first seen, or moved): they joined that address's group",
             m.host_address_changes.clone(),
         );
+        m.cluster.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -11,8 +11,10 @@
 //! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
 //! - stats.rs: the counters `/v1/stats`, `/metrics` and the progress line share
 //! - progress.rs: the periodic progress line and "crawl drained"
+//! - cluster/: `[cluster]`: shard consumers, link outbox, events, node status
 //! - signals.rs: SIGTERM/SIGINT stop, SIGHUP reopens the crawl log
 
+pub mod cluster;
 pub mod intake;
 pub mod pipeline;
 pub mod progress;

@@ -93,6 +93,17 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     }
     let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
     let follow = settings.follow_rules();
+    let cluster = match &settings.cluster {
+        None => None,
+        Some(c) => Some(Arc::new(
+            crate::daemon::cluster::ClusterNode::open(
+                c.clone(),
+                &data_dir,
+                settings.frontier_config().max_url_len,
+            )
+            .await?,
+        )),
+    };
 
     let frontier = Arc::new(frontier);
     let mut pipeline_tasks = None;
@@ -132,6 +143,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             follow,
             token,
             started: Instant::now(),
+            cluster: cluster.clone(),
             settings,
         }
     });
@@ -177,6 +189,9 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let spool_task = tokio::spawn(crate::daemon::intake::spool_loop(shared.clone()));
     let stats_task = tokio::spawn(crate::daemon::progress::stats_loop(shared.clone()));
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
+    let cluster_task = cluster
+        .as_ref()
+        .map(|node| crate::daemon::cluster::start(shared.clone(), node.clone()));
 
     let _ = sd_notify::notify(
         false,
@@ -187,7 +202,16 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     );
     tracing::info!(workers, "frontierd running");
 
-    signals.wait_for_stop(&shared).await;
+    let cluster_failed = async {
+        match &cluster {
+            Some(node) => node.failed.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = signals.wait_for_stop(&shared) => {}
+        _ = cluster_failed => tracing::error!("stopping: the cluster cannot be joined"),
+    }
     tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
     let _ = sd_notify::notify(
         false,
@@ -200,6 +224,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     shared.pipeline.stop();
     shared.shutdown.notify_waiters();
     spool_task.abort();
+    if let Some(task) = cluster_task {
+        // unacknowledged deliveries come back after the ack wait; the outbox is durable
+        task.abort();
+        let _ = task.await;
+    }
     let grace = shared.settings.raw.fetch.shutdown_grace.0;
     let deadline = tokio::time::Instant::now() + grace;
     let mut abandoned = 0;
@@ -239,9 +268,14 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         log.get_ref().sync_all().ok();
     }
     fs::remove_file(data_dir.join("admin.addr")).ok();
+    let fatal = cluster.as_ref().and_then(|node| node.fatal());
+    drop(cluster);
     close_store(shared).await;
     tracing::info!("frontierd stopped");
-    Ok(())
+    match fatal {
+        Some(reason) => anyhow::bail!("[cluster]: {reason}"),
+        None => Ok(()),
+    }
 }
 
 /// Close the store as the last step of the stop, not at process exit: sled flushes and

@@ -64,6 +64,8 @@ pub struct Shared {
     pub follow: FollowRules,
     pub token: Option<String>,
     pub started: Instant,
+    /// `[cluster]` on: this node's broker side.
+    pub cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
 }
 
 impl Shared {
@@ -107,8 +109,11 @@ impl Shared {
 
     /// Append one crawl log line (fields: docs/crawl-log.md).
     pub fn log_line(&self, line: &LogLine<'_>) {
-        let json = line.to_json(&rfc3339_ms(now_ms()));
+        let json = line.to_json(&rfc3339_ms(now_ms())).to_string();
         let written = writeln!(self.lock_log(), "{json}");
+        if let Some(node) = &self.cluster {
+            node.publish_event(&json, &self.metrics);
+        }
         match written {
             Ok(()) => CrawlLogLineWritten {
                 url: line.url,

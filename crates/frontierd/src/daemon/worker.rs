@@ -305,7 +305,8 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     if !verdict.discovered.is_empty() {
         if lease.kind != EntryKind::Page {
             crate::daemon::sitemaps::offer(sh, &lease.url, verdict.discovered).await;
-        } else if let Err(e) = sh.submit_items(verdict.discovered, false).await {
+        // (in a cluster, links of hosts other nodes own go to the outbox instead)
+        } else if let Err(e) = sh.queue_discovered(verdict.discovered).await {
             tracing::error!(error = %e, "enqueue of discovered links failed");
         }
     }

@@ -12,8 +12,10 @@
 //! - lifecycle.rs: the crawl draining
 //! - sitemap.rs: sitemaps parsed or cut, their URLs offered, robots.txt sitemaps refused
 //! - network.rs: DNS failures of fetches, hosts joining IP groups
+//! - cluster.rs: `[cluster]`: broker pauses, shard deliveries, link routing, events
 
 pub mod admin;
+pub mod cluster;
 pub mod fetch;
 pub mod intake;
 pub mod lifecycle;

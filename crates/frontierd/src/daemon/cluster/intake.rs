@@ -1,0 +1,139 @@
+//! URLs in from the broker: one task per owned shard takes messages, commits their URLs to
+//! the frontier (durable on return: the frontier's group commit), and only then
+//! acknowledges them; and the intake router, which splits lists published to
+//! `frontierd.intake` by shard.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{IntakeError, IntakeRouter, ShardConsumer};
+use frontier::EnqueueItem;
+
+use super::{Backoff, ClusterNode};
+use crate::daemon::shared::Shared;
+use crate::internal_events::cluster::{
+    AckFailed, BrokerLineRejected, IntakeListsRouted, ShardBatchCommitted, Unroutable,
+};
+use crate::internal_events::InternalEvent;
+
+/// Messages taken from a shard per round (each holds up to 256 KiB of URLs).
+const SHARD_BATCH: usize = 64;
+/// How long one round waits for messages (capped by the library at half the ack wait).
+const SHARD_WAIT: Duration = Duration::from_secs(5);
+/// Intake lists routed per round.
+const ROUTER_BATCH: usize = 16;
+
+/// Consume one owned shard until the daemon stops (the task is aborted then: deliveries not
+/// yet acknowledged come back after the ack wait, and the seen-set absorbs those whose URLs
+/// were committed).
+pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
+    let m = &sh.metrics;
+    let mut backoff = Backoff::new("intake", format!("shard {shard}"));
+    let consumer = loop {
+        match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
+            Ok(c) => break c,
+            Err(e) => backoff.pause(&e, m).await,
+        }
+    };
+    loop {
+        let deliveries = match consumer.next_batch(SHARD_BATCH, SHARD_WAIT).await {
+            Ok(d) => d,
+            Err(e) => {
+                backoff.pause(&e, m).await;
+                continue;
+            }
+        };
+        backoff.ok(m);
+        if deliveries.is_empty() {
+            continue;
+        }
+        let source = format!("shard {shard}");
+        let mut items: Vec<EnqueueItem> = Vec::new();
+        let mut redeliveries = 0;
+        for d in &deliveries {
+            for rejected in &d.batch.rejected {
+                BrokerLineRejected {
+                    source: &source,
+                    sequence: d.stream_sequence,
+                    error: rejected,
+                }
+                .emit(m);
+            }
+            if d.is_redelivery() {
+                redeliveries += 1;
+            }
+            items.extend(d.batch.records.iter().cloned().map(EnqueueItem::from));
+        }
+        let urls = items.len() as u64;
+        // durable on return; rejected URLs are counted and written to the crawl log
+        if let Err(e) = sh.submit_items(items, true).await {
+            // not acknowledged: the messages come back after the ack wait
+            tracing::error!(shard, error = %format!("{e:#}"), "committing shard messages failed; they will be delivered again");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        ShardBatchCommitted {
+            shard,
+            messages: deliveries.len() as u64,
+            redeliveries,
+            urls,
+        }
+        .emit(m);
+        node.urls_received.fetch_add(urls, Ordering::Relaxed);
+        for d in &deliveries {
+            if let Err(e) = d.ack().await {
+                AckFailed { error: &e }.emit(m);
+            }
+        }
+    }
+}
+
+/// Route lists from `frontierd.intake` until the daemon stops. Every router shares one
+/// durable consumer, so each list is routed by one of them.
+pub async fn router_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
+    let m = &sh.metrics;
+    let mut backoff = Backoff::new("router", cluster::INTAKE_SUBJECT);
+    let router = loop {
+        match IntakeRouter::open(&node.js, node.publisher.clone(), node.settings.lib.ack_wait).await
+        {
+            Ok(r) => break r,
+            Err(e) => backoff.pause(&e, m).await,
+        }
+    };
+    loop {
+        match router.route_once(ROUTER_BATCH, SHARD_WAIT).await {
+            Ok(report) => {
+                backoff.ok(m);
+                report_routed(&sh, &report);
+            }
+            Err(IntakeError::Publish(failure)) => {
+                report_routed(&sh, &failure.report);
+                backoff.pause(&*failure, m).await;
+            }
+            Err(e @ IntakeError::Broker(_)) => backoff.pause(&e, m).await,
+        }
+    }
+}
+
+fn report_routed(sh: &Shared, report: &cluster::IntakeReport) {
+    let m = &sh.metrics;
+    for (sequence, rejected) in &report.rejected {
+        BrokerLineRejected {
+            source: "intake",
+            sequence: *sequence,
+            error: rejected,
+        }
+        .emit(m);
+    }
+    for (_, e) in &report.unroutable {
+        Unroutable { error: e }.emit(m);
+    }
+    if report.messages > 0 {
+        IntakeListsRouted {
+            lists: report.messages as u64,
+            urls: report.routed as u64,
+        }
+        .emit(m);
+    }
+}

@@ -1,0 +1,231 @@
+//! `[cluster]`: the broker connection, shard deliveries, link routing, the intake router and
+//! published events.
+
+use std::time::Duration;
+
+use super::{chain, label, InternalEvent};
+use crate::metrics::Metrics;
+
+/// A cluster activity hit a broker error and waits before trying again (the local crawl
+/// goes on). `activity` is the `activity` label: intake, routing, router, events, status.
+pub struct BrokerPaused<'a> {
+    pub activity: &'static str,
+    /// What exactly (e.g. `shard 3`).
+    pub what: &'a str,
+    pub error: &'a (dyn std::error::Error + 'static),
+    pub retry_in: Duration,
+    /// True on the first error of a run of errors (the `paused` gauge goes up then).
+    pub first: bool,
+}
+
+impl InternalEvent for BrokerPaused<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::warn!(
+            activity = self.activity,
+            what = self.what,
+            error = %chain(self.error),
+            retry_in_ms = self.retry_in.as_millis() as u64,
+            "cluster activity paused by a broker error; retrying with back-off"
+        );
+        m.cluster
+            .pauses
+            .get_or_create(&label("activity", self.activity))
+            .inc();
+        if self.first {
+            m.cluster
+                .paused
+                .get_or_create(&label("activity", self.activity))
+                .inc();
+        }
+    }
+}
+
+/// A paused activity works again.
+pub struct BrokerResumed<'a> {
+    pub activity: &'static str,
+    pub what: &'a str,
+    pub paused_for: Duration,
+}
+
+impl InternalEvent for BrokerResumed<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            activity = self.activity,
+            what = self.what,
+            paused_ms = self.paused_for.as_millis() as u64,
+            "cluster activity resumed"
+        );
+        m.cluster
+            .paused
+            .get_or_create(&label("activity", self.activity))
+            .dec();
+    }
+}
+
+/// Messages of an owned shard committed to the store (and then acknowledged).
+pub struct ShardBatchCommitted {
+    pub shard: u32,
+    pub messages: u64,
+    pub redeliveries: u64,
+    pub urls: u64,
+}
+
+impl InternalEvent for ShardBatchCommitted {
+    fn emit(self, m: &Metrics) {
+        tracing::debug!(
+            shard = self.shard,
+            messages = self.messages,
+            redeliveries = self.redeliveries,
+            urls = self.urls,
+            "shard messages committed"
+        );
+        if self.redeliveries > 0 {
+            tracing::info!(
+                shard = self.shard,
+                redeliveries = self.redeliveries,
+                "shard messages delivered again (an earlier delivery was not acknowledged in time)"
+            );
+        }
+        let c = &m.cluster;
+        c.deliveries
+            .get_or_create(&label("kind", "first"))
+            .inc_by(self.messages - self.redeliveries);
+        c.deliveries
+            .get_or_create(&label("kind", "redelivery"))
+            .inc_by(self.redeliveries);
+        c.urls_received.inc_by(self.urls);
+    }
+}
+
+/// A line of a broker message refused (by its number in the message).
+pub struct BrokerLineRejected<'a> {
+    /// `shard 3` or `intake`.
+    pub source: &'a str,
+    pub sequence: u64,
+    pub error: &'a cluster::LineError,
+}
+
+impl InternalEvent for BrokerLineRejected<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::warn!(
+            source = self.source,
+            message = self.sequence,
+            line = self.error.line,
+            reason = %self.error.reason,
+            "line of a broker message rejected"
+        );
+        m.cluster
+            .lines_rejected
+            .get_or_create(&label("reason", self.error.code))
+            .inc();
+    }
+}
+
+/// Acknowledging a committed message failed: it comes back after the ack wait.
+pub struct AckFailed<'a> {
+    pub error: &'a (dyn std::error::Error + 'static),
+}
+
+impl InternalEvent for AckFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::warn!(error = %chain(self.error), "acknowledging a committed message failed; it will be delivered again");
+        m.cluster.acks_failed.inc();
+    }
+}
+
+/// Discovered links of one page split by owner.
+pub struct LinksRouted {
+    pub local: u64,
+    pub remote: u64,
+}
+
+impl InternalEvent for LinksRouted {
+    fn emit(self, m: &Metrics) {
+        tracing::trace!(
+            local = self.local,
+            remote = self.remote,
+            "links routed by shard"
+        );
+        let c = &m.cluster;
+        c.links
+            .get_or_create(&label("to", "local"))
+            .inc_by(self.local);
+        c.links
+            .get_or_create(&label("to", "remote"))
+            .inc_by(self.remote);
+    }
+}
+
+/// URLs published to shard subjects and acknowledged.
+pub struct UrlsPublished {
+    /// `links` or `router`.
+    pub source: &'static str,
+    pub urls: u64,
+}
+
+impl InternalEvent for UrlsPublished {
+    fn emit(self, m: &Metrics) {
+        tracing::debug!(
+            source = self.source,
+            urls = self.urls,
+            "URLs published to their shards"
+        );
+        m.cluster
+            .urls_published
+            .get_or_create(&label("source", self.source))
+            .inc_by(self.urls);
+    }
+}
+
+/// A URL not published: the frontier would refuse it.
+pub struct Unroutable<'a> {
+    pub error: &'a cluster::RouteError,
+}
+
+impl InternalEvent for Unroutable<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::debug!(error = %self.error, "URL not routed");
+        m.cluster.unroutable.inc();
+    }
+}
+
+/// Lists from `frontierd.intake` routed by this node.
+pub struct IntakeListsRouted {
+    pub lists: u64,
+    pub urls: u64,
+}
+
+impl InternalEvent for IntakeListsRouted {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            lists = self.lists,
+            urls = self.urls,
+            "intake lists routed to shards"
+        );
+        m.cluster.intake_lists_routed.inc_by(self.lists);
+        m.cluster
+            .urls_published
+            .get_or_create(&label("source", "router"))
+            .inc_by(self.urls);
+    }
+}
+
+/// A crawl-log record not published: the buffer was full.
+pub struct EventDropped;
+
+impl InternalEvent for EventDropped {
+    fn emit(self, m: &Metrics) {
+        tracing::debug!("crawl-log record not published: event buffer full");
+        m.cluster.events_dropped.inc();
+    }
+}
+
+/// A crawl-log record published.
+pub struct EventPublished;
+
+impl InternalEvent for EventPublished {
+    fn emit(self, m: &Metrics) {
+        tracing::trace!("crawl-log record published");
+        m.cluster.events_published.inc();
+    }
+}

@@ -1,0 +1,126 @@
+//! The `[cluster]` metrics (docs/metrics.md, "Cluster"). Registered on every daemon (they
+//! stay at 0 on a single node) so dashboards need no special case.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::Labels;
+
+#[derive(Default)]
+pub struct ClusterMetrics {
+    pub broker_connected: Gauge,
+    pub broker_disconnects: Counter,
+    pub paused: Family<Labels, Gauge>,
+    pub pauses: Family<Labels, Counter>,
+    pub deliveries: Family<Labels, Counter>,
+    pub urls_received: Counter,
+    pub lines_rejected: Family<Labels, Counter>,
+    pub acks_failed: Counter,
+    pub links: Family<Labels, Counter>,
+    pub urls_published: Family<Labels, Counter>,
+    pub unroutable: Counter,
+    pub outbox_urls: Gauge,
+    pub intake_lists_routed: Counter,
+    pub events_published: Counter,
+    pub events_dropped: Counter,
+    pub shard_pending: Family<Labels, Gauge>,
+    pub shard_ack_pending: Family<Labels, Gauge>,
+    pub shard_redelivered: Family<Labels, Gauge>,
+}
+
+impl ClusterMetrics {
+    pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "cluster_broker_connected",
+            "1 while this node's NATS connection is up, 0 while it is down or [cluster] is off",
+            self.broker_connected.clone(),
+        );
+        r.register(
+            "cluster_broker_disconnects",
+            "Times this node's NATS connection was lost (the client reconnects with back-off)",
+            self.broker_disconnects.clone(),
+        );
+        r.register(
+            "cluster_paused",
+            "Cluster activities waiting out a broker error with back-off, by activity (intake: shard consumers, one per shard; routing: the link outbox; router: the intake router; events; status)",
+            self.paused.clone(),
+        );
+        r.register(
+            "cluster_pauses",
+            "Broker errors that paused a cluster activity, by activity",
+            self.pauses.clone(),
+        );
+        r.register(
+            "cluster_deliveries",
+            "Messages taken from this node's shards, by kind (first, redelivery: an earlier delivery was not acknowledged in time)",
+            self.deliveries.clone(),
+        );
+        r.register(
+            "cluster_urls_received",
+            "URLs in messages taken from this node's shards and committed to the store",
+            self.urls_received.clone(),
+        );
+        r.register(
+            "cluster_lines_rejected",
+            "Lines of broker messages refused, by reason (not-utf8, too-long, bad-json, empty-url)",
+            self.lines_rejected.clone(),
+        );
+        r.register(
+            "cluster_acks_failed",
+            "Acknowledgements of committed messages that failed (the message comes back; the seen-set absorbs it)",
+            self.acks_failed.clone(),
+        );
+        r.register(
+            "cluster_links",
+            "Discovered links and redirect targets by where they went: local (a shard this node owns) or remote (the outbox, then the owner's shard subject)",
+            self.links.clone(),
+        );
+        r.register(
+            "cluster_urls_published",
+            "URLs published to shard subjects and acknowledged by the broker, by source (links: this node's outbox; router: lists from frontierd.intake)",
+            self.urls_published.clone(),
+        );
+        r.register(
+            "cluster_unroutable",
+            "URLs not published because the frontier would refuse them (not a URL, too long)",
+            self.unroutable.clone(),
+        );
+        r.register(
+            "cluster_outbox_urls",
+            "Links waiting in this node's durable outbox to be published to their owners",
+            self.outbox_urls.clone(),
+        );
+        r.register(
+            "cluster_intake_lists_routed",
+            "Lists from frontierd.intake routed to shard subjects by this node's router",
+            self.intake_lists_routed.clone(),
+        );
+        r.register(
+            "cluster_events_published",
+            "Crawl-log records published to frontierd.events.<node_id>",
+            self.events_published.clone(),
+        );
+        r.register(
+            "cluster_events_dropped",
+            "Crawl-log records not published because the event buffer was full (broker down or slow); the crawl log file has them",
+            self.events_dropped.clone(),
+        );
+        r.register(
+            "cluster_shard_pending",
+            "Messages of an owned shard not yet delivered (its backlog), by shard",
+            self.shard_pending.clone(),
+        );
+        r.register(
+            "cluster_shard_ack_pending",
+            "Messages of an owned shard delivered and not yet acknowledged, by shard",
+            self.shard_ack_pending.clone(),
+        );
+        r.register(
+            "cluster_shard_redelivered",
+            "Messages of an owned shard delivered more than once and still unacknowledged, by shard",
+            self.shard_redelivered.clone(),
+        );
+    }
+}
