@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+pub mod nats;
+
 // ------------------------------------------------------------------ the binary
 
 /// The `frontierd` binary of this build: `target/<profile>/frontierd` next to the test
