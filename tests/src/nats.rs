@@ -144,9 +144,7 @@ impl NatsServer {
         loop {
             let logs = self.logs_of(i);
             let ready = logs.contains("Server is ready")
-                && (self.members.len() == 1
-                    || logs.contains("JetStream cluster new metadata leader")
-                    || logs.contains("JetStream cluster metadata leader"));
+                && (self.members.len() == 1 || logs.contains("metadata leader"));
             if ready && TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 return;
             }

@@ -504,7 +504,7 @@ fn kill_9_of_nodes_mid_crawl_loses_no_acknowledged_url() {
         return;
     };
     let by_node = ByNode::default();
-    let (site, seeds, all) = chain_site(&by_node, 20);
+    let (site, seeds, all) = chain_site(&by_node, 30);
     let envs: Vec<Env> = (0..NODES)
         .map(|i| node_env(&nats, i, &FOLLOW_ANY))
         .collect();
@@ -515,6 +515,9 @@ fn kill_9_of_nodes_mid_crawl_loses_no_acknowledged_url() {
     let kills = 5;
     for k in 0..kills {
         std::thread::sleep(rng.ms(300, 1500));
+        // mid-crawl: every host has at least 60 pages x 200 ms of gaps to go through
+        let done = page_hits(&site).len();
+        assert!(done < all.len(), "the crawl ended before kill #{k}");
         let victim = (rng.next_u64() % NODES as u64) as usize;
         eprintln!("kill -9 #{k}: node n{victim}");
         daemons[victim].take().unwrap().kill9();
@@ -625,4 +628,40 @@ fn broker_killed_and_restarted_mid_crawl_loses_nothing_and_intake_resumes() {
                 .all(|d| node_metric(d, "frontierd_cluster_broker_connected") == 1.0)
         },
     );
+}
+
+#[test]
+fn a_three_server_broker_with_replicated_streams_loses_a_server_and_the_crawl_goes_on() {
+    let Some(mut nats) = NatsServer::start_cluster() else {
+        return;
+    };
+    let by_node = ByNode::default();
+    let (site, seeds, all) = chain_site(&by_node, 15);
+    let mut extra = FOLLOW_ANY.to_vec();
+    extra.push(("cluster", "replicas", "3"));
+    let envs: Vec<Env> = (0..NODES).map(|i| node_env(&nats, i, &extra)).collect();
+    let _daemons: Vec<Daemon> = envs.iter().map(|e| e.start()).collect();
+    assert_published(&publish(&envs[0], "seeds.txt", &seeds), seeds.len());
+    wait_until("the crawl under way", CRAWL_DEADLINE, || {
+        page_hits(&site).len() >= 10
+    });
+    // each stream has 3 replicas: losing one server leaves a RAFT majority
+    nats.kill(0);
+    assert!(
+        page_hits(&site).len() < all.len(),
+        "the crawl ended before the kill"
+    );
+    wait_crawl(
+        &envs,
+        "every page fetched with a server down",
+        CRAWL_DEADLINE,
+        || all_fetched(&envs, &all),
+    );
+    let l = logs(&envs);
+    for u in &all {
+        assert_eq!(fetched_by(&l, u), vec![owner(u)], "{u}");
+    }
+    for (host, nodes) in by_node.nodes_per_host() {
+        assert_eq!(nodes, vec![owner(&site.base(&host))], "{host}");
+    }
 }

@@ -184,7 +184,7 @@ pub async fn connect(
     let state = Arc::new(ConnectionState::default());
     let opts = connect_options(settings, state.clone()).await?;
     let client = opts
-        .connect(settings.nats_url.as_str())
+        .connect(server_list(&settings.nats_url))
         .await
         .map_err(|e| BrokerError::Connect {
             url: settings.nats_url.clone(),
@@ -276,13 +276,24 @@ pub async fn connect_in_background(
         .await?
         .retry_on_initial_connect();
     let client = opts
-        .connect(settings.nats_url.as_str())
+        .connect(server_list(&settings.nats_url))
         .await
         .map_err(|e| BrokerError::Connect {
             url: settings.nats_url.clone(),
             source: Box::new(e),
         })?;
     Ok((client, state))
+}
+
+/// `cluster.nats_url` split at commas: async-nats takes a list of URLs, not one string with
+/// commas (it would read `4222,nats` as the port).
+pub fn server_list(nats_url: &str) -> Vec<String> {
+    nats_url
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The JetStream context of a client.
@@ -301,6 +312,14 @@ mod tests {
             .collect();
         assert_eq!(d, vec![100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
         assert_eq!(reconnect_delay(0), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_comma_separated_url_is_a_list_of_servers() {
+        assert_eq!(
+            server_list("nats://a:4222, nats://b:4223,,"),
+            vec!["nats://a:4222", "nats://b:4223"]
+        );
     }
 
     #[test]

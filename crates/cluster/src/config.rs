@@ -95,6 +95,8 @@ pub enum ConfigError {
     NodeId(String),
     #[error("cluster.nats_url is empty")]
     NatsUrl,
+    #[error("cluster.nats_url: server {url:?}: {reason}")]
+    NatsServer { url: String, reason: String },
     #[error("cluster.shards: {0}")]
     Shards(ShardError),
     #[error("cluster.owned_shards {text:?}: {source}")]
@@ -139,8 +141,17 @@ impl ClusterConfig {
         {
             return Err(ConfigError::NodeId(id.clone()));
         }
-        if self.nats_url.trim().is_empty() {
+        let servers = crate::broker::server_list(&self.nats_url);
+        if servers.is_empty() {
             return Err(ConfigError::NatsUrl);
+        }
+        for url in servers {
+            if let Err(e) = url.parse::<async_nats::ServerAddr>() {
+                return Err(ConfigError::NatsServer {
+                    url,
+                    reason: e.to_string(),
+                });
+            }
         }
         let shard_map = ShardMap::new(self.shards, key_mode).map_err(ConfigError::Shards)?;
         let owned = ShardSet::parse(&self.owned_shards, self.shards).map_err(|source| {
@@ -233,6 +244,9 @@ mod tests {
         c.auth.token = Some("t".into());
         c.auth.nkey_seed = Some("SU".into());
         assert!(err(c).contains("found token, nkey_seed"));
+        let mut c = base();
+        c.nats_url = "nats://a:4222,nats://b:x".into();
+        assert!(err(c).starts_with("cluster.nats_url: server \"nats://b:x\""));
         let mut c = base();
         c.auth.user = Some("u".into());
         assert_eq!(err(c), "cluster.auth: user and password go together");
