@@ -665,3 +665,37 @@ fn a_three_server_broker_with_replicated_streams_loses_a_server_and_the_crawl_go
         assert_eq!(nodes, vec![owner(&site.base(&host))], "{host}");
     }
 }
+
+#[test]
+fn a_node_configured_for_another_shard_count_stops_with_an_error() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let first = node_env(&nats, 0, &[]);
+    let _running = first.start();
+    let envs = [first];
+    wait_crawl(
+        &envs,
+        "node n0 set up the streams",
+        Duration::from_secs(60),
+        || envs[0].daemon_log_count("cluster streams ready") >= 1,
+    );
+    let wrong = node_env(
+        &nats,
+        1,
+        &[
+            ("cluster", "shards", "8"),
+            ("cluster", "owned_shards", "\"0-7\""),
+        ],
+    );
+    let mut d = wrong.start();
+    let status = d
+        .wait_exit(Duration::from_secs(60))
+        .expect("the node with 8 shards keeps running");
+    assert_eq!(status.code(), Some(2), "{}", wrong.daemon_log());
+    let log = wrong.daemon_log();
+    assert!(
+        log.contains("was created for 12 shards, this node is configured for 8"),
+        "{log}"
+    );
+}

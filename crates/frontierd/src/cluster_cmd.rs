@@ -66,7 +66,7 @@ pub fn publish(file: String, config: Option<&Path>, retry_for: Duration) -> Resu
     let (settings, max_url_len) = cluster_settings(config)?;
     runtime()?.block_on(async move {
         let js = connect(&settings).await?;
-        let publisher = Publisher::new(js, settings.shard_map.clone(), max_url_len);
+        let publisher = Publisher::new(js, settings.shard_map, max_url_len);
         let input: Box<dyn BufRead> = if file == "-" {
             Box::new(BufReader::new(std::io::stdin()))
         } else {

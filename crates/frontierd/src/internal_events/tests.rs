@@ -280,6 +280,26 @@ fn sitemap_events_log_the_sitemap_and_count_each_result() {
             named_by: "http://a.test/robots.txt",
             sitemap: "http://b.test/s.xml",
             why: Dropped::OutOfScope,
+
+fn a_broker_pause_is_logged_counted_and_held_in_the_gauge_until_resumed() {
+    use super::cluster::{BrokerPaused, BrokerResumed, ShardBatchCommitted};
+    let error = io::Error::new(io::ErrorKind::ConnectionRefused, "broker gone");
+    let (log, scrape) = run(|m| {
+        for first in [true, false] {
+            BrokerPaused {
+                activity: "intake",
+                what: "shard 3",
+                error: &error,
+                retry_in: Duration::from_millis(200),
+                first,
+            }
+            .emit(m);
+        }
+        ShardBatchCommitted {
+            shard: 3,
+            messages: 4,
+            redeliveries: 1,
+            urls: 40,
         }
         .emit(m);
     });
@@ -304,4 +324,87 @@ fn sitemap_events_log_the_sitemap_and_count_each_result() {
         assert!(has_sample(&scrape, sample), "{sample} not in\n{scrape}");
     }
     assert!(!scrape.contains("result=\"rejected\""));
+
+        log.contains("cluster activity paused by a broker error"),
+        "{log}"
+    );
+    assert!(log.contains("broker gone"), "{log}");
+    assert!(
+        has_sample(
+            &scrape,
+            "frontierd_cluster_pauses_total{activity=\"intake\"} 2"
+        ),
+        "{scrape}"
+    );
+    // two errors of one run: one paused activity
+    assert!(
+        has_sample(&scrape, "frontierd_cluster_paused{activity=\"intake\"} 1"),
+        "{scrape}"
+    );
+    assert!(has_sample(
+        &scrape,
+        "frontierd_cluster_deliveries_total{kind=\"redelivery\"} 1"
+    ));
+    assert!(has_sample(
+        &scrape,
+        "frontierd_cluster_deliveries_total{kind=\"first\"} 3"
+    ));
+    assert!(has_sample(
+        &scrape,
+        "frontierd_cluster_urls_received_total 40"
+    ));
+    let (log, scrape) = run(|m| {
+        BrokerPaused {
+            activity: "routing",
+            what: "outbox",
+            error: &error,
+            retry_in: Duration::from_millis(100),
+            first: true,
+        }
+        .emit(m);
+        BrokerResumed {
+            activity: "routing",
+            what: "outbox",
+            paused_for: Duration::from_secs(3),
+        }
+        .emit(m);
+    });
+    assert!(log.contains("cluster activity resumed"), "{log}");
+    assert!(
+        has_sample(&scrape, "frontierd_cluster_paused{activity=\"routing\"} 0"),
+        "{scrape}"
+    );
+}
+
+#[test]
+fn a_rejected_broker_line_is_counted_by_its_reason_code() {
+    use super::cluster::BrokerLineRejected;
+    let parsed = cluster::parse_batch(b"http://a.test/\nhttp://b.test/caf\xe9\n{\"url\": 1}\n");
+    assert_eq!(parsed.rejected.len(), 2);
+    let (log, scrape) = run(|m| {
+        for e in &parsed.rejected {
+            BrokerLineRejected {
+                source: "shard 1",
+                sequence: 9,
+                error: e,
+            }
+            .emit(m);
+        }
+    });
+    assert!(log.contains("line=2"), "{log}");
+    assert!(log.contains("line=3"), "{log}");
+    assert!(
+        has_sample(
+            &scrape,
+            "frontierd_cluster_lines_rejected_total{reason=\"not-utf8\"} 1"
+        ),
+        "{scrape}"
+    );
+    assert!(
+        has_sample(
+            &scrape,
+            "frontierd_cluster_lines_rejected_total{reason=\"bad-json\"} 1"
+        ),
+        "{scrape}"
+    );
 }

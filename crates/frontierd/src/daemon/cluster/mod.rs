@@ -73,7 +73,7 @@ impl ClusterNode {
             .await
             .context("[cluster]")?;
         let js = cluster::jetstream(client.clone());
-        let publisher = Publisher::new(js.clone(), settings.lib.shard_map.clone(), max_url_len);
+        let publisher = Publisher::new(js.clone(), settings.lib.shard_map, max_url_len);
         let (events, events_rx) = if settings.publish_events {
             let (tx, rx) = mpsc::channel(EVENT_BUFFER);
             (Some(tx), Some(rx))
