@@ -147,4 +147,15 @@ mod tests {
         // off: not checked (the default node_id is empty)
         assert!(check("[cluster]\nenabled = false\n").is_ok());
     }
+
+    #[test]
+    fn the_deploy_example_node_config_checks() {
+        let text = include_str!("../../../../deploy/cluster/frontierd-node.toml");
+        let s = check(text).unwrap();
+        let c = s.cluster.unwrap();
+        assert_eq!(c.lib.node_id, "node-1");
+        assert_eq!(c.lib.owned.len(), 22);
+        assert_eq!(c.lib.replicas, 3);
+        assert_eq!(cluster::server_list(&c.lib.nats_url).len(), 3);
+    }
 }
