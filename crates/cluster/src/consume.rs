@@ -88,27 +88,49 @@ impl ShardConsumer {
         self.shard
     }
 
-    /// Up to `max_messages` deliveries, collected for at most `wait` (an empty vector when
-    /// the shard has nothing). `wait` is capped at half the consumer's ack wait: a message
-    /// taken early in a longer wait would run out its ack wait inside the same batch and be
-    /// delivered into it a second time.
+    /// Up to `max_messages` deliveries: what the shard has now, or else the first message to
+    /// arrive within `wait` (an empty vector when none does) with what arrived with it.
+    /// `wait` is capped at half the consumer's ack wait: a message taken early in a longer
+    /// wait would run out its ack wait inside the same call and be delivered into it twice.
+    ///
+    /// A pull request for n messages is answered when n arrived or it expires, so one long
+    /// poll for `max_messages` would hold a shard with a single message for the whole
+    /// `wait`: the call asks without waiting first, then long-polls for one message only,
+    /// then takes the rest without waiting.
     pub async fn next_batch(
         &self,
         max_messages: usize,
         wait: Duration,
     ) -> Result<Vec<Delivery>, BrokerError> {
+        let max = max_messages.max(1);
+        let mut out = self.take(max, None).await?;
+        if out.is_empty() {
+            out = self.take(1, Some(wait.min(self.ack_wait / 2))).await?;
+            if !out.is_empty() && max > 1 {
+                out.extend(self.take(max - 1, None).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One pull request: without waiting (`None`), or waiting up to the given time.
+    async fn take(&self, n: usize, wait: Option<Duration>) -> Result<Vec<Delivery>, BrokerError> {
         let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Fetch {
             shard: self.shard,
             source: e,
         };
-        let mut messages = self
-            .consumer
-            .batch()
-            .max_messages(max_messages)
-            .expires(wait.min(self.ack_wait / 2))
-            .messages()
-            .await
-            .map_err(|e| err(Box::new(e)))?;
+        let mut messages = match wait {
+            None => self.consumer.fetch().max_messages(n).messages().await,
+            Some(w) => {
+                self.consumer
+                    .batch()
+                    .max_messages(n)
+                    .expires(w)
+                    .messages()
+                    .await
+            }
+        }
+        .map_err(|e| err(Box::new(e)))?;
         let mut out = Vec::new();
         while let Some(next) = messages.next().await {
             let message = next.map_err(err)?;

@@ -498,3 +498,52 @@ async fn throughput() {
         total as f64 / consumed.as_secs_f64()
     );
 }
+
+/// A pull request for n messages is answered when n arrived or when it expires: asked for
+/// 64, a shard holding one message must not keep it for the whole wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_with_fewer_messages_than_asked_answers_without_waiting_out_the_wait() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = server.settings("n1", 1, "0");
+    let (js, _) = jetstream(&settings).await;
+    let consumer = ShardConsumer::open(&js, &settings, 0)
+        .await
+        .expect("consumer");
+    let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
+    publisher
+        .publish(vec![UrlRecord::seed("http://one.test/")])
+        .await
+        .expect("publish");
+    // the wait is capped at half the 30 s ack wait: 15 s
+    let wait = Duration::from_secs(20);
+    let started = Instant::now();
+    let got = consumer.next_batch(64, wait).await.expect("fetch");
+    assert_eq!(got.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "one waiting message took {:?}",
+        started.elapsed()
+    );
+    got[0].ack().await.expect("ack");
+    // a message published while the call waits is returned when it arrives
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        publisher
+            .publish(vec![UrlRecord::seed("http://two.test/")])
+            .await
+            .expect("publish");
+    });
+    let started = Instant::now();
+    let got = consumer.next_batch(64, wait).await.expect("fetch");
+    late.await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].batch.records[0].url, "http://two.test/");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500)
+            && started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
