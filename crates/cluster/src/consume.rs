@@ -11,6 +11,10 @@ use crate::broker::{shard_consumer_name, url_subject, BrokerError, URL_STREAM};
 use crate::config::ClusterSettings;
 use crate::message::{parse_batch, ParsedBatch};
 
+/// How long after its expiry (or at once, for a request that does not wait) a pull request
+/// is given up as lost.
+const PULL_GRACE: Duration = Duration::from_secs(5);
+
 /// The consumer of one owned shard.
 pub struct ShardConsumer {
     shard: u32,
@@ -115,6 +119,24 @@ impl ShardConsumer {
 
     /// One pull request: without waiting (`None`), or waiting up to the given time.
     async fn take(&self, n: usize, wait: Option<Duration>) -> Result<Vec<Delivery>, BrokerError> {
+        let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Fetch {
+            shard: self.shard,
+            source: e,
+        };
+        // a pull request lost with the connection (broker restarted) is never answered and
+        // its stream would wait forever: give up a little after it would have expired (the
+        // messages it may have taken are not acknowledged, so they come back)
+        let give_up = wait.unwrap_or(Duration::ZERO) + PULL_GRACE;
+        match tokio::time::timeout(give_up, self.pull(n, wait)).await {
+            Ok(result) => result,
+            Err(_) => Err(err(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("pull request not answered within {give_up:?}"),
+            )))),
+        }
+    }
+
+    async fn pull(&self, n: usize, wait: Option<Duration>) -> Result<Vec<Delivery>, BrokerError> {
         let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Fetch {
             shard: self.shard,
             source: e,

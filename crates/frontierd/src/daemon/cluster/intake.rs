@@ -23,6 +23,8 @@ const SHARD_BATCH: usize = 64;
 const SHARD_WAIT: Duration = Duration::from_secs(5);
 /// Intake lists routed per round.
 const ROUTER_BATCH: usize = 16;
+/// Time a routing round may take beyond its wait (publishing and acknowledging its lists).
+const ROUTER_GRACE: Duration = Duration::from_secs(60);
 
 /// Consume one owned shard until the daemon stops (the task is aborted then: deliveries not
 /// yet acknowledged come back after the ack wait, and the seen-set absorbs those whose URLs
@@ -102,7 +104,19 @@ pub async fn router_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         }
     };
     loop {
-        match router.route_once(ROUTER_BATCH, SHARD_WAIT).await {
+        // a pull request lost with the connection is never answered: give it up (a list
+        // taken and not acknowledged comes back after the ack wait)
+        let routed = tokio::time::timeout(
+            SHARD_WAIT + ROUTER_GRACE,
+            router.route_once(ROUTER_BATCH, SHARD_WAIT),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(IntakeError::Broker(cluster::BrokerError::IntakeFetch {
+                source: format!("no answer within {:?}", SHARD_WAIT + ROUTER_GRACE).into(),
+            }))
+        });
+        match routed {
             Ok(report) => {
                 backoff.ok(m);
                 report_routed(&sh, &report);
