@@ -24,8 +24,8 @@ mod status;
 
 pub use broker::{
     connect, connect_in_background, connect_options, ensure_streams, events_subject, jetstream,
-    reconnect_delay, shard_consumer_name, url_subject, BrokerError, ConnectionState, EVENTS_STREAM,
-    INTAKE_STREAM, INTAKE_SUBJECT, URL_STREAM,
+    reconnect_delay, server_list, shard_consumer_name, url_subject, BrokerError, ConnectionState,
+    EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT, URL_STREAM,
 };
 pub use config::{ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
