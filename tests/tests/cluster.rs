@@ -602,23 +602,8 @@ fn broker_killed_and_restarted_mid_crawl_loses_nothing_and_intake_resumes() {
     for (host, nodes) in by_node.nodes_per_host() {
         assert_eq!(nodes, vec![owner(&site.base(&host))], "{host}");
     }
-    let paused: f64 = daemons
-        .iter()
-        .map(|d| {
-            let m = d.metrics();
-            ["intake", "routing", "router", "events", "status"]
-                .iter()
-                .map(|a| {
-                    metric(
-                        &m,
-                        &format!("frontierd_cluster_pauses_total{{activity=\"{a}\"}}"),
-                    )
-                    .unwrap_or(0.0)
-                })
-                .sum::<f64>()
-        })
-        .sum();
-    assert!(paused > 0.0, "no broker pause counted");
+    // (whether an activity hit an error and paused depends on what it was doing during the
+    // outage: a publish the client buffered through a short outage succeeds)
     wait_until(
         "every node connected again",
         Duration::from_secs(30),
