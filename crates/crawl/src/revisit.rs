@@ -79,6 +79,7 @@ pub fn visit(
             .map(str::to_string)
     };
     Visit {
+        refetch_at_ms: None,
         status,
         outcome,
         validators: Validators {

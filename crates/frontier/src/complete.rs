@@ -72,9 +72,13 @@ impl Frontier {
                     return Err(FrontierError::UnknownLease(*lease));
                 };
                 let done_ok = matches!(outcome, PageOutcome::Done { .. });
+                let fetchers_time = visits
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|v| v.refetch_at_ms.is_some());
                 // a retry needs the entry (attempts, URL); a success does not, unless
                 // it is to be scheduled for a revisit
-                let entry = if done_ok && !recrawl_on {
+                let entry = if done_ok && !recrawl_on && !fetchers_time {
                     None
                 } else if done_ok {
                     // only for its next visit: an entry that cannot be read costs the URL

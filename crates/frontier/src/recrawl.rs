@@ -192,10 +192,21 @@ impl Frontier {
             .unwrap_or_default();
         let base =
             recrawl::base_interval(&self.cfg.recrawl, &entry.url, &host, rec.url_interval_ms);
-        if base.is_none() && !had {
+        // an external fetcher's own time for the next visit wins over the interval rules
+        let fetchers_time = visit.and_then(|v| v.refetch_at_ms);
+        if base.is_none() && !had && fetchers_time.is_none() {
             return None;
         }
-        let (next, gone_count) = recrawl::next_visit(&self.cfg.recrawl, base, &rec, visit, now_ms);
+        let (next, gone_count) = match fetchers_time {
+            Some(due_ms) => (
+                Next::At {
+                    due_ms,
+                    interval_ms: rec.interval_ms,
+                },
+                rec.gone_count,
+            ),
+            None => recrawl::next_visit(&self.cfg.recrawl, base, &rec, visit, now_ms),
+        };
         if let Some(v) = visit {
             rec.validators = recrawl::merge_validators(&rec.validators, v);
             rec.visits = rec.visits.saturating_add(1);

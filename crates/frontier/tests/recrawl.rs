@@ -39,6 +39,7 @@ fn pages(f: &Frontier, now: u64) -> Vec<PageLease> {
 
 fn visit(status: u16, outcome: VisitOutcome, etag: Option<&str>, at: u64) -> Option<Visit> {
     Some(Visit {
+        refetch_at_ms: None,
         status,
         outcome,
         validators: Validators {

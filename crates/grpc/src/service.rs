@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use frontier::canon::politeness_key_of;
 use frontier::{
     canonicalize, CanonicalUrl, EnqueueItem, EnqueueResult, Frontier, FrontierError, LeaseId,
-    PageOutcome, WorkItem,
+    PageOutcome, Validators, Visit, VisitOutcome, WorkItem,
 };
 use prost::Message;
 use tokio_stream::{Stream, StreamExt};
@@ -187,7 +187,8 @@ impl UrlFrontierService {
         let mut acks: Vec<Option<AckStatus>> = vec![None; items.len()];
         let mut discovered: Vec<(usize, String)> = Vec::new();
         let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut done: Vec<(usize, LeaseId)> = Vec::new();
+        // (item, lease, the client's next-visit time in unix ms if any)
+        let mut done: Vec<(usize, LeaseId, Option<u64>)> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let (info, known) = match &item.item {
                 Some(pb::url_item::Item::Discovered(d)) => (d.info.as_ref(), None),
@@ -227,12 +228,11 @@ impl UrlFrontierService {
                     let lease = self.transit().take(&url);
                     match lease {
                         Some(lease) => {
-                            done.push((i, lease));
-                            if refetch > 0 {
-                                // no per-URL refetch time in the frontier yet: say so
-                                tracing::warn!(%url, refetch, "KnownURLItem with refetchable_from_date > 0: frontierd has no per-URL refetch schedule yet; the URL is done and will not be served again");
-                                acks[i] = Some(AckStatus::Skipped);
-                            }
+                            // refetchable_from_date is in seconds; 0: never again. Later
+                            // than 0 the URL goes to the recrawl due index and is served
+                            // again from then on (durable with the completion)
+                            let at = (refetch > 0).then(|| refetch.saturating_mul(1000));
+                            done.push((i, lease, at));
                         }
                         None if self.frontier.is_seen(&url).map_err(internal)? => {
                             // not out (its lease expired, or it was reported already):
@@ -278,17 +278,21 @@ impl UrlFrontierService {
         if !done.is_empty() {
             let batch: Vec<(LeaseId, PageOutcome)> = done
                 .iter()
-                .map(|(_, l)| (*l, PageOutcome::Done { response_ms: 0 }))
+                .map(|(_, l, _)| (*l, PageOutcome::Done { response_ms: 0 }))
                 .collect();
-            if self.frontier.complete_batch(&batch, now).is_err() {
+            let visits: Vec<Option<Visit>> = done
+                .iter()
+                .map(|(_, _, at)| at.map(|at| external_visit(at, now)))
+                .collect();
+            if self.frontier.complete_visits(&batch, &visits, now).is_err() {
                 // one lease no longer known (returned meanwhile): apply them one by one
-                for (lease, outcome) in batch {
-                    if let Err(e) = self.frontier.complete(lease, outcome, now) {
+                for (one, visit) in batch.into_iter().zip(visits) {
+                    if let Err(e) = self.frontier.complete_visits(&[one], &[visit], now) {
                         tracing::info!(error = %e, "completion of a lease no longer out skipped");
                     }
                 }
             }
-            for (i, _) in &done {
+            for (i, _, _) in &done {
                 acks[*i].get_or_insert(AckStatus::Ok);
             }
         }
@@ -862,5 +866,17 @@ impl UrlFrontier for UrlFrontierService {
                 "frontierd keeps no creation date per URL and never forgets a seen URL",
             ),
         ))
+    }
+}
+
+/// What an external fetcher's report says about a visit: only that it happened and when
+/// the client wants the URL again (status and validators are the fetcher's business).
+fn external_visit(refetch_at_ms: u64, now_ms: u64) -> Visit {
+    Visit {
+        status: 200,
+        outcome: VisitOutcome::First,
+        validators: Validators::default(),
+        fetched_at_ms: now_ms,
+        refetch_at_ms: Some(refetch_at_ms),
     }
 }

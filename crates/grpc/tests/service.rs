@@ -302,6 +302,62 @@ async fn an_unreported_lease_comes_back_after_delay_requestable() {
     assert!(events.contains("LeasesExpired"), "{events}");
 }
 
+/// KnownURLItem with `refetchable_from_date` in the future: the URL is done now, not served
+/// before that second, and served again from then on (url-frontier's refetch schedule,
+/// kept in frontierd's recrawl due index); with 0 it is never served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_known_url_with_a_refetch_date_is_served_again_from_then_on() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    put(
+        &mut c,
+        vec![
+            discovered(info("http://a.test/again", &[])),
+            discovered(info("http://b.test/once", &[])),
+        ],
+    )
+    .await;
+    let first = get_until(&mut c, params(60), |u| u.len() >= 2).await;
+    assert_eq!(first.len(), 2, "{first:?}");
+    // two whole seconds ahead: the due index keeps seconds
+    let refetch_secs = now_ms() / 1000 + 3;
+    let acks = put(
+        &mut c,
+        vec![
+            known("http://a.test/again", refetch_secs),
+            known("http://b.test/once", 0),
+        ],
+    )
+    .await;
+    assert!(
+        acks.iter()
+            .all(|a| a.status == pb::ack_message::Status::Ok as i32),
+        "{acks:?}"
+    );
+    // before its date nothing comes back
+    while now_ms() < (refetch_secs - 1) * 1000 {
+        let early = get(&mut c, params(60)).await;
+        assert!(
+            early.is_empty(),
+            "served before its refetch date: {early:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = get_until(&mut c, params(60), |u| !u.is_empty()).await;
+    let served = now_ms();
+    assert_eq!(
+        again.iter().map(|u| u.url.as_str()).collect::<Vec<_>>(),
+        vec!["http://a.test/again"]
+    );
+    assert!(
+        served >= refetch_secs * 1000,
+        "served at {served}, before {refetch_secs} s"
+    );
+    // the one reported with 0 never comes back
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(get(&mut c, params(60)).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_params_limit_queues_urls_per_queue_and_key() {
     let s = start(None, |c| c.max_in_flight_per_host = 10).await;

@@ -147,6 +147,10 @@ pub struct Visit {
     pub validators: Validators,
     /// When the fetch started (unix ms): the `WARC-Date` of its records.
     pub fetched_at_ms: u64,
+    /// The fetcher's own next-visit time (unix ms), in place of the interval rules: an
+    /// external fetcher's url-frontier `refetchable_from_date`. Scheduled even when
+    /// `[recrawl]` is off.
+    pub refetch_at_ms: Option<u64>,
 }
 
 /// One URL's recrawl record (kept in its queue entry, version 4).
@@ -300,6 +304,7 @@ mod tests {
 
     fn visit(status: u16, outcome: VisitOutcome) -> Visit {
         Visit {
+            refetch_at_ms: None,
             status,
             outcome,
             validators: Validators::default(),
