@@ -51,12 +51,27 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-/// Connect (failing if no server answers) and check the streams' shard count.
-async fn connect(settings: &ClusterSettings) -> Result<cluster::JetStream> {
+/// Connect (failing if no server answers) and check the streams' shard count. Setting up
+/// the streams is retried for up to `patience`: a JetStream cluster that has just formed
+/// (or lost a server) answers "request timed out" until its leaders are elected, which is
+/// not a reason to fail a publish. A shard-count mismatch is never retried.
+async fn connect(settings: &ClusterSettings, patience: Duration) -> Result<cluster::JetStream> {
     let (client, _) = cluster::connect(settings).await?;
     let js = cluster::jetstream(client);
-    cluster::ensure_streams(&js, settings).await?;
-    Ok(js)
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match cluster::ensure_streams(&js, settings).await {
+            Ok(()) => return Ok(js),
+            Err(e @ cluster::BrokerError::ShardCountMismatch { .. }) => return Err(e.into()),
+            Err(e) if started.elapsed() + pause < patience => {
+                eprintln!("frontierd: {e}; trying again in {pause:?}");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// `frontierd publish FILE`: publish a URL list to the owners' shard subjects. Exit 0 when
@@ -65,7 +80,7 @@ async fn connect(settings: &ClusterSettings) -> Result<cluster::JetStream> {
 pub fn publish(file: String, config: Option<&Path>, retry_for: Duration) -> Result<ExitCode> {
     let (settings, max_url_len) = cluster_settings(config)?;
     runtime()?.block_on(async move {
-        let js = connect(&settings).await?;
+        let js = connect(&settings, retry_for).await?;
         let publisher = Publisher::new(js, settings.shard_map, max_url_len);
         let input: Box<dyn BufRead> = if file == "-" {
             Box::new(BufReader::new(std::io::stdin()))
@@ -158,12 +173,15 @@ struct NodeView {
     status: serde_json::Value,
 }
 
+/// How long `cluster status` waits for the streams of a cluster still electing leaders.
+const STATUS_PATIENCE: Duration = Duration::from_secs(10);
+
 /// `frontierd cluster status`.
 pub fn run(command: ClusterCommand) -> Result<ExitCode> {
     let ClusterCommand::Status { config } = command;
     let (settings, _) = cluster_settings(config.as_deref())?;
     runtime()?.block_on(async move {
-        let js = connect(&settings).await?;
+        let js = connect(&settings, STATUS_PATIENCE).await?;
         let shards = settings.shard_map.shards();
         let now = crate::daemon::shared::now_ms();
         let nodes: Vec<NodeView> = cluster::node_statuses(&js)

@@ -72,7 +72,8 @@ enum Command {
         /// Configuration file with the [cluster] section.
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Keep retrying URLs the broker did not acknowledge this long before giving up.
+        /// Keep retrying URLs the broker did not acknowledge (and the streams, while a new
+        /// JetStream cluster elects its leaders) this long before giving up.
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         retry_for: Duration,
     },
