@@ -295,17 +295,10 @@ impl Frontier {
         inner.robots.put(&lease.origin, state);
         inner.events.push(event);
         // (the lease is still ours: only this call clears it)
-        if !Self::robots_pending(inner, lease) {
+        if !Self::give_back_robots_lease(inner, lease, now_ms) {
             return Ok(());
         }
-        inner.robots_in_flight = inner.robots_in_flight.saturating_sub(1);
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
-            h.robots_pending = None;
-            h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-            if let Some(ip) = h.ip {
-                inner.ip_groups.release(ip);
-            }
-            h.free_since_ms = now_ms;
             h.rec.last_response_ms = response_ms;
             // (the record's crawl-delay, and the clamp count, are set when the first page
             // is handed out, as for every page)
@@ -333,8 +326,22 @@ impl Frontier {
     /// that will never come; its robots.txt is fetched again after a pause. The state the
     /// outcome would have set is not used (it is not durable).
     fn release_robots_lease(&self, inner: &mut Inner, lease: &RobotsLease, now_ms: u64) {
-        if !Self::robots_pending(inner, lease) {
+        if !Self::give_back_robots_lease(inner, lease, now_ms) {
             return;
+        }
+        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+            h.hold_until_ms = h
+                .hold_until_ms
+                .max(now_ms + ROBOTS_RETRY_AFTER_STORE_ERROR_MS);
+        }
+        self.schedule(inner, lease.host_id);
+    }
+
+    /// Ends `lease` if it is still the one its host waits for: frees the robots.txt slot,
+    /// the host's and its address's in-flight slots. False if it was not (nothing done).
+    fn give_back_robots_lease(inner: &mut Inner, lease: &RobotsLease, now_ms: u64) -> bool {
+        if !Self::robots_pending(inner, lease) {
+            return false;
         }
         inner.robots_in_flight = inner.robots_in_flight.saturating_sub(1);
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
@@ -344,11 +351,8 @@ impl Frontier {
                 inner.ip_groups.release(ip);
             }
             h.free_since_ms = now_ms;
-            h.hold_until_ms = h
-                .hold_until_ms
-                .max(now_ms + ROBOTS_RETRY_AFTER_STORE_ERROR_MS);
         }
-        self.schedule(inner, lease.host_id);
+        true
     }
 
     /// Whether `lease` is the robots.txt fetch its host is waiting for.
