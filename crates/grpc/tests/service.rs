@@ -353,9 +353,21 @@ async fn a_known_url_with_a_refetch_date_is_served_again_from_then_on() {
         served >= refetch_secs * 1000,
         "served at {served}, before {refetch_secs} s"
     );
-    // the one reported with 0 never comes back
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the one reported with 0 is done for good, and a.test is out again (leased)
     assert!(get(&mut c, params(60)).await.is_empty());
+    let status = c
+        .get_url_status(pb::UrlStatusRequest {
+            url: "http://b.test/once".into(),
+            key: String::new(),
+            crawl_id: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        matches!(&status.item, Some(Item::Known(k)) if k.refetchable_from_date == 0),
+        "{status:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
