@@ -46,7 +46,7 @@ pub struct WarcConfig {
     /// `robots` field of the warcinfo record (e.g. `obey`).
     pub robots: Option<String>,
     /// Deflate level of every record's gzip member, 0 (stored) to 9. Default 6, gzip's
-    /// own; 1 deflates about 3x faster for files about 30 % larger on text.
+    /// own; 1 is much faster for somewhat larger files (docs/benchmarks.md).
     pub gzip_level: u32,
 }
 
