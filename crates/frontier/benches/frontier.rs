@@ -13,6 +13,10 @@ use std::time::Instant;
 
 use frontier::*;
 
+/// The allocator frontierd uses, so the figures are the daemon's.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const T0: u64 = 1_700_000_000_000;
 
 fn peak_rss_mb() -> f64 {
@@ -119,6 +123,14 @@ fn main() {
     let rss_ingest = peak_rss_mb();
     let disk_ingest = f.size_on_disk().expect("size");
     let disk_files = dir_size(dir.path());
+    if std::env::var("FRONTIER_BENCH_INGEST_ONLY").is_ok_and(|v| v == "1") {
+        println!(
+            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), peak RSS {rss_ingest:.0} MB, {:.0} B/URL on disk",
+            n as f64 / ingest_s,
+            disk_files as f64 / n as f64
+        );
+        return;
+    }
 
     // restart (with FRONTIER_BENCH_REOPEN=1): what an operator waits for after a stop with
     // everything queued. Off by default: two stores opened one after the other in one
@@ -163,7 +175,7 @@ fn main() {
 
     if std::env::var("FRONTIER_BENCH_RAW").is_ok_and(|v| v == "0") {
         println!(
-            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), reopen {reopen}, dispatch {:.0} URLs/s (CPU {dispatch_cpu:.2} s), peak RSS {rss_dispatch:.0} MB, {:.0} B/URL on disk",
+            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), reopen {reopen}, dispatch {:.0} URLs/s (CPU {dispatch_cpu:.2} s), peak RSS {rss_ingest:.0} MB after ingest, {rss_dispatch:.0} MB after dispatch, {:.0} B/URL on disk",
             n as f64 / ingest_s,
             n as f64 / dispatch_s,
             disk_ingest as f64 / n as f64

@@ -23,6 +23,14 @@ use clap::{Parser, Subcommand};
 
 use crate::stdout::{out, StdoutClosed};
 
+/// jemalloc instead of glibc malloc: with hundreds of thousands of hosts the daemon's
+/// many small, long-lived allocations fragmented glibc's heap and its arena locks
+/// serialized the runtime threads (measured in docs/benchmarks.md, "Allocator").
+/// (Feature `jemalloc`, on by default.)
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// A politeness-aware crawler frontier daemon.
 #[derive(Parser)]
 #[command(name = "frontierd", version, about)]
