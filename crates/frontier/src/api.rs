@@ -193,6 +193,7 @@ impl Frontier {
                 next_seq: 0,
                 first_seq: 0,
                 bytes: 0,
+                next_fold: 0,
             },
         };
         let f = Frontier {
@@ -609,15 +610,15 @@ impl Frontier {
             }
         }
         let head = h.rec.head_seq;
-        for &(first, n) in &h.segs {
-            if first + n <= head {
+        for s in &h.segs {
+            if s.end() <= head {
                 continue;
             }
-            let Some(v) = self.store.get(&keys::queued(id, first))? else {
+            let Some(v) = self.store.get(&s.key(id))? else {
                 continue;
             };
             let seg = Segment::parse(&v)?;
-            for i in head.saturating_sub(first)..n {
+            for i in head.saturating_sub(s.first)..u64::from(s.len) {
                 out.push(seg.entry(i as usize)?.url);
             }
         }

@@ -362,18 +362,18 @@ impl Frontier {
         if let Some(b) = h.pending.get(seq) {
             return Ok(Some(b.to_vec()));
         }
-        let i = h.segs.partition_point(|&(f, _)| f <= seq);
-        let Some(&(first, n)) = i.checked_sub(1).and_then(|i| h.segs.get(i)) else {
+        let i = h.segs.partition_point(|s| s.first <= seq);
+        let Some(&s) = i.checked_sub(1).and_then(|i| h.segs.get(i)) else {
             return Ok(None);
         };
-        if seq >= first + n {
+        if seq >= s.end() {
             return Ok(None);
         }
-        let Some(v) = self.store.get(&keys::queued(id, first))? else {
+        let Some(v) = self.store.get(&s.key(id))? else {
             return Ok(None);
         };
         let seg = Segment::parse(&v)?;
-        Ok(Some(seg.raw((seq - first) as usize)?.to_vec()))
+        Ok(Some(seg.raw((seq - s.first) as usize)?.to_vec()))
     }
 
     pub(crate) fn quota_ok(&self, inner: &mut Inner, now_ms: u64) -> bool {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::api::{Frontier, Inner};
 use crate::canon::{canonicalize, politeness_key_of, CanonicalUrl, Rejection};
 use crate::error::Result;
-use crate::sched::hosts::HostMem;
+use crate::sched::hosts::{HostMem, SegRef};
 use crate::seen::HashSet128;
 use crate::store::codec::{HostRecord, QueueEntry};
 use crate::store::journal::FOLD_PIECE_BYTES;
@@ -311,6 +311,10 @@ impl Frontier {
             .collect();
         ids.sort_unstable();
         let mut segments = 0usize;
+        let fold = inner.intake.next_fold;
+        // (a store would need four billion folds to reach the legacy marker; past it the
+        // keys stay unique by host id and sequence, only no longer in fold order)
+        inner.intake.next_fold = fold.saturating_add(1).min(SegRef::LEGACY - 1);
         for id in ids {
             let Some(h) = inner.hosts.get_mut(&id) else {
                 continue;
@@ -322,8 +326,14 @@ impl Frontier {
             for chunk in entries.chunks(packed::SEGMENT_MAX_ENTRIES) {
                 let seg = packed::encode_segment(chunk.iter().copied());
                 bytes += seg.len();
-                out.put(keys::queued(id, first), seg);
-                h.segs.push_back((first, chunk.len() as u64));
+                let at = SegRef {
+                    first,
+                    // at most SEGMENT_MAX_ENTRIES
+                    len: chunk.len() as u32,
+                    fold,
+                };
+                out.put(at.key(id), seg);
+                h.segs.push_back(at);
                 first += chunk.len() as u64;
                 segments += 1;
             }

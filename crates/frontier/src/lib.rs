@@ -34,6 +34,8 @@ pub mod store;
 mod work;
 
 #[cfg(test)]
+mod fold_tests;
+#[cfg(test)]
 mod ipgroup_tests;
 #[cfg(test)]
 mod tests;

@@ -50,4 +50,6 @@ pub(crate) struct IntakeLog {
     pub(crate) first_seq: u64,
     /// Bytes written to `W` records since the last fold.
     pub(crate) bytes: u64,
+    /// Number of the next fold (the first part of its segments' keys).
+    pub(crate) next_fold: u32,
 }

@@ -7,7 +7,37 @@ use std::sync::Arc;
 
 use crate::sched::aside::{Delayed, Parked, Source};
 use crate::store::codec::HostRecord;
+use crate::store::keys;
 use crate::store::packed::Pending;
+
+/// Where one stored segment of a host's queue is: its sequences and its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegRef {
+    /// Sequence of its first entry.
+    pub(crate) first: u64,
+    /// Entries in it.
+    pub(crate) len: u32,
+    /// The fold that wrote it ([`SegRef::LEGACY`]: an older store's `Q` key).
+    pub(crate) fold: u32,
+}
+
+impl SegRef {
+    /// `fold` of a segment under an older store's `Q` + host id + first key.
+    pub(crate) const LEGACY: u32 = u32::MAX;
+
+    /// Sequence after its last entry.
+    pub(crate) fn end(&self) -> u64 {
+        self.first + u64::from(self.len)
+    }
+
+    /// Its store key, for host `id`.
+    pub(crate) fn key(&self, id: u64) -> Vec<u8> {
+        match self.fold {
+            SegRef::LEGACY => keys::queued(id, self.first),
+            fold => keys::segment(fold, id, self.first),
+        }
+    }
+}
 
 pub(crate) struct HostMem {
     pub(crate) key: Arc<str>,
@@ -17,8 +47,8 @@ pub(crate) struct HostMem {
     /// below `pending.first` is in a segment or was handed out; the next sequence to
     /// assign is `pending.end()`.
     pub(crate) pending: Pending,
-    /// The host's stored segments, oldest first: (first sequence, entry count).
-    pub(crate) segs: VecDeque<(u64, u64)>,
+    /// The host's stored segments, oldest first.
+    pub(crate) segs: VecDeque<SegRef>,
     /// Sequences below the head to hand out before it, lowest first: leases returned at
     /// open and URLs waiting for a retry.
     pub(crate) front: Vec<u64>,
@@ -101,15 +131,12 @@ impl HostMem {
 
     /// The smallest stored or pending sequence at or after `from`.
     pub(crate) fn next_seq_from(&self, from: u64) -> Option<u64> {
-        let i = self.segs.partition_point(|&(f, _)| f <= from);
-        if i > 0 {
-            let (f, n) = self.segs[i - 1];
-            if from < f + n {
-                return Some(from);
-            }
+        let i = self.segs.partition_point(|s| s.first <= from);
+        if i > 0 && from < self.segs[i - 1].end() {
+            return Some(from);
         }
-        if let Some(&(f, _)) = self.segs.get(i) {
-            return Some(f);
+        if let Some(s) = self.segs.get(i) {
+            return Some(s.first);
         }
         if from < self.pending.end() {
             return Some(from.max(self.pending.first));
@@ -138,16 +165,16 @@ impl HostMem {
         }
     }
 
-    /// Forget the segments nothing live points into any more; returns their first
-    /// sequences (the caller deletes their keys).
-    pub(crate) fn drop_dead_segments(&mut self) -> Vec<u64> {
+    /// Forget the segments nothing live points into any more; returns them (the caller
+    /// deletes their keys).
+    pub(crate) fn drop_dead_segments(&mut self) -> Vec<SegRef> {
         let live = self.live_from();
         let mut dead = Vec::new();
-        while let Some(&(f, n)) = self.segs.front() {
-            if f + n > live {
+        while let Some(&s) = self.segs.front() {
+            if s.end() > live {
                 break;
             }
-            dead.push(f);
+            dead.push(s);
             self.segs.pop_front();
         }
         dead

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use super::aside::{Delayed, PARK_PER_VISIT};
 use super::dispatch::{decide, Step};
 use super::failure::{backoff_step_ms, FailureScope, NetworkFailure, PageOutcome};
-use super::hosts::{ready_at, schedule, HostMem, ReadyHeap};
+use super::hosts::{ready_at, schedule, HostMem, ReadyHeap, SegRef};
 use super::politeness::gap_ms;
 use super::robots_gate::RobotsVerdict;
 use crate::config::{CrawlDelayOverCap, FrontierConfig};
@@ -370,11 +370,20 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
 #[test]
 fn dead_segments_are_those_below_every_live_sequence() {
     let mut h = host(0);
-    h.segs.extend([(0, 4), (4, 4), (8, 4)]);
+    let seg = |first| SegRef {
+        first,
+        len: 4,
+        fold: first as u32,
+    };
+    h.segs.extend([seg(0), seg(4), seg(8)]);
     h.rec.head_seq = 9;
     h.leased.push(5);
-    assert_eq!(h.drop_dead_segments(), vec![0], "a lease keeps its segment");
+    assert_eq!(
+        h.drop_dead_segments(),
+        vec![seg(0)],
+        "a lease keeps its segment"
+    );
     h.leased.clear();
-    assert_eq!(h.drop_dead_segments(), vec![4]);
+    assert_eq!(h.drop_dead_segments(), vec![seg(4)]);
     assert_eq!(h.segs.len(), 1);
 }

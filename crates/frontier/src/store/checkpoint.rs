@@ -51,11 +51,7 @@ impl Frontier {
         dirty.dedup();
         for id in &dirty {
             if let Some(h) = inner.hosts.get_mut(id) {
-                dead.extend(
-                    h.drop_dead_segments()
-                        .into_iter()
-                        .map(|f| keys::queued(*id, f)),
-                );
+                dead.extend(h.drop_dead_segments().into_iter().map(|s| s.key(*id)));
             }
         }
         Self::journal_hosts(inner, &dirty, batch);

@@ -36,11 +36,33 @@ pub fn host(key: &str) -> Vec<u8> {
 fn idseq(tag: u8, id: u64, seq: u64) -> Vec<u8> {
     tagged(tag, &[&id.to_be_bytes(), &seq.to_be_bytes()])
 }
-/// Queue segment: `Q` + host id + sequence of its first entry -> consecutive entries
-/// (see `packed.rs`; older stores have one [`crate::QueueEntry`] per key here, which
-/// reads as a one-entry segment).
+/// Queue segment of older stores: `Q` + host id + sequence of its first entry ->
+/// consecutive entries (see `packed.rs`; still older stores have one
+/// [`crate::QueueEntry`] per key here, which reads as a one-entry segment). Still read and
+/// deleted; no longer written.
 pub fn queued(id: u64, seq: u64) -> Vec<u8> {
     idseq(b'Q', id, seq)
+}
+/// Queue segment: `q` + fold number (u32 BE) + host id + sequence of its first entry ->
+/// consecutive entries of that host (see `packed.rs`). The fold number comes first so
+/// that each fold writes its segments after every earlier one: with many hosts a fold
+/// gives each host a small segment, and keyed by host first those landed in every leaf
+/// of the tree, so each fold rewrote what all earlier folds had written.
+pub fn segment(fold: u32, id: u64, first: u64) -> Vec<u8> {
+    tagged(
+        b'q',
+        &[&fold.to_be_bytes(), &id.to_be_bytes(), &first.to_be_bytes()],
+    )
+}
+/// Parse a [`segment`] key: (fold, host id, first sequence).
+pub fn parse_segment(k: &[u8]) -> Option<(u32, u64, u64)> {
+    if k.len() != 21 || k[0] != b'q' {
+        return None;
+    }
+    let fold = u32::from_be_bytes(k[1..5].try_into().ok()?);
+    let id = u64::from_be_bytes(k[5..13].try_into().ok()?);
+    let first = u64::from_be_bytes(k[13..21].try_into().ok()?);
+    Some((fold, id, first))
 }
 /// Leased URL: `L` + host id + sequence (written by older versions only; such leases are
 /// returned to their queues at open. Leases now live in the host record).

@@ -7,7 +7,7 @@ use crate::api::Frontier;
 use crate::error::Result;
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
-use crate::sched::hosts::HostMem;
+use crate::sched::hosts::{HostMem, SegRef};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::journal::journal_decode;
 use crate::store::keys;
@@ -32,25 +32,50 @@ impl Frontier {
             }
         }
         let mut batch = Batch::new();
-        // 1. queue segments (and one-entry values of older versions), by host id
-        let mut segs: HashMap<u64, VecDeque<(u64, u64)>> = HashMap::new();
+        // 1. queue segments by host id: `q` keys (fold first), and the `Q` keys of older
+        // stores (segments, or one-entry values of still older ones)
+        let mut segs: HashMap<u64, VecDeque<SegRef>> = HashMap::new();
         // (only each value's header is needed: visited in place, not copied)
         let mut bad = None;
+        let mut last_fold = None;
+        self.store.visit_prefix(b"q", &mut |k, v| {
+            let Some((fold, id, first)) = keys::parse_segment(k) else {
+                return;
+            };
+            last_fold = Some(fold);
+            match Segment::parse(v) {
+                Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
+                    first,
+                    len: seg.len() as u32,
+                    fold,
+                }),
+                Err(e) => bad = Some(e),
+            }
+        })?;
         self.store.visit_prefix(b"Q", &mut |k, v| {
             let Some((id, first)) = keys::parse_idseq(k) else {
                 return;
             };
             match Segment::parse(v) {
-                Ok(seg) => segs
-                    .entry(id)
-                    .or_default()
-                    .push_back((first, seg.len() as u64)),
+                Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
+                    first,
+                    len: seg.len() as u32,
+                    fold: SegRef::LEGACY,
+                }),
                 Err(e) => bad = Some(e),
             }
         })?;
         if let Some(e) = bad {
             return Err(e.into());
         }
+        // `q` keys come fold by fold: each host's in sequence order
+        for host_segs in segs.values_mut() {
+            host_segs
+                .make_contiguous()
+                .sort_unstable_by_key(|s| s.first);
+        }
+        inner.intake.next_fold =
+            last_fold.map_or(0, |f| f.saturating_add(1).min(SegRef::LEGACY - 1));
         // leases of older versions (`L` keys) become one-entry segments again
         for kv in self.store.scan_prefix(b"L") {
             let (k, v) = kv?;
@@ -61,8 +86,15 @@ impl Frontier {
             batch.put(keys::queued(id, seq), v);
             batch.cut();
             let q = segs.entry(id).or_default();
-            let at = q.partition_point(|&(f, _)| f < seq);
-            q.insert(at, (seq, 1));
+            let at = q.partition_point(|s| s.first < seq);
+            q.insert(
+                at,
+                SegRef {
+                    first: seq,
+                    len: 1,
+                    fold: SegRef::LEGACY,
+                },
+            );
         }
         // 2. retry entries
         let mut retries: HashMap<u64, Vec<u64>> = HashMap::new();
@@ -165,7 +197,7 @@ impl Frontier {
             behind.dedup();
             recovered += leased.len() as u64;
             h.front = front;
-            let seg_end = h.segs.back().map_or(0, |&(f, n)| f + n);
+            let seg_end = h.segs.back().map_or(0, SegRef::end);
             let keep_from = seg_end.max(h.live_from());
             let mut pending: Option<Pending> = None;
             for (seq, e) in host_intake {
@@ -203,7 +235,7 @@ impl Frontier {
             let in_segs: u64 = h
                 .segs
                 .iter()
-                .map(|&(f, n)| (f + n).saturating_sub(f.max(head)))
+                .map(|s| s.end().saturating_sub(s.first.max(head)))
                 .sum();
             let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
             let queued = (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending;
@@ -220,8 +252,8 @@ impl Frontier {
             h.rec.in_flight = 0;
             h.rec.counters.queued = queued;
             // segments that only hold URLs handed out and completed before the crash
-            for f in h.drop_dead_segments() {
-                batch.del(keys::queued(id, f));
+            for s in h.drop_dead_segments() {
+                batch.del(s.key(id));
             }
             batch.cut();
             if queued > 0 {
@@ -236,8 +268,8 @@ impl Frontier {
                 } else if from_journal {
                     inner.journal.evicted.insert(h.key.clone(), v);
                 }
-                for (f, _) in h.segs.drain(..) {
-                    batch.del(keys::queued(id, f));
+                for s in h.segs.drain(..) {
+                    batch.del(s.key(id));
                 }
                 for s in h.retries.drain(..) {
                     batch.del(keys::retry(id, s));
