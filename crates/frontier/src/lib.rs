@@ -27,6 +27,7 @@ mod error;
 pub mod events;
 mod external;
 mod intake;
+mod lastmod;
 mod recrawl;
 pub mod sched;
 mod seen;
@@ -45,6 +46,7 @@ pub use canon::{canonicalize, CanonicalUrl, PolitenessKeyMode, Rejection};
 pub use config::{CrawlDelayOverCap, FrontierConfig};
 pub use error::{FrontierError, Result};
 pub use events::{FrontierEvent, FrontierStats, HostTotals, OriginView};
+pub use lastmod::LastmodResult;
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
 pub use sched::recrawl::{

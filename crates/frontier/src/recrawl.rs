@@ -22,7 +22,7 @@ use crate::store::keys;
 use crate::store::packed::IntakeWriter;
 use crate::store::revisit;
 use crate::store::Batch;
-use crate::work::EnqueueItem;
+use crate::work::{url_hash, EnqueueItem};
 
 impl Frontier {
     /// URLs in the due index (a full scan: for tests and the operator, not a hot path).
@@ -69,7 +69,7 @@ impl Frontier {
         batch: &mut Batch,
         mut entry: QueueEntry,
         item: &EnqueueItem,
-        deferred: &mut Vec<(u64, Vec<u8>)>,
+        deferred: &mut Vec<DueWrite>,
         now_ms: u64,
     ) -> Option<QueueEntry> {
         Self::mark_recrawl_in_use(inner, batch);
@@ -79,25 +79,39 @@ impl Frontier {
         });
         match item.refetch_at_ms {
             Some(at) if at > now_ms => {
-                deferred.push((at, entry.encode()));
+                deferred.push(DueWrite {
+                    due_ms: at,
+                    entry: entry.encode(),
+                    locate: None,
+                });
                 None
             }
             _ => Some(entry),
         }
     }
 
-    /// Write (due time, entry) pairs to the due index: one key per due second.
-    pub(crate) fn write_due(inner: &mut Inner, batch: &mut Batch, entries: Vec<(u64, Vec<u8>)>) {
-        let mut by_slot: BTreeMap<u64, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
-        for (due, e) in entries {
-            by_slot
-                .entry(keys::due_slot(due))
-                .or_default()
-                .push((due, e));
+    /// Write entries to the due index: one key per due second. An entry with a locator
+    /// gets its `Y` key (where it waits, for a sitemap's `lastmod`) in the same batch.
+    pub(crate) fn write_due(inner: &mut Inner, batch: &mut Batch, entries: Vec<DueWrite>) {
+        let mut by_slot: BTreeMap<u64, Vec<DueWrite>> = BTreeMap::new();
+        for w in entries {
+            by_slot.entry(keys::due_slot(w.due_ms)).or_default().push(w);
         }
         for (slot, group) in by_slot {
             let id: u64 = inner.rng.gen();
-            batch.put(keys::due(slot, id), revisit::encode_due(&group));
+            let mut pairs = Vec::with_capacity(group.len());
+            for w in group {
+                if let Some((hash, fetched_ms)) = w.locate {
+                    let loc = revisit::Locator {
+                        slot_ms: slot,
+                        id,
+                        fetched_ms,
+                    };
+                    batch.put(keys::locator(hash), revisit::encode_locator(&loc));
+                }
+                pairs.push((w.due_ms, w.entry));
+            }
+            batch.put(keys::due(slot, id), revisit::encode_due(&pairs));
             inner.next_due_ms = inner.next_due_ms.min(slot);
         }
     }
@@ -184,7 +198,7 @@ impl Frontier {
         entry: QueueEntry,
         visit: Option<&Visit>,
         now_ms: u64,
-    ) -> Option<(u64, Vec<u8>)> {
+    ) -> Option<DueWrite> {
         let had = entry.recrawl.is_some();
         let mut rec = entry.recrawl.clone().unwrap_or_default();
         let host = CanonicalUrl::from_canonical(entry.url.clone())
@@ -222,13 +236,24 @@ impl Frontier {
             } => {
                 rec.due_ms = due_ms;
                 rec.interval_ms = interval_ms;
+                // when it was last fetched: this visit, or (given up) the last full one
+                let fetched_ms = visit.map_or(rec.captured_ms, |v| v.fetched_at_ms);
+                let locate = self
+                    .cfg
+                    .recrawl
+                    .locate_for_lastmod
+                    .then(|| (url_hash(&entry.url), fetched_ms));
                 let e = QueueEntry {
                     attempts: 0,
                     recrawl: Some(rec),
                     ..entry
                 };
                 inner.stats.revisits_scheduled += 1;
-                Some((due_ms, e.encode()))
+                Some(DueWrite {
+                    due_ms,
+                    entry: e.encode(),
+                    locate,
+                })
             }
             Next::Unscheduled => None,
             Next::Gone => {
@@ -240,6 +265,7 @@ impl Frontier {
     }
 
     /// [`Frontier::reschedule`] for each, written to `batch` (one index key per second).
+    /// A URL that leaves the schedule loses its locator too.
     pub(crate) fn reschedule_all(
         &self,
         inner: &mut Inner,
@@ -247,13 +273,30 @@ impl Frontier {
         done: Vec<(QueueEntry, Option<&Visit>)>,
         now_ms: u64,
     ) {
-        let due: Vec<(u64, Vec<u8>)> = done
-            .into_iter()
-            .filter_map(|(e, v)| self.reschedule(inner, e, v, now_ms))
-            .collect();
+        let locate = self.cfg.recrawl.locate_for_lastmod;
+        let mut due = Vec::with_capacity(done.len());
+        for (e, v) in done {
+            let hash = locate.then(|| url_hash(&e.url));
+            match self.reschedule(inner, e, v, now_ms) {
+                Some(w) => due.push(w),
+                None => {
+                    if let Some(h) = hash {
+                        batch.del(keys::locator(h));
+                    }
+                }
+            }
+        }
         if !due.is_empty() {
             Self::mark_recrawl_in_use(inner, batch);
             Self::write_due(inner, batch, due);
         }
     }
+}
+
+/// One entry for the due index: its due time, the encoded queue entry, and, when
+/// locators are kept, the URL's hash and last fetch time (its `Y` key).
+pub(crate) struct DueWrite {
+    pub(crate) due_ms: u64,
+    pub(crate) entry: Vec<u8>,
+    pub(crate) locate: Option<(u128, u64)>,
 }

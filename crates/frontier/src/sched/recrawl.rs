@@ -28,6 +28,10 @@ pub struct RecrawlConfig {
     pub gone_after: u32,
     /// Due URLs moved back to their host queues per dispatch call, at most.
     pub due_per_dispatch: usize,
+    /// Keep a locator per scheduled URL (one small key each), so that a sitemap's
+    /// `lastmod` can move a known URL's due time ([`crate::Frontier::apply_lastmod`]).
+    /// Off by default: it costs a key per scheduled URL.
+    pub locate_for_lastmod: bool,
 }
 
 impl Default for RecrawlConfig {
@@ -41,6 +45,7 @@ impl Default for RecrawlConfig {
             max_interval_ms: 30 * 86_400_000,
             gone_after: 3,
             due_per_dispatch: 256,
+            locate_for_lastmod: false,
         }
     }
 }

@@ -119,6 +119,13 @@ pub fn parse_due(k: &[u8]) -> Option<u64> {
 pub fn due_slot(due_ms: u64) -> u64 {
     due_ms.div_ceil(1000).saturating_mul(1000)
 }
+/// Where a scheduled URL waits (kept only with `RecrawlConfig::locate_for_lastmod`, for
+/// sitemaps' `lastmod`): `Y` + 128-bit hash of the canonical URL (BE) -> its due-index key's
+/// second and id and when it was last fetched (`store::revisit::encode_locator`). A locator
+/// whose due key is gone (the URL was moved to its queue) is stale, and harmless.
+pub fn locator(hash: u128) -> Vec<u8> {
+    tagged(b'Y', &[&hash.to_be_bytes()])
+}
 /// Present once any URL carried a recrawl record: completions then look for them.
 pub const RECRAWL_IN_USE: &[u8] = b"M\0recrawl";
 /// Next host id counter.

@@ -158,6 +158,8 @@ impl RecrawlSection {
             max_interval_ms: ms(self.max_interval.0),
             gone_after: self.gone_after,
             due_per_dispatch: self.due_per_dispatch as usize,
+            // set by `[sitemaps]` (config/sitemaps.rs): only sitemaps use locators
+            locate_for_lastmod: false,
         }
     }
 }
