@@ -438,3 +438,101 @@ fn sitemaps_are_off_by_default_and_a_submitted_one_needs_them_on() {
     );
     assert_eq!(status, 400, "{answer}");
 }
+
+/// RFC 3339 UTC of now, in whole seconds (as a site writes `lastmod`).
+fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A page whose sitemap `lastmod` moves past its last fetch is fetched again once the
+/// sitemap is read again (`sitemaps.refetch_interval`), while its neighbour, whose
+/// `lastmod` did not move, is not: the pages' own revisit interval is 30 days, so only
+/// `lastmod` explains the refetch. A lastmod read again after that refetch moves nothing.
+#[test]
+fn a_lastmod_later_than_the_last_fetch_makes_a_known_page_due_now() {
+    use std::sync::{Arc, Mutex};
+    let site = Site::start(|_| Reply::not_found());
+    let base = site.base("news.site.test");
+    let b = base.clone();
+    // the lastmod the sitemap gives /changed (from the start: long ago)
+    let changed_lastmod = Arc::new(Mutex::new("2026-01-01".to_string()));
+    let lm = changed_lastmod.clone();
+    site.set_handler(move |r| match r.path.as_str() {
+        "/robots.txt" => Reply::text(format!("User-agent: *\nSitemap: {b}/sitemap.xml\n")),
+        "/sitemap.xml" => xml(format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>{b}/changed</loc><lastmod>{}</lastmod></url>
+<url><loc>{b}/same</loc><lastmod>2026-01-01</lastmod></url>
+</urlset>
+"#,
+            lm.lock().unwrap()
+        )
+        .into_bytes()),
+        "/changed" | "/same" => Reply::html(format!("{} {}", r.path, r.nth)),
+        _ => Reply::not_found(),
+    });
+    let env = Env::new(&[
+        ("sitemaps", "enabled", "true"),
+        ("sitemaps", "refetch_interval", "\"2s\""),
+        ("recrawl", "default_interval", "\"30d\""),
+        ("recrawl", "min_interval", "\"1s\""),
+    ]);
+    let d = env.start();
+    d.submit(&[format!("{base}/")]);
+    let count = |path: &str| site.hits().iter().filter(|h| h.path == path).count();
+    wait_until("both pages fetched once", Duration::from_secs(30), || {
+        count("/changed") == 1 && count("/same") == 1
+    });
+    // the site changes /changed a second after our fetch of it (lastmod in whole seconds)
+    let fetched = site
+        .hits()
+        .iter()
+        .find(|h| h.path == "/changed")
+        .unwrap()
+        .start;
+    wait_until("a second after the fetch", Duration::from_secs(5), || {
+        fetched.elapsed() > Duration::from_millis(1100)
+    });
+    *changed_lastmod.lock().unwrap() = rfc3339_now();
+    let sitemap_reads_at_change = count("/sitemap.xml");
+    wait_until(
+        "/changed fetched again after the sitemap was read again",
+        Duration::from_secs(30),
+        || count("/changed") == 2,
+    );
+    assert!(count("/sitemap.xml") > sitemap_reads_at_change);
+    // two more reads of the sitemap: /same keeps its 30 days, /changed is not fetched a
+    // third time (its refetch came after its lastmod)
+    let reads = count("/sitemap.xml");
+    wait_until(
+        "the sitemap read twice more",
+        Duration::from_secs(30),
+        || count("/sitemap.xml") >= reads + 2,
+    );
+    // (the read before the last one is applied: the last came a refetch interval later)
+    let m = d.metrics();
+    assert_eq!(count("/same"), 1, "/same refetched without a newer lastmod");
+    assert_eq!(
+        count("/changed"),
+        2,
+        "/changed refetched again for the same lastmod"
+    );
+    assert_eq!(
+        metric(&m, "frontierd_sitemap_lastmod_total{result=\"due\"}"),
+        Some(1.0),
+        "{m}"
+    );
+    assert!(
+        metric(&m, "frontierd_sitemap_lastmod_total{result=\"not-newer\"}").unwrap_or(0.0) >= 3.0,
+        "{m}"
+    );
+}

@@ -808,6 +808,7 @@ impl Settings {
         f.robots_cache_origins = usize::try_from(self.raw.robots.cache_origins).unwrap_or(10_000);
         f.recrawl = self.raw.recrawl.frontier();
         network::apply_ip_keys(p, &mut f);
+        self.raw.sitemaps.apply(&mut f);
         f
     }
 

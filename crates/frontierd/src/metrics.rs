@@ -75,6 +75,7 @@ pub struct Metrics {
     pub grpc_unauthenticated: Counter,
     pub sitemaps: Family<Labels, Counter>,
     pub sitemap_urls: Family<Labels, Counter>,
+    pub sitemap_lastmod: Family<Labels, Counter>,
     pub dns_lookups: Family<Labels, Counter>,
     /// The fetcher's cumulative lookups per result already added to `dns_lookups`.
     dns_lookups_seen: [AtomicU64; 6],
@@ -139,6 +140,7 @@ impl Metrics {
             grpc_unauthenticated: Counter::default(),
             sitemaps: Family::default(),
             sitemap_urls: Family::default(),
+            sitemap_lastmod: Family::default(),
             dns_lookups: Family::default(),
             dns_lookups_seen: Default::default(),
             dns_cache_entries: Gauge::default(),
@@ -300,6 +302,11 @@ impl Metrics {
             "sitemap_urls",
             "Entries of fetched sitemaps by result: queued, duplicate, rejected (by the canonicalizer), invalid-url, out-of-scope, outside-sitemap-path, nested-index, over-limit (past sitemaps.max_urls_per_file)",
             m.sitemap_urls.clone(),
+        );
+        registry.register(
+            "sitemap_lastmod",
+            "lastmod of sitemap entries already known, by what it did: due (later than the last fetch: refetched now), not-newer, not-scheduled (not waiting in the due index), in-future (ignored), rejected",
+            m.sitemap_lastmod.clone(),
         );
         registry.register(
             "redirect_chains_stopped",

@@ -490,3 +490,47 @@ fn answers_other_than_2xx_are_judged_like_a_page_and_keep_the_sitemap_kind() {
     assert!(v.page.discovered.is_empty());
     assert_eq!(v.report.unwrap().result(), "not-a-sitemap");
 }
+
+#[test]
+fn priority_is_relative_to_its_sitemap_and_bounded() {
+    const H: u64 = 3_600_000;
+    let hint = |p: Option<u16>| SitemapHints {
+        priority_permille: p,
+        ..SitemapHints::default()
+    };
+    // every URL at 1.0: the mean is 1.0, nobody gains
+    let all_top = [hint(Some(1000)), hint(Some(1000))];
+    let mean = mean_priority_permille(all_top.iter().map(Some));
+    assert_eq!(mean, 1000);
+    assert_eq!(
+        priority_scaled_interval(24 * H, 1000, mean, H, 720 * H),
+        24 * H
+    );
+    // one at 1.0 among 0.5s (and a missing one, read as 0.5)
+    let mixed = [hint(Some(1000)), hint(Some(500)), hint(None)];
+    let mean = mean_priority_permille(mixed.iter().map(Some));
+    assert_eq!(mean, 666);
+    let top = priority_scaled_interval(24 * H, 1000, mean, H, 720 * H);
+    let mid = priority_scaled_interval(24 * H, 500, mean, H, 720 * H);
+    assert!(top < 24 * H && 24 * H < mid, "{top} {mid}");
+    // never less than half nor more than twice, and within min/max
+    assert_eq!(
+        priority_scaled_interval(24 * H, 1000, 0, H, 720 * H),
+        12 * H
+    );
+    assert_eq!(
+        priority_scaled_interval(24 * H, 0, 1000, H, 720 * H),
+        48 * H
+    );
+    assert_eq!(
+        priority_scaled_interval(24 * H, 1000, 0, 20 * H, 720 * H),
+        20 * H
+    );
+    assert_eq!(priority_scaled_interval(24 * H, 0, 1000, H, 30 * H), 30 * H);
+    // out-of-range input is read as 1.0
+    assert_eq!(
+        priority_scaled_interval(24 * H, 5000, 1000, H, 720 * H),
+        24 * H
+    );
+    assert_eq!(mean_priority_permille(std::iter::empty()), 500);
+}

@@ -14,6 +14,7 @@ pub struct SitemapsSection {
     pub urls: Vec<String>,
     pub max_urls_per_file: u64,
     pub max_uncompressed_bytes: u64,
+    pub refetch_interval: super::recrawl::Interval,
 }
 
 impl Default for SitemapsSection {
@@ -23,6 +24,9 @@ impl Default for SitemapsSection {
             urls: Vec::new(),
             max_urls_per_file: PROTOCOL_MAX_URLS as u64,
             max_uncompressed_bytes: PROTOCOL_MAX_BYTES,
+            refetch_interval: super::recrawl::Interval(Some(std::time::Duration::from_secs(
+                86_400,
+            ))),
         }
     }
 }
@@ -34,6 +38,9 @@ pub struct SitemapSettings {
     /// `sitemaps.urls`, parsed.
     pub urls: Vec<Url>,
     pub limits: SitemapLimits,
+    /// Every sitemap's own revisit interval (ms), so that its `lastmod` changes are seen;
+    /// None: `[recrawl]` decides, as for pages.
+    pub refetch_interval_ms: Option<u64>,
 }
 
 impl SitemapsSection {
@@ -75,7 +82,17 @@ impl SitemapsSection {
                 max_urls: usize::try_from(self.max_urls_per_file).unwrap_or(PROTOCOL_MAX_URLS),
                 max_bytes: self.max_uncompressed_bytes,
             },
+            refetch_interval_ms: self
+                .refetch_interval
+                .0
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         })
+    }
+
+    /// The frontier's part: with sitemaps on, scheduled URLs keep a locator so that a
+    /// sitemap's `lastmod` can move a known URL's due time.
+    pub fn apply(&self, f: &mut frontier::FrontierConfig) {
+        f.recrawl.locate_for_lastmod = self.enabled;
     }
 
     /// What is allowed but does nothing.
@@ -101,6 +118,8 @@ mod tests {
         assert!(!s.sitemaps.enabled);
         assert_eq!(s.sitemaps.limits.max_urls, 50_000);
         assert_eq!(s.sitemaps.limits.max_bytes, 50 * 1024 * 1024);
+        assert_eq!(s.sitemaps.refetch_interval_ms, Some(86_400_000));
+        assert!(!s.frontier_config().recrawl.locate_for_lastmod);
         assert!(s.warnings().iter().all(|w| !w.contains("sitemaps")));
     }
 
@@ -120,6 +139,21 @@ mod tests {
         assert!(s.enabled);
         assert_eq!(s.urls[0].as_str(), "https://a.test/sitemap.xml");
         assert_eq!((s.limits.max_urls, s.limits.max_bytes), (10, 4096));
+        let on = Config::parse(
+            "[sitemaps]\nenabled = true\nrefetch_interval = \"6h\"\n",
+            "t",
+        )
+        .unwrap()
+        .check(None)
+        .unwrap();
+        assert_eq!(on.sitemaps.refetch_interval_ms, Some(6 * 3_600_000));
+        assert!(on.frontier_config().recrawl.locate_for_lastmod);
+        let off = check("[sitemaps]\nrefetch_interval = \"off\"\n").unwrap();
+        assert_eq!(off.refetch_interval_ms, None);
+        assert!(
+            Config::parse("[sitemaps]\nrefetch_interval = \"soon\"\n", "t")
+                .is_err_and(|e| e.to_string().contains("refetch_interval"))
+        );
         for (toml, key) in [
             (
                 "max_urls_per_file = 50001",

@@ -43,6 +43,8 @@ pub struct SubmitSummary {
     pub duplicate: u64,
     /// (index in the input, url, reason code)
     pub rejected: Vec<(usize, String, &'static str)>,
+    /// Indices in the input of the URLs already known.
+    pub duplicate_at: Vec<usize>,
 }
 
 /// State shared by every task.
@@ -133,9 +135,18 @@ impl Shared {
     /// say seed).
     pub async fn submit_items(
         self: &Arc<Self>,
-        items: Vec<EnqueueItem>,
+        mut items: Vec<EnqueueItem>,
         log_rejects: bool,
     ) -> Result<SubmitSummary> {
+        // a sitemap is refetched on its own interval, so its lastmod changes are seen
+        let refetch = self.settings.sitemaps.refetch_interval_ms;
+        for item in &mut items {
+            if matches!(item.kind, frontier::EntryKind::Sitemap(_))
+                && item.revisit_interval_ms.is_none()
+            {
+                item.revisit_interval_ms = refetch;
+            }
+        }
         let sh = self.clone();
         let (items, results) = tokio::task::spawn_blocking(move || {
             let results = sh.frontier.enqueue_items(&items, now_ms());
@@ -148,12 +159,16 @@ impl Shared {
             accepted: 0,
             duplicate: 0,
             rejected: Vec::new(),
+            duplicate_at: Vec::new(),
         };
         for (i, (item, r)) in items.iter().zip(results).enumerate() {
             let url = &item.url;
             match r {
                 EnqueueResult::Queued => summary.accepted += 1,
-                EnqueueResult::Duplicate => summary.duplicate += 1,
+                EnqueueResult::Duplicate => {
+                    summary.duplicate += 1;
+                    summary.duplicate_at.push(i);
+                }
                 EnqueueResult::Rejected(rej) => {
                     let code = rej.code();
                     // the URL may be a 1 MB line: echoed cut, with its length

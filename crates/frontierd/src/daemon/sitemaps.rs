@@ -6,14 +6,14 @@
 
 use std::sync::Arc;
 
-use crawl::sitemap::{judge_sitemap, Dropped};
+use crawl::sitemap::{judge_sitemap, mean_priority_permille, priority_scaled_interval, Dropped};
 use crawl::{Page, PageVerdict};
 use fetcher::{FetchOutcome, Url};
 use frontier::{EnqueueItem, EntryKind, PageLease, SitemapSource};
 
 use crate::daemon::shared::Shared;
 use crate::internal_events::sitemap::{
-    SitemapNotParsed, SitemapParsed, SitemapRefused, SitemapUrlsOffered,
+    SitemapLastmodApplied, SitemapNotParsed, SitemapParsed, SitemapRefused, SitemapUrlsOffered,
 };
 use crate::internal_events::InternalEvent;
 
@@ -74,19 +74,99 @@ pub async fn judge(
     verdict.page
 }
 
-/// Offer what a sitemap listed (or a redirect target) to the frontier, counted.
-pub async fn offer(sh: &Arc<Shared>, sitemap: &str, items: Vec<EnqueueItem>) {
-    match sh.submit_items(items, false).await {
-        Ok(summary) => SitemapUrlsOffered {
-            url: sitemap,
-            queued: summary.accepted,
-            duplicate: summary.duplicate,
-            rejected: summary.rejected.len() as u64,
-        }
-        .emit(&sh.metrics),
+/// Offer what a sitemap listed (or a redirect target) to the frontier, counted: listed
+/// pages get their `priority` applied to their revisit interval, and the `lastmod` of
+/// those already known may make them due now.
+pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>) {
+    apply_priority(&sh.frontier.config().recrawl, &mut items);
+    // (index, url, lastmod) of the entries with a lastmod, for those found already known
+    let lastmods: Vec<(usize, String, u64)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, it)| {
+            let m = it.hints.as_ref()?.lastmod_ms?;
+            Some((i, it.url.clone(), u64::try_from(m).ok()?))
+        })
+        .collect();
+    let summary = match sh.submit_items(items, false).await {
+        Ok(summary) => summary,
         Err(e) => {
-            tracing::error!(sitemap = %sitemap, error = %e, "enqueue of sitemap URLs failed")
+            tracing::error!(sitemap = %sitemap, error = %e, "enqueue of sitemap URLs failed");
+            return;
         }
+    };
+    SitemapUrlsOffered {
+        url: sitemap,
+        queued: summary.accepted,
+        duplicate: summary.duplicate,
+        rejected: summary.rejected.len() as u64,
+    }
+    .emit(&sh.metrics);
+    let known: Vec<(String, u64)> = lastmods
+        .into_iter()
+        .filter(|(i, _, _)| summary.duplicate_at.binary_search(i).is_ok())
+        .map(|(_, url, m)| (url, m))
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    let fr = sh.frontier.clone();
+    let applied = tokio::task::spawn_blocking(move || {
+        fr.apply_lastmod(&known, crate::daemon::shared::now_ms())
+    })
+    .await;
+    match applied {
+        Ok(Ok(results)) => {
+            SitemapLastmodApplied {
+                url: sitemap,
+                results: &results,
+            }
+            .emit(&sh.metrics);
+            if results.contains(&frontier::LastmodResult::Due) {
+                sh.pipeline.kick();
+            }
+        }
+        Ok(Err(e)) => {
+            tracing::error!(sitemap = %sitemap, error = %e, "applying sitemap lastmod failed")
+        }
+        Err(e) => {
+            tracing::error!(sitemap = %sitemap, error = %e, "sitemap lastmod task failed")
+        }
+    }
+}
+
+/// Listed pages' `priority`, relative to their sitemap's mean, scales their revisit
+/// interval (their `changefreq`'s, else the `[recrawl]` one) within
+/// `min_interval..=max_interval` (`crawl::sitemap::priority_scaled_interval`). A URL the
+/// configuration does not revisit stays so.
+fn apply_priority(recrawl: &frontier::RecrawlConfig, items: &mut [EnqueueItem]) {
+    let mean = mean_priority_permille(items.iter().map(|it| it.hints.as_ref()));
+    for item in items.iter_mut() {
+        if item.kind != EntryKind::Page {
+            continue;
+        }
+        let Some(priority) = item.hints.as_ref().and_then(|h| h.priority_permille) else {
+            continue;
+        };
+        let host = Url::parse(&item.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        let Some(base) = frontier::sched::recrawl::base_interval(
+            recrawl,
+            &item.url,
+            &host,
+            item.revisit_interval_ms,
+        ) else {
+            continue;
+        };
+        item.revisit_interval_ms = Some(priority_scaled_interval(
+            base,
+            priority,
+            mean,
+            recrawl.min_interval_ms,
+            recrawl.max_interval_ms,
+        ));
     }
 }
 

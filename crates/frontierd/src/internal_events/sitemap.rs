@@ -104,3 +104,28 @@ impl InternalEvent for SitemapRefused<'_> {
             .inc();
     }
 }
+
+/// The `lastmod` of a sitemap's entries already known, applied to their schedule.
+pub struct SitemapLastmodApplied<'a> {
+    pub url: &'a str,
+    pub results: &'a [frontier::LastmodResult],
+}
+
+impl InternalEvent for SitemapLastmodApplied<'_> {
+    fn emit(self, m: &Metrics) {
+        let mut counts: std::collections::BTreeMap<&'static str, u64> = Default::default();
+        for r in self.results {
+            *counts.entry(r.as_str()).or_default() += 1;
+        }
+        let due = counts.get("due").copied().unwrap_or(0);
+        if due > 0 {
+            tracing::info!(sitemap = %self.url, due, "sitemap lastmod later than the last fetch: {due} known URL(s) due now");
+        }
+        tracing::debug!(sitemap = %self.url, ?counts, "sitemap lastmod applied");
+        for (result, n) in counts {
+            m.sitemap_lastmod
+                .get_or_create(&label("result", result))
+                .inc_by(n);
+        }
+    }
+}
