@@ -73,6 +73,9 @@ pub(crate) struct Inner {
     pub(crate) lease_clock: LeaseClock,
     /// Hosts sharing an IP address share its politeness budget.
     pub(crate) ip_groups: IpGroups,
+    /// Hosts whose address is asked for before their first robots.txt fetch, not yet
+    /// taken by [`Frontier::take_resolves`].
+    pub(crate) resolves: Vec<crate::resolve::ResolveRequest>,
 }
 
 impl Inner {
@@ -168,6 +171,7 @@ impl Frontier {
                 max_in_flight: cfg.max_in_flight_per_ip,
                 delay_ms: cfg.ip_delay_ms,
             }),
+            resolves: Vec::new(),
             next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
             quota,

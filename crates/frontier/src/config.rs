@@ -75,6 +75,12 @@ pub struct FrontierConfig {
     /// Smallest gap between two request starts at one IP address, whichever of its hosts
     /// they are for (default 250 ms; 0 = no gap).
     pub ip_delay_ms: u64,
+    /// Ask for a host's address before its first robots.txt fetch, so that this fetch
+    /// waits for its IP group like any other: the host is listed by
+    /// [`crate::Frontier::take_resolves`] and waits until the caller reports the answer
+    /// with [`crate::Frontier::resolved`] (the frontier does no I/O). Off: a new host's
+    /// first fetch is paced by its own rules only (default; external fetchers).
+    pub resolve_before_robots: bool,
     /// Seed for jitter (tests); `None` = random.
     pub seed: Option<u64>,
     /// Revisits of fetched URLs (default: none, one pass; see `docs/recrawl.md`).
@@ -109,6 +115,7 @@ impl FrontierConfig {
             max_robots_in_flight: None,
             max_in_flight_per_ip: 4,
             ip_delay_ms: 250,
+            resolve_before_robots: false,
             seed: None,
             recrawl: Default::default(),
         }

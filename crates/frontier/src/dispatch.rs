@@ -7,11 +7,12 @@ use crate::api::{Frontier, Inner};
 use crate::canon::origin_of;
 use crate::error::Result;
 use crate::external::{client_delay_ms, LeaseTerms};
+use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
 use crate::sched::hosts::HostMem;
-use crate::sched::ipgroup::IpGate;
+use crate::sched::ipgroup::{IpGate, Resolve};
 use crate::sched::politeness;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
@@ -193,6 +194,25 @@ impl Frontier {
                             continue;
                         }
                         Step::FetchRobots => {
+                            // a new host's address first, so that even its first request
+                            // waits for its IP group (an external fetcher's hosts skip this)
+                            if self.cfg.resolve_before_robots && terms.is_none() && h.ip.is_none() {
+                                match h.resolve {
+                                    Resolve::NotAsked => {
+                                        h.resolve = Resolve::Asked;
+                                        inner.resolves.push(ResolveRequest {
+                                            host_id: id,
+                                            host: host_of_origin(&origin).to_string(),
+                                        });
+                                        inner.stats.resolves_asked += 1;
+                                        continue 'hosts;
+                                    }
+                                    // waits for the answer (`resolved` schedules it)
+                                    Resolve::Asked => continue 'hosts,
+                                    // did not resolve: the fetch says so, as an outcome
+                                    Resolve::Failed => {}
+                                }
+                            }
                             if self
                                 .cfg
                                 .max_robots_in_flight

@@ -42,6 +42,8 @@ pub struct FrontierStats {
     pub revisits_gone: u64,
     /// Scheduled URLs made due now by a sitemap `lastmod` later than their last fetch.
     pub lastmod_moves: u64,
+    /// Hosts whose address was asked for before their first robots.txt fetch.
+    pub resolves_asked: u64,
     /// Times a host ready by its own rules waited for its IP address's budget (a slot, or
     /// the gap between two requests to the address).
     pub ip_waits: u64,

@@ -239,3 +239,92 @@ fn a_robots_outcome_that_cannot_be_stored_frees_the_address_slot() {
         "the address's slot came back"
     );
 }
+
+/// With `resolve_before_robots`, 20 new names on one address: none gets its robots.txt
+/// before its address is reported, then their robots.txt fetches keep the address's gap
+/// and slots like pages; a name that does not resolve still gets its fetch (to fail as
+/// one). Without it (the old way) all 20 robots.txt fetches go at once.
+#[test]
+fn first_robots_fetches_wait_for_the_address_once_it_is_resolved() {
+    let names: Vec<String> = (0..20).map(|i| format!("r{i}.test")).collect();
+    let urls: Vec<String> = names.iter().map(|h| format!("http://{h}/")).collect();
+    let robots = |items: Vec<WorkItem>| -> Vec<RobotsLease> {
+        items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Robots(r) => Some(r),
+                WorkItem::Page(_) => None,
+            })
+            .collect()
+    };
+    // the old way: 20 robots.txt at once, nothing to resolve
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path());
+    f.enqueue_batch(&urls, T0).unwrap();
+    assert_eq!(robots(f.next_batch(T0, 100).unwrap()).len(), 20);
+    assert!(f.take_resolves().is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = FrontierConfig::new(dir.path()).without_gaps();
+    c.seed = Some(1);
+    c.max_in_flight_per_ip = 2;
+    c.ip_delay_ms = 100;
+    c.resolve_before_robots = true;
+    let f = Frontier::open(c).unwrap();
+    f.enqueue_batch(&urls, T0).unwrap();
+    assert!(f.next_batch(T0, 100).unwrap().is_empty(), "addresses first");
+    let asked = f.take_resolves();
+    assert_eq!(asked.len(), 20);
+    assert!(asked
+        .iter()
+        .all(|r| r.host.starts_with('r') && r.host.ends_with(".test")));
+    assert!(f.next_batch(T0, 100).unwrap().is_empty(), "still waiting");
+    assert!(f.take_resolves().is_empty(), "each host asked once");
+    assert_eq!(f.stats().resolves_asked, 20);
+    // 19 resolve to one address, the last does not resolve
+    let mut answers: Vec<(u64, Option<IpAddr>)> =
+        asked.iter().map(|r| (r.host_id, Some(ip(9)))).collect();
+    answers.last_mut().unwrap().1 = None;
+    let changed = f.resolved(&answers).unwrap();
+    assert_eq!(changed.len(), 19);
+    // the unresolved one goes at once (its own group); of the 19, one per gap
+    let first = f.next_batch(T0, 100).unwrap();
+    let first = robots(first);
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().any(|r| r.origin == "http://r19.test"));
+    let mut in_flight: Vec<RobotsLease> = first
+        .into_iter()
+        .filter(|r| r.origin != "http://r19.test")
+        .collect();
+    let mut started = in_flight.len();
+    let mut last_start = T0;
+    let mut t = T0;
+    while started < 19 && t < T0 + 60_000 {
+        t += 10;
+        // a robots.txt answers 150 ms after it began
+        if t % 150 == 0 && !in_flight.is_empty() {
+            let r = in_flight.remove(0);
+            f.complete_robots(&r, &RobotsFetchOutcome::ClientError { status: 404 }, 1, t)
+                .unwrap();
+        }
+        let got = f.next_batch(t, 100).unwrap();
+        assert!(
+            got.len() <= 1,
+            "one request per gap at the address: {got:?}"
+        );
+        for w in got {
+            assert!(t - last_start >= 100, "gap kept: {} ms", t - last_start);
+            last_start = t;
+            match w {
+                WorkItem::Robots(r) => {
+                    in_flight.push(r);
+                    started += 1;
+                }
+                // a page of a host whose robots.txt answered: done at once
+                WorkItem::Page(p) => finish(&f, &p, t),
+            }
+        }
+        assert!(in_flight.len() <= 2, "at most 2 in flight");
+    }
+    assert_eq!(started, 19, "every resolved host got its robots.txt");
+}

@@ -29,6 +29,7 @@ mod external;
 mod intake;
 mod lastmod;
 mod recrawl;
+mod resolve;
 pub mod sched;
 mod seen;
 pub mod store;
@@ -47,6 +48,7 @@ pub use config::{CrawlDelayOverCap, FrontierConfig};
 pub use error::{FrontierError, Result};
 pub use events::{FrontierEvent, FrontierStats, HostTotals, OriginView};
 pub use lastmod::LastmodResult;
+pub use resolve::ResolveRequest;
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
 pub use sched::recrawl::{

@@ -78,6 +78,8 @@ pub(crate) struct HostMem {
     /// The address its fetches last connected to (None until one did): the IP group it
     /// shares a politeness budget with.
     pub(crate) ip: Option<IpAddr>,
+    /// Whether its address was asked for before its first robots.txt fetch.
+    pub(crate) resolve: crate::sched::ipgroup::Resolve,
 }
 
 impl HostMem {
@@ -100,6 +102,7 @@ impl HostMem {
             timeouts: Vec::new(),
             held_origin: None,
             ip: None,
+            resolve: crate::sched::ipgroup::Resolve::NotAsked,
         }
     }
 

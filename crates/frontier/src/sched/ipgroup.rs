@@ -12,6 +12,21 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 
+/// A host's address before its first robots.txt fetch
+/// (`FrontierConfig::resolve_before_robots`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Resolve {
+    /// Not asked (or answered: the host has its address).
+    #[default]
+    NotAsked,
+    /// Asked of the caller ([`crate::Frontier::take_resolves`]); the host waits for the
+    /// answer out of the ready heap.
+    Asked,
+    /// The name did not resolve: its robots.txt fetch goes, and fails as a fetch (the
+    /// DNS failure outcome and its back-off).
+    Failed,
+}
+
 /// The shared budget of one address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpLimits {
