@@ -86,6 +86,7 @@ pub struct Metrics {
     /// The frontier's cumulative IP waits already added to `ip_waits`.
     ip_waits_seen: AtomicU64,
     pub host_address_changes: Counter,
+    pub host_resolutions: Family<Labels, Counter>,
     pub cluster: ClusterMetrics,
 }
 
@@ -149,6 +150,7 @@ impl Metrics {
             ip_waits: Counter::default(),
             ip_waits_seen: AtomicU64::new(0),
             host_address_changes: Counter::default(),
+            host_resolutions: Family::default(),
             cluster: ClusterMetrics::default(),
             registry: Registry::default(),
         };
@@ -407,6 +409,11 @@ impl Metrics {
             "host_address_changes",
             "Hosts whose fetches connected to a new IP address (first seen, or moved): they joined that address's group",
             m.host_address_changes.clone(),
+        );
+        registry.register(
+            "host_resolutions",
+            "New hosts resolved before their first robots.txt fetch (so that it waits for its IP group), by result: resolved, failed (the robots.txt fetch goes and reports the DNS failure)",
+            m.host_resolutions.clone(),
         );
         m.cluster.register(&mut registry);
         Metrics { registry, ..m }

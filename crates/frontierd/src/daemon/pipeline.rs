@@ -68,6 +68,10 @@ pub struct Observer {
     /// A host's fetch connected to an address it was not known at: (host id, the address
     /// before, the new one).
     pub address_changed: Box<dyn Fn(u64, Option<std::net::IpAddr>, std::net::IpAddr) + Send + Sync>,
+    /// New hosts to resolve before their first robots.txt ([`Frontier::take_resolves`]):
+    /// called on the runtime, it must not block (the answers go to
+    /// [`Frontier::resolved`]).
+    pub resolve: Box<dyn Fn(Vec<frontier::ResolveRequest>) + Send + Sync>,
 }
 
 impl Pipeline {
@@ -189,9 +193,17 @@ async fn dispatch_loop(
         let leased = tokio::task::spawn_blocking(move || {
             let r = fr.next_batch(now_ms(), want.min(MAX_DISPATCH));
             (obs.after_dispatch)(r.as_ref().map_or(0, Vec::len));
-            r.map(|items| (items, fr.next_ready_at()))
+            // hosts that dispatch found new: their addresses first (answers kick us again)
+            let asked = fr.take_resolves();
+            (r.map(|items| (items, fr.next_ready_at())), asked)
         })
         .await;
+        let leased = leased.map(|(r, asked)| {
+            if !asked.is_empty() {
+                (observer.resolve)(asked);
+            }
+            r
+        });
         match leased {
             Ok(Ok((batch, next_ready))) if batch.is_empty() => {
                 // nothing may go now: wait until the first host is ready, or a kick

@@ -109,6 +109,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let mut pipeline_tasks = None;
     let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
         let (on_dispatch, on_complete, on_address) = (weak.clone(), weak.clone(), weak.clone());
+        let on_resolve = weak.clone();
         let observer = Observer {
             after_dispatch: Box::new(move |_| {
                 if let Some(sh) = on_dispatch.upgrade() {
@@ -124,6 +125,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             address_changed: Box::new(move |host_id, before, ip| {
                 if let Some(sh) = on_address.upgrade() {
                     sh.address_changed(host_id, before, ip);
+                }
+            }),
+            resolve: Box::new(move |asked| {
+                if let Some(sh) = on_resolve.upgrade() {
+                    sh.resolve_hosts(asked);
                 }
             }),
         };

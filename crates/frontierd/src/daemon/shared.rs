@@ -87,6 +87,46 @@ impl Shared {
         .emit(&self.metrics);
     }
 
+    /// Resolve new hosts before their first robots.txt (through the fetcher's resolve
+    /// table and DNS cache, as their fetch would) and report each answer to the frontier
+    /// as it comes: the host then waits for its IP group. A failure is reported too: the
+    /// host's robots.txt fetch goes and fails as a fetch does.
+    pub fn resolve_hosts(self: &Arc<Self>, asked: Vec<frontier::ResolveRequest>) {
+        for req in asked {
+            let sh = self.clone();
+            tokio::spawn(async move {
+                let answer = match req.host.parse::<std::net::IpAddr>() {
+                    Ok(ip) => Ok(ip),
+                    Err(_) => match sh.fetcher.lookup(&req.host).await {
+                        Ok(ips) => ips.first().copied().ok_or_else(|| "no address".to_string()),
+                        Err((result, detail)) => Err(format!("{result}: {detail}")),
+                    },
+                };
+                crate::internal_events::network::HostResolved {
+                    host: &req.host,
+                    answer: answer.as_ref().map(|ip| *ip).map_err(String::as_str),
+                }
+                .emit(&sh.metrics);
+                let fr = sh.frontier.clone();
+                let report = [(req.host_id, answer.ok())];
+                match tokio::task::spawn_blocking(move || fr.resolved(&report)).await {
+                    Ok(Ok(changed)) => {
+                        for (host_id, before, ip) in changed {
+                            sh.address_changed(host_id, before, ip);
+                        }
+                    }
+                    Ok(Err(e)) => {
+                        tracing::error!(host = %req.host, error = %e, "reporting a host's address failed")
+                    }
+                    Err(e) => {
+                        tracing::error!(host = %req.host, error = %e, "reporting a host's address: task failed")
+                    }
+                }
+                sh.pipeline.kick();
+            });
+        }
+    }
+
     pub(crate) fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
         self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -66,3 +66,29 @@ impl InternalEvent for HostAddressChanged<'_> {
         m.host_address_changes.inc();
     }
 }
+
+/// A new host's name was resolved before its first robots.txt fetch (that fetch then waits
+/// for the address's IP group), or did not resolve (its robots.txt fetch goes and reports
+/// the failure as an outcome, with its back-off).
+pub struct HostResolved<'a> {
+    pub host: &'a str,
+    pub answer: Result<IpAddr, &'a str>,
+}
+
+impl InternalEvent for HostResolved<'_> {
+    fn emit(self, m: &Metrics) {
+        let result = match self.answer {
+            Ok(ip) => {
+                tracing::debug!(host = %self.host, %ip, "host resolved before its robots.txt");
+                "resolved"
+            }
+            Err(detail) => {
+                tracing::info!(host = %self.host, %detail, "host did not resolve before its robots.txt: the fetch will report it");
+                "failed"
+            }
+        };
+        m.host_resolutions
+            .get_or_create(&label("result", result))
+            .inc();
+    }
+}
