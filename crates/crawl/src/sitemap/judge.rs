@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use fetcher::FetchOutcome;
-use frontier::{EnqueueItem, EntryKind, PageOutcome, SitemapSource};
+use frontier::{EnqueueItem, EntryKind, PageOutcome, SitemapHints, SitemapSource};
 use url::Url;
 
 use super::{parse_sitemap, Cut, SitemapLimits, SitemapType};
@@ -214,7 +214,15 @@ pub fn judge_sitemap(
                 continue;
             }
             let (kind, hints) = match parsed.kind {
-                Some(SitemapType::Index) => (EntryKind::Sitemap(SitemapSource::IndexChild), None),
+                // a child sitemap's lastmod can make it read again at once; its own
+                // interval is `[sitemaps] refetch_interval` (set by the daemon)
+                Some(SitemapType::Index) => (
+                    EntryKind::Sitemap(SitemapSource::IndexChild),
+                    Some(SitemapHints {
+                        lastmod_ms: entry.hints.lastmod_ms,
+                        ..SitemapHints::default()
+                    }),
+                ),
                 _ => (EntryKind::Page, Some(entry.hints)),
             };
             discovered.push(EnqueueItem {

@@ -414,7 +414,7 @@ fn a_sitemap_not_named_by_robots_lists_only_under_its_directory() {
 #[test]
 fn an_index_queues_its_sitemaps_and_an_index_in_an_index_is_cut() {
     let xml = r#"<sitemapindex><sitemap><loc>http://a.test/s1.xml</loc></sitemap>
-        <sitemap><loc>http://a.test/s2.xml.gz</loc></sitemap></sitemapindex>"#;
+        <sitemap><loc>http://a.test/s2.xml.gz</loc><lastmod>2026-01-02</lastmod></sitemap></sitemapindex>"#;
     let r = rules(ScopeMode::SameHost, &[]);
     let v = judge(
         &r,
@@ -436,7 +436,19 @@ fn an_index_queues_its_sitemaps_and_an_index_in_an_index_is_cut() {
             ("http://a.test/s2.xml.gz", child)
         ]
     );
-    assert!(v.page.discovered.iter().all(|i| i.hints.is_none()));
+    // a child keeps its lastmod only (for its schedule), and no interval of its own here
+    let lastmods: Vec<Option<i64>> = v
+        .page
+        .discovered
+        .iter()
+        .map(|i| i.hints.and_then(|h| h.lastmod_ms))
+        .collect();
+    assert_eq!(lastmods, [None, Some(1_767_312_000_000)]);
+    assert!(v
+        .page
+        .discovered
+        .iter()
+        .all(|i| i.revisit_interval_ms.is_none()));
     // the same index found as a child of an index: nothing queued, said why
     let v = judge(
         &r,

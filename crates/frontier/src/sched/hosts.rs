@@ -75,8 +75,8 @@ pub(crate) struct HostMem {
     /// The origin whose robots state held the host's next URL when nothing else could go
     /// (for the queue breakdown).
     pub(crate) held_origin: Option<Arc<str>>,
-    /// The address its fetches last connected to (None until one did): the IP group it
-    /// shares a politeness budget with.
+    /// The address its fetches last connected to, or its name resolved to before its
+    /// first fetch (None until then): the IP group it shares a politeness budget with.
     pub(crate) ip: Option<IpAddr>,
     /// Whether its address was asked for before its first robots.txt fetch.
     pub(crate) resolve: crate::sched::ipgroup::Resolve,

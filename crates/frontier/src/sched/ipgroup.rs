@@ -1,7 +1,8 @@
 //! IP groups: hosts whose address is the same share one politeness budget, on top of
 //! their own (`max_in_flight_per_ip` requests at once, and `ip_delay` between two request
-//! starts at the address: BUbiNG's `ipDelay`). A host whose address is not known yet (no
-//! fetch of it has connected) is a group of its own.
+//! starts at the address: BUbiNG's `ipDelay`). A host whose address is not known yet is a
+//! group of its own; with `FrontierConfig::resolve_before_robots` a new host's address is
+//! asked for before its first robots.txt (`resolve.rs`), so even that request waits here.
 //!
 //! Cost per decision does not grow with the hosts of a group: a host that finds its group
 //! busy waits in the group's line (no heap entry), and the group lets one waiter back into
