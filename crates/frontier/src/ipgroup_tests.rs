@@ -302,7 +302,7 @@ fn first_robots_fetches_wait_for_the_address_once_it_is_resolved() {
     while started < 19 && t < T0 + 60_000 {
         t += 10;
         // a robots.txt answers 150 ms after it began
-        if t % 150 == 0 && !in_flight.is_empty() {
+        if t.is_multiple_of(150) && !in_flight.is_empty() {
             let r = in_flight.remove(0);
             f.complete_robots(&r, &RobotsFetchOutcome::ClientError { status: 404 }, 1, t)
                 .unwrap();
