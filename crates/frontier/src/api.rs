@@ -5,9 +5,9 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::canon::canonicalize;
 use crate::census::RobotsCensus;
 use crate::config::FrontierConfig;
+use crate::crawl::canonicalize_stored;
 use crate::error::{FrontierError, Result};
 use crate::events::{EventQueue, FrontierEvent, FrontierStats, HostTotals, OriginView};
 use crate::sched::aside::QueueBreakdown;
@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     /// Hosts whose address is asked for before their first robots.txt fetch, not yet
     /// taken by [`Frontier::take_resolves`].
     pub(crate) resolves: Vec<crate::resolve::ResolveRequest>,
+    /// Crawls (url-frontier's crawlID): deletions, limits, completions (`c` keys).
+    pub(crate) crawls: crate::crawl::CrawlBook,
 }
 
 impl Inner {
@@ -166,6 +168,7 @@ impl Frontier {
             revisit_records,
             next_due_ms: 0,
             controls: HashMap::new(),
+            crawls: Default::default(),
             lease_clock: LeaseClock::default(),
             ip_groups: IpGroups::new(IpLimits {
                 max_in_flight: cfg.max_in_flight_per_ip,
@@ -358,10 +361,10 @@ impl Frontier {
 
     /// Whether a URL (any spelling) is in the seen-set.
     pub fn is_seen(&self, url: &str) -> Result<bool> {
-        match canonicalize(url, self.cfg.max_url_len) {
+        match canonicalize_stored(url, self.cfg.max_url_len) {
             Err(_) => Ok(false),
-            Ok(c) => {
-                let hash = url_hash(c.as_str());
+            Ok((_, stored)) => {
+                let hash = url_hash(&stored);
                 let inner = self.inner.lock();
                 Ok(self
                     .seen_hashes(&inner, std::iter::once(hash))?
@@ -372,10 +375,10 @@ impl Frontier {
 
     /// The drop / give-up record of a URL, if any.
     pub fn drop_record(&self, url: &str) -> Result<Option<DropRecord>> {
-        let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+        let Ok((_, c)) = canonicalize_stored(url, self.cfg.max_url_len) else {
             return Ok(None);
         };
-        match self.store.get(&keys::dropped(url_hash(c.as_str())))? {
+        match self.store.get(&keys::dropped(url_hash(&c)))? {
             None => Ok(None),
             Some(v) => Ok(Some(DropRecord::decode(&v)?)),
         }
@@ -657,6 +660,12 @@ impl Frontier {
             let mut rest = queued;
             for (origin, p) in &h.parked {
                 let n = (p.seqs.len() as u64).min(rest);
+                if crate::crawl::is_limit_park(origin) {
+                    // a client's crawl limit holds them, as a pause would
+                    out.paused += n;
+                    rest -= n;
+                    continue;
+                }
                 robots_of.push((origin.clone(), n));
                 rest -= n;
             }

@@ -5,12 +5,17 @@ use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
 use crate::canon::origin_of;
+use crate::crawl::{self, CrawlGate};
 use crate::error::Result;
 use crate::external::{client_delay_ms, LeaseTerms};
 use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
+
+/// Dead URLs (of deleted crawl queues) discarded per host visit, at most (bounds the time
+/// under the lock; the host is scheduled again at once).
+const DISCARDS_PER_VISIT: usize = 4096;
 use crate::sched::hosts::HostMem;
 use crate::sched::ipgroup::{IpGate, Resolve};
 use crate::sched::politeness;
@@ -93,6 +98,7 @@ impl Frontier {
                     h.scheduled = None;
                 }
                 let mut drops = 0usize;
+                let mut discarded = 0usize;
                 let mut parked_now = 0usize;
                 self.release_parked(inner, id, now_ms)?;
                 loop {
@@ -116,6 +122,45 @@ impl Frontier {
                         }
                         continue 'hosts;
                     };
+                    match crawl::gate(&inner.crawls, &entry.url, &h.key) {
+                        CrawlGate::Go => {}
+                        CrawlGate::Dead => {
+                            // its crawl or queue was deleted: discarded unserved
+                            tracing::debug!(url = %entry.url, "URL of a deleted crawl queue discarded");
+                            h.consume(seq, from);
+                            if h.forget_retry(seq) {
+                                batch.del(keys::retry(id, seq));
+                            }
+                            h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                            dirty.push(id);
+                            discarded += 1;
+                            if discarded >= DISCARDS_PER_VISIT {
+                                self.schedule(inner, id);
+                                continue 'hosts;
+                            }
+                            continue;
+                        }
+                        CrawlGate::Limited(name) => {
+                            // its crawl reached its limit at this queue: set aside (until
+                            // the limit changes) so that other crawls' URLs go on
+                            if h.keep_entry(seq) {
+                                batch.put(keys::retry(id, seq), entry.encode());
+                                batch.cut();
+                            }
+                            h.consume(seq, from);
+                            h.park(&name, seq, u64::MAX);
+                            dirty.push(id);
+                            continue;
+                        }
+                    }
+                    if let Some(want) = terms.as_ref().and_then(|t| t.crawl) {
+                        if crawl::split_stored(&entry.url).crawl != want {
+                            // the host's next URL is another crawl's: not this caller's
+                            // (one queue per host holds every crawl's URLs in order)
+                            skipped.push(id);
+                            continue 'hosts;
+                        }
+                    }
                     let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
                         // not canonical: cannot happen for what we stored; drop it
                         tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
@@ -127,7 +172,7 @@ impl Frontier {
                         dirty.push(id);
                         continue;
                     };
-                    let path = &entry.url[origin.len()..];
+                    let path = &crawl::untagged(&entry.url)[origin.len()..];
                     self.cached_robots(inner, &origin)?;
                     let verdict = match inner.robots.parts(&origin) {
                         Some((backend, agent, e)) => {
@@ -484,12 +529,21 @@ impl Frontier {
             None => return Ok(()),
         };
         for origin in due {
-            let entry = self.cached_robots(inner, &origin)?;
-            let held_until = match entry.state.decide(now_ms) {
-                RobotsDecision::Hold(until) => {
-                    Some(until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms))
+            let key = inner.hosts.get(&id).map(|h| h.key.clone());
+            let limited = key.and_then(|k| crawl::limit_park_holds(&inner.crawls, &origin, &k));
+            let held_until = match limited {
+                // a crawl's URLs set aside at its limit: until the limit changes
+                Some(true) => Some(u64::MAX),
+                Some(false) => None,
+                None => {
+                    let entry = self.cached_robots(inner, &origin)?;
+                    match entry.state.decide(now_ms) {
+                        RobotsDecision::Hold(until) => {
+                            Some(until.unwrap_or(now_ms + self.cfg.robots_hold_recheck_ms))
+                        }
+                        _ => None,
+                    }
                 }
-                _ => None,
             };
             let Some(h) = inner.hosts.get_mut(&id) else {
                 return Ok(());

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::api::Frontier;
-use crate::canon::canonicalize;
+use crate::crawl::canonicalize_stored;
 use crate::error::Result;
 use crate::store::control::QueueControl;
 use crate::store::keys;
@@ -18,6 +18,8 @@ pub(crate) struct LeaseTerms<'a> {
     pub(crate) accept: &'a mut dyn FnMut(&str) -> bool,
     /// How long each page lease lasts before it returns to its queue.
     pub(crate) lease_ms: u64,
+    /// Only URLs of this crawl (normalised), if given.
+    pub(crate) crawl: Option<&'a str>,
 }
 
 /// The client's delay for `key`: its own, else the default set for every queue (key "").
@@ -44,7 +46,30 @@ impl Frontier {
         lease_ms: u64,
         accept: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Vec<WorkItem>> {
-        self.next_batch_with(now_ms, max, Some(LeaseTerms { accept, lease_ms }))
+        self.lease_in_crawl(now_ms, max, lease_ms, None, accept)
+    }
+
+    /// [`Frontier::lease_for`] with only URLs of `crawl` (url-frontier's crawlID; "" is
+    /// the default crawl) when given. A host whose next URL is another crawl's is passed
+    /// over (it keeps its turn): a host's queue holds every crawl's URLs in arrival order.
+    pub fn lease_in_crawl(
+        &self,
+        now_ms: u64,
+        max: usize,
+        lease_ms: u64,
+        crawl: Option<&str>,
+        accept: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<WorkItem>> {
+        let crawl = crawl.map(crate::crawl::normalise_crawl);
+        self.next_batch_with(
+            now_ms,
+            max,
+            Some(LeaseTerms {
+                accept,
+                lease_ms,
+                crawl,
+            }),
+        )
     }
 
     /// Return every page lease whose deadline passed by `now_ms` to the front of its queue
@@ -155,10 +180,10 @@ impl Frontier {
         }
         let mut batch = Batch::new();
         for (url, meta) in items {
-            let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+            let Ok((_, c)) = canonicalize_stored(url, self.cfg.max_url_len) else {
                 continue;
             };
-            let key = keys::metadata(url_hash(c.as_str()));
+            let key = keys::metadata(url_hash(&c));
             if meta.is_empty() {
                 batch.del(key);
             } else {
@@ -174,9 +199,9 @@ impl Frontier {
 
     /// The metadata kept with a URL (any spelling), if any.
     pub fn metadata(&self, url: &str) -> Result<Option<Vec<u8>>> {
-        let Ok(c) = canonicalize(url, self.cfg.max_url_len) else {
+        let Ok((_, c)) = canonicalize_stored(url, self.cfg.max_url_len) else {
             return Ok(None);
         };
-        Ok(self.store.get(&keys::metadata(url_hash(c.as_str())))?)
+        Ok(self.store.get(&keys::metadata(url_hash(&c)))?)
     }
 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
-use crate::canon::{canonicalize, politeness_key_of, CanonicalUrl, Rejection};
+use crate::canon::{politeness_key_of, CanonicalUrl, Rejection};
+use crate::crawl::canonicalize_stored;
 use crate::error::Result;
 use crate::sched::hosts::{HostMem, SegRef};
 use crate::seen::HashSet128;
@@ -32,16 +33,17 @@ impl Frontier {
     /// path), kept in the queue entry and returned on the page lease.
     pub fn enqueue_items(&self, items: &[EnqueueItem], now_ms: u64) -> Result<Vec<EnqueueResult>> {
         // canonicalize and hash outside the lock
-        let prepared: Vec<std::result::Result<(CanonicalUrl, u128, &EnqueueItem), Rejection>> =
-            items
-                .iter()
-                .map(|item| {
-                    canonicalize(&item.url, self.cfg.max_url_len).map(|c| {
-                        let h = url_hash(c.as_str());
-                        (c, h, item)
-                    })
+        // (a URL of a crawl other than the default keeps its crawl tag: crawl.rs)
+        type Prepared<'a> = (CanonicalUrl, String, u128, &'a EnqueueItem);
+        let prepared: Vec<std::result::Result<Prepared<'_>, Rejection>> = items
+            .iter()
+            .map(|item| {
+                canonicalize_stored(&item.url, self.cfg.max_url_len).map(|(c, stored)| {
+                    let h = url_hash(&stored);
+                    (c, stored, h, item)
                 })
-                .collect();
+            })
+            .collect();
         let mut results = Vec::with_capacity(items.len());
         let ticket;
         {
@@ -49,7 +51,7 @@ impl Frontier {
             let inner = &mut *guard;
             let seen = self.seen_hashes(
                 inner,
-                prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.1)),
+                prepared.iter().filter_map(|p| p.as_ref().ok().map(|x| x.2)),
             )?;
             let mut in_batch =
                 HashSet128::with_capacity_and_hasher(items.len(), Default::default());
@@ -60,7 +62,7 @@ impl Frontier {
             let mut extra = Batch::new();
             let mut deferred = Vec::new();
             for p in prepared {
-                let (canon, hash, item) = match p {
+                let (canon, stored, hash, item) = match p {
                     Err(r) => {
                         inner.stats.rejected += 1;
                         results.push(EnqueueResult::Rejected(r));
@@ -85,12 +87,7 @@ impl Frontier {
                 };
                 let mut entry = QueueEntry {
                     kind: item.kind,
-                    ..QueueEntry::new(
-                        canon.into_string(),
-                        item.depth,
-                        item.via.clone(),
-                        item.hops.clone(),
-                    )
+                    ..QueueEntry::new(stored, item.depth, item.via.clone(), item.hops.clone())
                 };
                 // recrawl fields: the entry carries its own interval
                 if item.revisit_interval_ms.is_some() || item.refetch_at_ms.is_some() {

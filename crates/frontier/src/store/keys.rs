@@ -146,6 +146,12 @@ pub fn parse_idseq(k: &[u8]) -> Option<(u64, u64)> {
 pub fn queue_control(key: &str) -> Vec<u8> {
     tagged(b'g', &[key.as_bytes()])
 }
+/// Crawl records (url-frontier's crawlID, see `crawl.rs`): `c` + kind byte + name (a
+/// crawl, or `crawl \0 politeness key`) -> kind's value (a generation, a limit, a count;
+/// u64 LE) or empty (a crawl's name).
+pub fn crawl(kind: u8, name: &[u8]) -> Vec<u8> {
+    tagged(b'c', &[&[kind], name])
+}
 /// A client's metadata for a URL: `m` + 128-bit hash of the canonical URL -> the bytes the
 /// client gave (opaque to the frontier).
 pub fn metadata(hash: u128) -> Vec<u8> {

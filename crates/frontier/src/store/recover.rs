@@ -31,6 +31,10 @@ impl Frontier {
                 inner.controls.insert(Arc::from(key), control);
             }
         }
+        for kv in self.store.scan_prefix(b"c") {
+            let (k, v) = kv?;
+            inner.crawls.load(&k, &v);
+        }
         let mut batch = Batch::new();
         // 1. queue segments by host id: `q` keys (fold first), and the `Q` keys of older
         // stores (segments, or one-entry values of still older ones)
