@@ -518,8 +518,9 @@ impl Frontier {
         Ok(out.into_values().collect())
     }
 
-    /// The stored URLs of host `key`: queued (as [`Frontier::queued_urls`]) and leased.
-    fn host_stored_urls(&self, key: &str) -> Result<(Vec<String>, Vec<String>)> {
+    /// The stored URLs of host `key` (every crawl's, dead ones too: see
+    /// [`Frontier::is_live`]): queued (as [`Frontier::queued_urls`]) and leased.
+    pub fn host_stored_urls(&self, key: &str) -> Result<(Vec<String>, Vec<String>)> {
         let queued = self.queued_urls(key)?;
         let inner = self.inner.lock();
         let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use anyhow::{Context, Result};
 use frontier::RobotsLease;
-use frontier_grpc::{GrpcEvent, GrpcSettings, Hooks};
+use frontier_grpc::{GrpcEvent, GrpcSettings, Hooks, LogLevel};
 
 use crate::config::grpc::GrpcListen;
 use crate::daemon::shared::Shared;
@@ -34,6 +34,10 @@ impl Hooks for DaemonHooks {
         if let Some(sh) = self.shared.upgrade() {
             sh.drain_events();
         }
+    }
+
+    fn set_log_level(&self, target: &str, level: LogLevel) -> Result<String, String> {
+        crate::log_filter::set_level(target, level.as_str())
     }
 
     fn event(&self, event: GrpcEvent<'_>) {
@@ -65,6 +69,14 @@ fn record(m: &Metrics, event: GrpcEvent<'_>) {
                     ("code".to_string(), code.to_string()),
                 ])
                 .inc();
+        }
+        GrpcEvent::Deleted { rpc, urls } => {
+            m.grpc_urls_deleted
+                .get_or_create(&crate::metrics::l("rpc", rpc))
+                .inc_by(urls);
+        }
+        GrpcEvent::LogLevelSet => {
+            m.grpc_log_level_changes.inc();
         }
         GrpcEvent::Unauthenticated => {
             tracing::warn!("gRPC call refused: missing or wrong bearer token");

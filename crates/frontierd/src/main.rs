@@ -9,6 +9,7 @@ mod daemon;
 mod exposure;
 mod grpc;
 mod internal_events;
+mod log_filter;
 mod metrics;
 mod robots_cmd;
 mod stdout;
@@ -220,15 +221,33 @@ fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
 
 fn init_logging(s: &config::Settings) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{},sled=warn", s.raw.log.level)));
+    let text = std::env::var(EnvFilter::DEFAULT_ENV)
+        .ok()
+        .filter(|t| EnvFilter::try_new(t).is_ok())
+        .unwrap_or_else(|| format!("{},sled=warn", s.raw.log.level));
+    let filter = EnvFilter::new(&text);
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
+    // the filter is reloadable: url-frontier's SetLogLevel changes it (log_filter.rs)
     if s.json_logs {
-        builder.json().init();
+        let builder = builder
+            .json()
+            .with_env_filter(filter)
+            .with_filter_reloading();
+        let handle = builder.reload_handle();
+        log_filter::install(
+            &text,
+            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string())),
+        );
+        builder.init();
     } else {
+        let builder = builder.with_env_filter(filter).with_filter_reloading();
+        let handle = builder.reload_handle();
+        log_filter::install(
+            &text,
+            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string())),
+        );
         builder.init();
     }
 }

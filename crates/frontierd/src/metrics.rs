@@ -73,6 +73,8 @@ pub struct Metrics {
     pub grpc_leases_expired: Counter,
     pub grpc_rpc_errors: Family<Labels, Counter>,
     pub grpc_unauthenticated: Counter,
+    pub grpc_urls_deleted: Family<Labels, Counter>,
+    pub grpc_log_level_changes: Counter,
     pub sitemaps: Family<Labels, Counter>,
     pub sitemap_urls: Family<Labels, Counter>,
     pub sitemap_lastmod: Family<Labels, Counter>,
@@ -139,6 +141,8 @@ impl Metrics {
             grpc_leases_expired: Counter::default(),
             grpc_rpc_errors: Family::default(),
             grpc_unauthenticated: Counter::default(),
+            grpc_urls_deleted: Family::default(),
+            grpc_log_level_changes: Counter::default(),
             sitemaps: Family::default(),
             sitemap_urls: Family::default(),
             sitemap_lastmod: Family::default(),
@@ -178,6 +182,16 @@ impl Metrics {
             "grpc_unauthenticated",
             "gRPC calls refused for a missing or wrong bearer token",
             m.grpc_unauthenticated.clone(),
+        );
+        registry.register(
+            "grpc_urls_deleted",
+            "Queued URLs removed by the url-frontier gRPC API, by rpc (DeleteQueue, DeleteCrawl, PurgeURLs)",
+            m.grpc_urls_deleted.clone(),
+        );
+        registry.register(
+            "grpc_log_level_changes",
+            "Log filter changes made by the url-frontier gRPC API's SetLogLevel",
+            m.grpc_log_level_changes.clone(),
         );
         registry.register(
             "urls_accepted",

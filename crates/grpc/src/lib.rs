@@ -37,8 +37,8 @@ pub mod pb_frontierd {
     tonic::include_proto!("frontierd.v1");
 }
 
-/// The one crawl frontierd serves (url-frontier's name for the default crawl).
-pub const DEFAULT_CRAWL: &str = "DEFAULT";
+/// url-frontier's default crawl (an empty crawlID means it too).
+pub use frontier::DEFAULT_CRAWL;
 
 /// Lease length when GetURLs leaves `delay_requestable` at 0 (as the reference service).
 pub const DEFAULT_LEASE_SECS: u32 = 30;
@@ -53,6 +53,37 @@ pub trait Hooks: Send + Sync + 'static {
     /// The frontier may hold new events (drops, robots transitions) after a GetURLs or a
     /// PutURLs chunk: take them (the daemon writes the crawl log lines of drops).
     fn frontier_changed(&self) {}
+    /// url-frontier's SetLogLevel: log `target` (a tracing target such as `frontier` or
+    /// `frontier_grpc::service`; empty: everything) at `level` from now on. Returns the
+    /// filter now in force, or why it cannot be done (the program owns its logging; one
+    /// without a reloadable filter says so).
+    fn set_log_level(&self, target: &str, level: LogLevel) -> Result<String, String> {
+        let _ = (target, level);
+        Err("this server's log filter cannot be changed at run time".to_string())
+    }
+}
+
+/// A log level (url-frontier's `LogLevelParams.Level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    /// The name a tracing filter directive takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Trace => "trace",
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        }
+    }
 }
 
 /// Observable events of the service.
@@ -68,6 +99,10 @@ pub enum GrpcEvent<'a> {
     RpcFailed { rpc: &'a str, code: &'a str },
     /// A request was refused for lack of the bearer token.
     Unauthenticated,
+    /// DeleteQueue, DeleteCrawl or PurgeURLs (`rpc`) removed `urls` queued URLs.
+    Deleted { rpc: &'a str, urls: u64 },
+    /// SetLogLevel changed the log filter.
+    LogLevelSet,
 }
 
 /// Receive window of a connection and of a stream, in bytes (see [`serve`]).

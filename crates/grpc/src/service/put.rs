@@ -1,0 +1,190 @@
+//! PutURLs / PutDiscovered: one chunk of items applied together.
+
+use frontier::crawl::normalise_crawl;
+use frontier::{EnqueueItem, EnqueueResult, LeaseId, PageOutcome};
+use tonic::Status;
+
+use super::{encode_metadata, external_visit, internal, now_ms, transit_key, UrlFrontierService};
+use crate::pb;
+use crate::pb::ack_message::Status as AckStatus;
+use crate::GrpcEvent;
+
+/// A reported lease: the item, its lease, the client's next-visit time in unix ms if any,
+/// and its (crawl, key) for the crawl's completion count.
+struct Done {
+    item: usize,
+    lease: LeaseId,
+    refetch_at_ms: Option<u64>,
+    crawl: String,
+    key: String,
+}
+
+impl UrlFrontierService {
+    /// Apply one chunk of PutURLs items (blocking: frontier calls); acks in order.
+    pub(super) fn put_chunk(&self, items: Vec<pb::UrlItem>) -> Result<Vec<pb::AckMessage>, Status> {
+        let now = now_ms();
+        let mut acks: Vec<Option<AckStatus>> = vec![None; items.len()];
+        let mut discovered: Vec<(usize, String)> = Vec::new();
+        let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut done: Vec<Done> = Vec::new();
+        let mut crawls: Vec<&str> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let (info, known) = match &item.item {
+                Some(pb::url_item::Item::Discovered(d)) => (d.info.as_ref(), None),
+                Some(pb::url_item::Item::Known(k)) => {
+                    (k.info.as_ref(), Some(k.refetchable_from_date))
+                }
+                None => (None, None),
+            };
+            let Some(info) = info else {
+                tracing::warn!(id = %item.id, "PutURLs item without a URL skipped");
+                acks[i] = Some(AckStatus::Skipped);
+                continue;
+            };
+            let crawl = normalise_crawl(&info.crawl_id);
+            // the URL as the frontier keeps it in this crawl (see frontier::crawl)
+            let (canon, stored) = match self.frontier.url_in_crawl(&info.url, crawl) {
+                Ok(c) => c,
+                Err(why) => {
+                    tracing::info!(url = %info.url, reason = why.code(), "PutURLs URL refused");
+                    acks[i] = Some(AckStatus::Skipped);
+                    continue;
+                }
+            };
+            if !crawls.contains(&crawl) {
+                crawls.push(crawl);
+            }
+            match known {
+                None => {
+                    if !info.metadata.is_empty()
+                        && !self.frontier.is_seen(&stored).map_err(internal)?
+                    {
+                        metadata.push((stored.clone(), encode_metadata(&info.metadata)));
+                    }
+                    discovered.push((i, stored));
+                }
+                Some(refetch) => {
+                    if !info.metadata.is_empty() {
+                        metadata.push((stored.clone(), encode_metadata(&info.metadata)));
+                    }
+                    let lease = self.transit().take(&transit_key(canon.as_str(), crawl));
+                    match lease {
+                        Some(lease) => {
+                            // refetchable_from_date is in seconds; 0: never again. Later
+                            // than 0 the URL goes to the recrawl due index and is served
+                            // again from then on (durable with the completion)
+                            let at = (refetch > 0).then(|| refetch.saturating_mul(1000));
+                            done.push(Done {
+                                item: i,
+                                lease,
+                                refetch_at_ms: at,
+                                crawl: crawl.to_string(),
+                                key: self.key_of(&canon),
+                            });
+                        }
+                        None if self.frontier.is_seen(&stored).map_err(internal)? => {
+                            // not out (its lease expired, or it was reported already):
+                            // known, nothing to update but its metadata
+                            acks[i] = Some(AckStatus::Ok);
+                        }
+                        None => {
+                            tracing::info!(url = %info.url, crawl, "KnownURLItem for a URL frontierd never had: skipped");
+                            acks[i] = Some(AckStatus::Skipped);
+                        }
+                    }
+                }
+            }
+        }
+        self.frontier.note_crawls(&crawls).map_err(internal)?;
+        let meta_refs: Vec<(&str, &[u8])> = metadata
+            .iter()
+            .map(|(u, m)| (u.as_str(), m.as_slice()))
+            .collect();
+        // flushed by the enqueue or the completions below when there are any
+        let flush_here = discovered.is_empty() && done.is_empty();
+        self.frontier
+            .put_metadata(&meta_refs, flush_here)
+            .map_err(internal)?;
+        if !discovered.is_empty() {
+            let enqueue: Vec<EnqueueItem> = discovered
+                .iter()
+                .map(|(_, u)| EnqueueItem::seed(u.clone()))
+                .collect();
+            let results = self
+                .frontier
+                .enqueue_items(&enqueue, now)
+                .map_err(internal)?;
+            for ((i, url), r) in discovered.iter().zip(results) {
+                acks[*i] = Some(match r {
+                    EnqueueResult::Queued | EnqueueResult::Duplicate => AckStatus::Ok,
+                    EnqueueResult::Rejected(why) => {
+                        tracing::info!(%url, reason = why.code(), "PutURLs URL refused");
+                        AckStatus::Skipped
+                    }
+                });
+            }
+        }
+        if !done.is_empty() {
+            self.complete(&done, now)?;
+            for d in &done {
+                acks[d.item].get_or_insert(AckStatus::Ok);
+            }
+        }
+        Ok(items
+            .iter()
+            .zip(acks)
+            .map(|(item, status)| {
+                let status = status.unwrap_or(AckStatus::Fail);
+                self.hooks.event(GrpcEvent::Acked {
+                    status: status.as_str_name(),
+                });
+                pb::AckMessage {
+                    id: ack_id(item),
+                    status: status as i32,
+                }
+            })
+            .collect())
+    }
+
+    /// Complete reported leases, counting them for their crawl's limits (written before
+    /// the completion's flush, so durable with it).
+    fn complete(&self, done: &[Done], now: u64) -> Result<(), Status> {
+        let counted: Vec<(&str, &str)> = done
+            .iter()
+            .map(|d| (d.crawl.as_str(), d.key.as_str()))
+            .collect();
+        self.frontier
+            .note_crawl_completions(&counted)
+            .map_err(internal)?;
+        let batch: Vec<(LeaseId, PageOutcome)> = done
+            .iter()
+            .map(|d| (d.lease, PageOutcome::Done { response_ms: 0 }))
+            .collect();
+        let visits: Vec<_> = done
+            .iter()
+            .map(|d| d.refetch_at_ms.map(|at| external_visit(at, now)))
+            .collect();
+        if self.frontier.complete_visits(&batch, &visits, now).is_err() {
+            // one lease no longer known (returned meanwhile): apply them one by one
+            for (one, visit) in batch.into_iter().zip(visits) {
+                if let Err(e) = self.frontier.complete_visits(&[one], &[visit], now) {
+                    tracing::info!(error = %e, "completion of a lease no longer out skipped");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The id an ack echoes: the client's, else the URL.
+fn ack_id(item: &pb::UrlItem) -> String {
+    if !item.id.is_empty() {
+        return item.id.clone();
+    }
+    let info = match &item.item {
+        Some(pb::url_item::Item::Discovered(d)) => d.info.as_ref(),
+        Some(pb::url_item::Item::Known(k)) => k.info.as_ref(),
+        None => None,
+    };
+    info.map(|i| i.url.clone()).unwrap_or_default()
+}
