@@ -8,6 +8,13 @@ Usage: urlfrontier_client.py PROTO_DIR GEN_DIR ADDR STATE_FILE COMMAND [ARGS]
                                  done), checking what is served; the state file carries what
                                  was acknowledged across daemon restarts (kill -9)
   check                          final checks; prints a JSON summary
+  crawls-put BASE_PORT           the two-crawl scenario: the same paths in crawls a and b on
+                                 shared hosts, crawl c, a crawl limit; DeleteQueue, DeleteCrawl
+  crawls-serve GAP_SECS          lease and report every crawl until nothing more comes;
+                                 checks what was served and the per-host gap across crawls
+  crawls-after                   after a kill -9: deletions and the limit held; the limit
+                                 lifted serves the rest
+  log-level TARGET LEVEL         SetLogLevel
 """
 
 import json
@@ -239,6 +246,133 @@ def cmd_check():
     }))
 
 
+# ---------------------------------------------------------------- two crawls
+
+SHARED = ["s0", "s1", "s2", "s3"]
+
+
+def crawl_plan(port):
+    """(crawl, url) pairs put, and what must become of each."""
+    pairs = {}
+    for h in SHARED:
+        for i in range(5):
+            url = "http://%s.site.test:%d/p/%d" % (h, port, i)
+            pairs[("a", url)] = "deleted-queue" if h == "s1" else "served"
+            pairs[("b", url)] = "served"
+    for i in range(5):
+        pairs[("c", "http://s9.site.test:%d/c/%d" % (port, i))] = "deleted-crawl"
+        pairs[("a", "http://s4.site.test:%d/l/%d" % (port, i))] = "limited"
+    return pairs
+
+
+def count(f, crawl, key=""):
+    return f.CountURLs(pb.CountUrlParams(crawlID=crawl, key=key)).value
+
+
+def cmd_crawls_put(port):
+    f, _ = stub()
+    pairs = crawl_plan(port)
+
+    def items():
+        for (crawl, url) in pairs:
+            yield pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=url, crawlID=crawl)),
+                             ID=crawl + " " + url)
+
+    acks = list(f.PutURLs(items()))
+    if len(acks) != len(pairs) or any(a.status != pb.AckMessage.OK for a in acks):
+        fail("acks: %s" % [a for a in acks if a.status != pb.AckMessage.OK][:5])
+    counts = {c: count(f, c) for c in ["a", "b", "c", "DEFAULT"]}
+    if counts != {"a": 25, "b": 20, "c": 5, "DEFAULT": 0}:
+        fail("counts per crawl: %s" % counts)
+    crawls = sorted(f.ListCrawls(pb.Local()).values)
+    if not {"a", "b", "c"} <= set(crawls):
+        fail("ListCrawls: %s" % crawls)
+    dq = f.DeleteQueue(pb.QueueWithinCrawlParams(key="s1.site.test", crawlID="a")).value
+    dc = f.DeleteCrawl(pb.DeleteCrawlMessage(value="c")).value
+    if (dq, dc) != (5, 5):
+        fail("DeleteQueue / DeleteCrawl answered %d / %d, not 5 / 5" % (dq, dc))
+    f.SetCrawlLimit(pb.CrawlLimitParams(key="s4.site.test", crawlID="a", limit=2))
+    save_state({"pairs": [[c, u, fate] for (c, u), fate in pairs.items()], "served": []})
+    print(json.dumps({"put": len(pairs), "deleted_queue": dq, "deleted_crawl": dc,
+                      "crawls": crawls}))
+
+
+def serve_all(f, served, quiet_secs):
+    """GetURLs (any crawl) and report until nothing comes for quiet_secs."""
+    last = time.time()
+    while time.time() - last < quiet_secs:
+        t_req = time.time()
+        infos = list(f.GetURLs(pb.GetParams(delay_requestable=30, anyCrawlID=pb.AnyCrawlID())))
+        t_got = time.time()
+        if not infos:
+            time.sleep(0.02)
+            continue
+        last = t_got
+        for i in infos:
+            served.append([i.crawlID, i.url, i.key, t_req, t_got])
+        items = [pb.URLItem(known=pb.KnownURLItem(info=pb.URLInfo(url=i.url, crawlID=i.crawlID)),
+                            ID=i.crawlID + " " + i.url) for i in infos]
+        for a in f.PutURLs(iter(items)):
+            if a.status != pb.AckMessage.OK:
+                fail("Known ack %s for %s" % (a.status, a.ID))
+
+
+def cmd_crawls_serve(gap):
+    f, _ = stub()
+    st = load_state()
+    served = st["served"]
+    serve_all(f, served, 3.0)
+    fate = {(c, u): fa for c, u, fa in st["pairs"]}
+    got = [(c, u) for c, u, _k, _r, _g in served]
+    if len(got) != len(set(got)):
+        fail("a (crawl, URL) served twice: %s" % [p for p in got if got.count(p) > 1][:3])
+    for p in got:
+        if p not in fate:
+            fail("served a URL never put: %s" % (p,))
+        if fate[p] in ("deleted-queue", "deleted-crawl"):
+            fail("served a %s URL: %s" % (fate[p], p))
+    want = {p for p, fa in fate.items() if fa == "served"}
+    if not want <= set(got):
+        fail("not served: %s" % sorted(want - set(got))[:3])
+    limited = [p for p in got if fate[p] == "limited"]
+    if len(limited) != 2:
+        fail("crawl limit 2 at s4: %d served" % len(limited))
+    # one host, two crawls: one gap between any two serves of the host
+    by_key, worst = {}, 99.0
+    for c, u, k, r, g in served:
+        by_key.setdefault(k, []).append((r, g))
+    for k, times in by_key.items():
+        times.sort()
+        for (r1, g1), (r2, g2) in zip(times, times[1:]):
+            if g2 - r1 < gap - 0.005:
+                fail("host %s served twice within %.3fs across crawls (gap %.2fs)" % (k, g2 - r1, gap))
+            worst = min(worst, g2 - r1)
+    st["served"] = served
+    save_state(st)
+    print(json.dumps({"served": len(got), "limited": len(limited), "min_gap": worst}))
+
+
+def cmd_crawls_after():
+    f, _ = stub()
+    st = load_state()
+    if count(f, "a", "s1.site.test") != 0 or count(f, "c") != 0:
+        fail("deleted URLs came back: a@s1 %d, c %d" % (count(f, "a", "s1.site.test"), count(f, "c")))
+    if "c" in f.ListCrawls(pb.Local()).values:
+        fail("deleted crawl c listed")
+    if count(f, "a", "s4.site.test") != 3:
+        fail("s4 should keep 3 URLs of crawl a: %d" % count(f, "a", "s4.site.test"))
+    served = []
+    serve_all(f, served, 1.5)
+    if served:
+        fail("served after the restart although everything eligible was done: %s" % served[:3])
+    f.SetCrawlLimit(pb.CrawlLimitParams(key="s4.site.test", crawlID="a", limit=0))
+    serve_all(f, served, 2.0)
+    rest = sorted(u for c, u, *_ in served)
+    if len(rest) != 3 or any("/l/" not in u for u in rest):
+        fail("lifting the limit should serve s4's 3 remaining URLs: %s" % rest)
+    print(json.dumps({"after_lift": len(rest)}))
+
+
 if COMMAND == "put":
     cmd_put(int(ARGS[0]), int(ARGS[1]), int(ARGS[2]))
 elif COMMAND == "serve":
@@ -250,5 +384,15 @@ elif COMMAND == "mark-restart":
     print(json.dumps({"restarts": len(s["restarts"])}))
 elif COMMAND == "check":
     cmd_check()
+elif COMMAND == "crawls-put":
+    cmd_crawls_put(int(ARGS[0]))
+elif COMMAND == "crawls-serve":
+    cmd_crawls_serve(float(ARGS[0]))
+elif COMMAND == "crawls-after":
+    cmd_crawls_after()
+elif COMMAND == "log-level":
+    f, _ = stub()
+    f.SetLogLevel(pb.LogLevelParams(package=ARGS[0], level=pb.LogLevelParams.Level.Value(ARGS[1])))
+    print(json.dumps({"log_level": ARGS}))
 else:
     fail("unknown command " + COMMAND)

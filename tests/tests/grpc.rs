@@ -166,3 +166,63 @@ fn python_client_over_grpc_with_robots_leases_and_kill9() {
     assert!(m.contains("frontierd_grpc_urls_served_total"), "{m}");
     assert!(m.contains("frontierd_grpc_leases_expired_total"), "{m}");
 }
+
+/// Two crawls on shared hosts through the same Python client: the same URL in crawls a and
+/// b is two URLs, each served and reported once, while one host keeps one politeness gap
+/// across both; DeleteQueue, DeleteCrawl and SetCrawlLimit hold across two kill -9; and
+/// SetLogLevel changes the daemon's log filter at run time.
+#[test]
+fn python_client_two_crawls_deletions_and_a_limit_across_kill9() {
+    let py = python();
+    require_grpcio(&py);
+    let site = Site::start(|req| {
+        if req.path == "/robots.txt" {
+            Reply::not_found()
+        } else {
+            Reply::html("a page")
+        }
+    });
+    let env = Env::new(&[
+        ("fetch", "workers", "0"),
+        ("grpc", "listen", "\"127.0.0.1:0\""),
+        ("politeness", "min_delay", "\"500ms\""),
+        ("politeness", "max_delay", "\"500ms\""),
+    ]);
+    let client = Client {
+        py,
+        gen: tempfile::tempdir().unwrap(),
+        state: env.dir.path().join("crawls-state.json"),
+    };
+    let daemon = env.start();
+    let put = client.run(&env.grpc_addr(), &["crawls-put", &site.port.to_string()]);
+    assert_eq!(put["deleted_queue"], 5, "{put}");
+    daemon.kill9();
+
+    let daemon = env.start();
+    let served = client.run(&env.grpc_addr(), &["crawls-serve", "0.5"]);
+    eprintln!("two crawls: {served}");
+    // 15 of crawl a on s0/s2/s3, 20 of crawl b on s0-s3, 2 of crawl a on s4 (its limit)
+    assert_eq!(served["served"], 37, "{served}");
+    daemon.kill9();
+
+    let daemon = env.start();
+    let addr = env.grpc_addr();
+    assert_eq!(env.daemon_log_count("GetURLs served"), 0, "debug is off");
+    client.run(&addr, &["log-level", "frontierd", "DEBUG"]);
+    let after = client.run(&addr, &["crawls-after"]);
+    assert_eq!(after["after_lift"], 3, "{after}");
+    assert!(
+        env.daemon_log_count("GetURLs served") > 0,
+        "SetLogLevel frontierd=DEBUG did not reach the daemon's filter"
+    );
+    let m = daemon.metrics();
+    assert!(
+        m.contains("frontierd_grpc_log_level_changes_total 1"),
+        "{m}"
+    );
+    let hits = site.hits();
+    assert!(
+        hits.iter().all(|h| h.path == "/robots.txt"),
+        "frontierd fetched pages"
+    );
+}
