@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PutURLs and GetURLs throughput of frontierd's url-frontier gRPC API, from the Python
 # (grpcio) client and from a tonic client, each against a fresh daemon with fetch.workers = 0
-# and no politeness gap (this measures the API and the frontier, not politeness).
+# and no politeness gap, per host or per IP (this measures the API and the frontier, not
+# politeness).
 # Usage: bench/grpc-bench.sh [debug|release] [URLS] [HOSTS]   (results: docs/benchmarks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,10 @@ min_delay = "0s"
 max_delay = "0s"
 delay_factor = 0.0
 max_in_flight_per_host = 64
+# every *.bench.test host resolves to 127.0.0.1: without these the IP group's gap
+# (ip_delay, 250 ms by default) would pace every host together
+max_in_flight_per_ip = 100000
+ip_delay = "0s"
 [resolve]
 "*.bench.test" = ["127.0.0.1"]
 TOML
