@@ -13,15 +13,6 @@ use std::time::Instant;
 
 use frontier::*;
 
-/// The allocator frontierd uses, so the figures are the daemon's.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-/// With frontierd's jemalloc settings (crates/frontierd/src/main.rs).
-#[allow(non_upper_case_globals)]
-#[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
-
 const T0: u64 = 1_700_000_000_000;
 
 fn peak_rss_mb() -> f64 {

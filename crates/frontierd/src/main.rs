@@ -24,22 +24,6 @@ use clap::{Parser, Subcommand};
 
 use crate::stdout::{out, StdoutClosed};
 
-/// jemalloc instead of glibc malloc: with hundreds of thousands of hosts the daemon's
-/// many small, long-lived allocations fragmented glibc's heap and its arena locks
-/// serialized the runtime threads (measured in docs/benchmarks.md, "Allocator").
-/// (Feature `jemalloc`, on by default.)
-#[cfg(feature = "jemalloc")]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-/// jemalloc's settings: a background thread hands freed pages back to the system after
-/// a second instead of ten, so the peak follows what is live (docs/benchmarks.md,
-/// "Allocator"). The environment variable `_RJEM_MALLOC_CONF` overrides them.
-#[cfg(feature = "jemalloc")]
-#[allow(non_upper_case_globals)]
-#[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
-
 /// A politeness-aware crawler frontier daemon.
 #[derive(Parser)]
 #[command(name = "frontierd", version, about)]
