@@ -15,6 +15,10 @@ use crate::store::packed::{self, IntakeWriter};
 use crate::store::{Batch, Op};
 use crate::work::{url_hash, EnqueueItem, EnqueueResult};
 
+/// Bytes a deferred URL counts toward the intake buffer besides its queue entry: its due
+/// time and length in the due index (12) and its hash in `recent` (16).
+const DEFERRED_RECORD_OVERHEAD: usize = 12 + 16;
+
 impl Frontier {
     // ---------------------------------------------------------------- enqueue
 
@@ -120,6 +124,14 @@ impl Frontier {
             }
             inner.seen.recent.extend(in_batch);
             if !deferred.is_empty() {
+                // Deferred URLs write no intake record, but their hashes join `recent` all
+                // the same, and only a fold empties it: count what they write (and the hash
+                // each holds in `recent`) toward the fold trigger, or `recent` grows with
+                // every scheduled URL and their hashes are never stored in the seen buckets.
+                inner.intake.bytes += deferred
+                    .iter()
+                    .map(|w| (DEFERRED_RECORD_OVERHEAD + w.entry.len()) as u64)
+                    .sum::<u64>();
                 Self::write_due(inner, &mut extra, deferred);
             }
             if log.is_empty() && extra.is_empty() {

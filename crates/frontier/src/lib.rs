@@ -37,6 +37,8 @@ pub mod store;
 mod work;
 
 #[cfg(test)]
+mod deferred_tests;
+#[cfg(test)]
 mod fold_tests;
 #[cfg(test)]
 mod ipgroup_tests;
