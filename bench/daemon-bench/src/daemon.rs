@@ -21,6 +21,8 @@ pub struct DaemonConfig {
     pub workers: usize,
     /// extra TOML appended to the generated config (`--daemon-config` file contents)
     pub extra_toml: String,
+    /// `key = value` lines added to the generated `[store]` table (`--store-toml`)
+    pub store_toml: String,
 }
 
 /// A running frontierd; SIGKILLed on drop if still running.
@@ -54,6 +56,7 @@ impl Daemon {
         let conf = format!(
             r#"[store]
 data_dir = "{data}"
+{store}
 
 [fetch]
 workers = {workers}
@@ -82,6 +85,7 @@ level = "warn"
             data = data.display(),
             workers = cfg.workers,
             extra = cfg.extra_toml,
+            store = cfg.store_toml,
         );
         let conf_path = dir.path().join("frontierd.toml");
         fs::write(&conf_path, conf)?;
@@ -145,22 +149,42 @@ level = "warn"
 
     /// GET an admin API path (one request, Connection: close).
     pub fn get(&self, path: &str) -> Result<serde_json::Value> {
+        let body = self.get_text(path)?;
+        serde_json::from_str(&body).with_context(|| format!("{path} is not JSON: {body:.200}"))
+    }
+
+    /// GET an admin API path, the body as text.
+    pub fn get_text(&self, path: &str) -> Result<String> {
+        let (status, body) = self.request("GET", path, None)?;
+        if status != 200 {
+            bail!("GET {path}: status {status}: {body:.200}");
+        }
+        Ok(body)
+    }
+
+    /// One request to the admin API (Connection: close): (status, body).
+    pub fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, String)> {
         let mut s = TcpStream::connect(&self.admin)
             .with_context(|| format!("connecting to the admin API {}", self.admin))?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        s.set_read_timeout(Some(Duration::from_secs(300)))?;
+        let body = body.unwrap_or_default();
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.admin
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.admin,
+            body.len()
         )?;
+        s.write_all(body)?;
         let mut buf = Vec::new();
         s.read_to_end(&mut buf)?;
         let text = String::from_utf8_lossy(&buf);
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .context("no HTTP body")?;
-        serde_json::from_str(body).with_context(|| format!("{path} is not JSON: {body:.200}"))
+        let (head, body) = text.split_once("\r\n\r\n").context("no HTTP body")?;
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .context("no HTTP status")?;
+        Ok((status, body.to_string()))
     }
 }
 

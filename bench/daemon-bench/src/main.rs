@@ -5,6 +5,7 @@
 mod client;
 mod daemon;
 mod procfs;
+mod scheduled;
 mod server;
 
 use std::fs;
@@ -22,7 +23,8 @@ use crate::server::ServerKind;
 
 /// Crawl N URLs over H local hosts with a bare hyper client and with frontierd, and print
 /// both rates, their ratio, frontierd's CPU per page and peak RSS; or (--ingest) time
-/// `frontierd submit` of a URL list to a fresh daemon.
+/// `frontierd submit` of a URL list to a fresh daemon; or (--scheduled) submit URLs with a
+/// `refetch_at` a month ahead and compare the daemon's memory with its idle baseline.
 #[derive(Parser)]
 #[command(name = "daemon-bench")]
 struct Cli {
@@ -59,6 +61,10 @@ struct Cli {
     /// TOML appended to the generated frontierd config (e.g. a [warc] or [store] table).
     #[arg(long)]
     daemon_config: Option<PathBuf>,
+    /// `key = value` lines for the generated `[store]` table (e.g. "cache_bytes = 8388608");
+    /// --daemon-config cannot add keys to a table the generated config already has.
+    #[arg(long, default_value = "")]
+    store_toml: String,
     /// Skip the bare client.
     #[arg(long)]
     no_client: bool,
@@ -77,6 +83,24 @@ struct Cli {
     /// known for all of them").
     #[arg(long, value_parser = humantime::parse_duration)]
     then_crawl: Option<Duration>,
+    /// Scheduled mode: POST the N URLs to a fresh daemon (first --workers value) as JSON
+    /// objects with `refetch_at` 30 days ahead, and report VmHWM/VmRSS idle (baseline),
+    /// after the submit and after --after more seconds, with the fetches seen meanwhile
+    /// (none expected). Uses the hyper server, which counts its requests.
+    #[arg(long)]
+    scheduled: bool,
+    /// Scheduled mode: URLs per POST /v1/urls.
+    #[arg(long, default_value_t = 10_000)]
+    batch: u64,
+    /// Scheduled mode: POST requests at once.
+    #[arg(long, default_value_t = 4)]
+    submit_conns: usize,
+    /// Scheduled mode: how long the daemon runs idle before the baseline is taken.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    idle: Duration,
+    /// Scheduled mode: how long the daemon runs on after the submit (the due scan runs).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    after: Duration,
     /// Run `perf <--perf-args> -o DIR/perf-<workers>.data -p <frontierd pid>` from the
     /// first page to the last of each crawl (those runs are slowed by the recording).
     #[arg(long)]
@@ -167,7 +191,12 @@ fn bench(cli: &Cli) -> Result<()> {
         Some(p) => fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
         None => String::new(),
     };
-    let srv = server::start(cli.server, cli.latency, cli.server_threads)?;
+    let server_kind = match cli.scheduled {
+        // nginx runs without an access log: only the hyper server counts requests
+        true => ServerKind::Hyper,
+        false => cli.server,
+    };
+    let srv = server::start(server_kind, cli.latency, cli.server_threads)?;
     println!(
         "server: {} on 127.0.0.1:{} (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
         srv.kind,
@@ -186,6 +215,28 @@ fn bench(cli: &Cli) -> Result<()> {
     }
     let port = srv.port;
     let hosts = cli.hosts.max(1);
+    let daemon_cfg = |workers: usize| DaemonConfig {
+        exe: exe.clone(),
+        workers,
+        extra_toml: extra_toml.clone(),
+        store_toml: cli.store_toml.replace("\\n", "\n"),
+    };
+    if cli.scheduled {
+        // no URL list in memory or on disk: the URLs are generated batch by batch
+        let w = cli.workers.first().copied().unwrap_or(1);
+        let r = scheduled::run(
+            &daemon_cfg(w),
+            port,
+            cli.urls,
+            hosts,
+            cli.batch,
+            cli.submit_conns,
+            cli.idle,
+            cli.after,
+        )?;
+        print_scheduled(&r, hosts, w, cli, &load_start);
+        return Ok(());
+    }
     let urls: Arc<Vec<String>> = Arc::new(
         (0..cli.urls)
             .map(|k| format!("http://h{}.test:{port}/p/{k}", k % hosts))
@@ -194,12 +245,6 @@ fn bench(cli: &Cli) -> Result<()> {
     let work = tempfile::Builder::new().prefix("daemon-bench-").tempdir()?;
     let list = work.path().join("urls.txt");
     write_list(&list, &urls)?;
-
-    let daemon_cfg = |workers: usize| DaemonConfig {
-        exe: exe.clone(),
-        workers,
-        extra_toml: extra_toml.clone(),
-    };
 
     if cli.ingest {
         let w = cli.workers.first().copied().unwrap_or(1);
@@ -361,4 +406,72 @@ fn bench(cli: &Cli) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn print_scheduled(
+    r: &scheduled::ScheduledRun,
+    hosts: u64,
+    workers: usize,
+    cli: &Cli,
+    load_start: &str,
+) {
+    let load_end = procfs::loadavg();
+    let per_url = |b: u64| b.saturating_sub(r.idle.disk) as f64 / r.accepted.max(1) as f64;
+    let fetches = |s: &scheduled::Snapshot| {
+        format!(
+            "{} (server) / {} (daemon metrics)",
+            s.server_requests.saturating_sub(r.idle.server_requests),
+            s.daemon_fetches
+        )
+    };
+    println!();
+    println!(
+        "scheduled: {} URLs over {hosts} hosts, refetch_at +30 days, {} per POST, {} at once, {workers} workers",
+        r.urls, cli.batch, cli.submit_conns
+    );
+    if !r.stderr_tail.is_empty() {
+        println!("frontierd stderr (last lines):\n{}", r.stderr_tail);
+    }
+    println!();
+    println!("| moment | VmHWM | VmRSS | on disk | fetches since the baseline |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, s) in [
+        (format!("idle, nothing submitted ({:?})", cli.idle), &r.idle),
+        (format!("after {} scheduled URLs", r.accepted), &r.submitted),
+        (format!("{:.0} s later", r.after_secs), &r.after),
+    ] {
+        println!(
+            "| {name} | {:.0} MB | {:.0} MB | {:.0} MB | {} |",
+            mb(s.vm_hwm),
+            mb(s.vm_rss),
+            mb(s.disk),
+            fetches(s)
+        );
+    }
+    println!();
+    println!("| measure | value |");
+    println!("| --- | --- |");
+    println!(
+        "| submit | {:.1} s: **{:.0} URLs/s**, {} accepted, daemon CPU {:.1} s ({:.1} µs per URL) |",
+        r.submit_secs,
+        r.accepted as f64 / r.submit_secs.max(1e-9),
+        r.accepted,
+        r.submit_cpu_secs,
+        r.submit_cpu_secs * 1e6 / r.accepted.max(1) as f64
+    );
+    println!(
+        "| on disk per scheduled URL (over the idle data dir) | {:.0} bytes after the submit, {:.0} bytes {:.0} s later |",
+        per_url(r.submitted.disk),
+        per_url(r.after.disk),
+        r.after_secs
+    );
+    println!(
+        "| VmHWM / VmRSS over the baseline | {:+.0} / {:+.0} MB after the submit, {:+.0} / {:+.0} MB {:.0} s later |",
+        mb(r.submitted.vm_hwm) - mb(r.idle.vm_hwm),
+        mb(r.submitted.vm_rss) - mb(r.idle.vm_rss),
+        mb(r.after.vm_hwm) - mb(r.idle.vm_hwm),
+        mb(r.after.vm_rss) - mb(r.idle.vm_rss),
+        r.after_secs
+    );
+    println!("| load average start / end | {load_start} / {load_end} |");
 }

@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -206,6 +207,28 @@ fn wait_ready(port: u16, limit: Duration) -> Result<()> {
     }
 }
 
+/// Requests the hyper server answered (all but [`REQUESTS_PATH`]).
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+/// The hyper server answers this path with [`REQUESTS`] (the daemon never asks for it).
+const REQUESTS_PATH: &str = "/__daemon_bench_requests";
+
+/// How many requests the hyper server on `port` has answered (its own count).
+pub fn requests(port: u16) -> Result<u64> {
+    let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "GET {REQUESTS_PATH} HTTP/1.1\r\nHost: h0.test\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)?;
+    let text = String::from_utf8_lossy(&buf);
+    text.split_once("\r\n\r\n")
+        .and_then(|(_, b)| b.trim().parse().ok())
+        .with_context(|| format!("no request count from the server: {text:.200}"))
+}
+
 /// `daemon-bench serve`: the hyper server (runs in its own process, like nginx).
 pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -234,6 +257,11 @@ pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
                 let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                     let (page, robots) = (page.clone(), robots.clone());
                     async move {
+                        if req.uri().path() == REQUESTS_PATH {
+                            let n = REQUESTS.load(Ordering::Relaxed).to_string();
+                            return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
+                        }
+                        REQUESTS.fetch_add(1, Ordering::Relaxed);
                         if !latency.is_zero() {
                             tokio::time::sleep(latency).await;
                         }
