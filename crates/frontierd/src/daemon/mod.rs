@@ -16,6 +16,7 @@
 
 pub mod cluster;
 pub mod intake;
+pub mod memory;
 pub mod pipeline;
 pub mod progress;
 pub mod run;

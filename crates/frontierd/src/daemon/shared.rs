@@ -92,39 +92,64 @@ impl Shared {
     /// as it comes: the host then waits for its IP group. A failure is reported too: the
     /// host's robots.txt fetch goes and fails as a fetch does.
     pub fn resolve_hosts(self: &Arc<Self>, asked: Vec<frontier::ResolveRequest>) {
-        for req in asked {
-            let sh = self.clone();
-            tokio::spawn(async move {
-                let answer = match req.host.parse::<std::net::IpAddr>() {
-                    Ok(ip) => Ok(ip),
-                    Err(_) => match sh.fetcher.lookup(&req.host).await {
-                        Ok(ips) => ips.first().copied().ok_or_else(|| "no address".to_string()),
-                        Err((result, detail)) => Err(format!("{result}: {detail}")),
-                    },
-                };
-                crate::internal_events::network::HostResolved {
-                    host: &req.host,
-                    answer: answer.as_ref().map(|ip| *ip).map_err(String::as_str),
+        let sh = self.clone();
+        tokio::spawn(async move {
+            // the names are looked up concurrently; the answers are reported to the
+            // frontier in batches (whatever has come in each time one comes in), not one
+            // scheduler lock, store write and dispatcher wake-up per host: with 100k new
+            // hosts that per-host round trip halved the intake rate
+            let mut lookups = tokio::task::JoinSet::new();
+            for req in asked {
+                let sh = sh.clone();
+                lookups.spawn(async move {
+                    let answer = match req.host.parse::<std::net::IpAddr>() {
+                        Ok(ip) => Ok(ip),
+                        Err(_) => match sh.fetcher.lookup(&req.host).await {
+                            Ok(ips) => ips.first().copied().ok_or_else(|| "no address".to_string()),
+                            Err((result, detail)) => Err(format!("{result}: {detail}")),
+                        },
+                    };
+                    crate::internal_events::network::HostResolved {
+                        host: &req.host,
+                        answer: answer.as_ref().map(|ip| *ip).map_err(String::as_str),
+                    }
+                    .emit(&sh.metrics);
+                    (req.host_id, answer.ok())
+                });
+            }
+            let mut answers = Vec::new();
+            while let Some(first) = lookups.join_next().await {
+                answers.extend(first.ok());
+                while let Some(more) = lookups.try_join_next() {
+                    answers.extend(more.ok());
                 }
-                .emit(&sh.metrics);
-                let fr = sh.frontier.clone();
-                let report = [(req.host_id, answer.ok())];
-                match tokio::task::spawn_blocking(move || fr.resolved(&report)).await {
-                    Ok(Ok(changed)) => {
-                        for (host_id, before, ip) in changed {
-                            sh.address_changed(host_id, before, ip);
-                        }
-                    }
-                    Ok(Err(e)) => {
-                        tracing::error!(host = %req.host, error = %e, "reporting a host's address failed")
-                    }
-                    Err(e) => {
-                        tracing::error!(host = %req.host, error = %e, "reporting a host's address: task failed")
-                    }
-                }
-                sh.pipeline.kick();
-            });
+                sh.report_resolved(std::mem::take(&mut answers)).await;
+            }
+        });
+    }
+
+    /// Report resolved addresses to the frontier (one call for the batch) and wake the
+    /// dispatcher once.
+    async fn report_resolved(self: &Arc<Self>, answers: Vec<(u64, Option<std::net::IpAddr>)>) {
+        if answers.is_empty() {
+            return;
         }
+        let fr = self.frontier.clone();
+        let n = answers.len();
+        match tokio::task::spawn_blocking(move || fr.resolved(&answers)).await {
+            Ok(Ok(changed)) => {
+                for (host_id, before, ip) in changed {
+                    self.address_changed(host_id, before, ip);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::error!(hosts = n, error = %e, "reporting resolved addresses failed")
+            }
+            Err(e) => {
+                tracing::error!(hosts = n, error = %e, "reporting resolved addresses: task failed")
+            }
+        }
+        self.pipeline.kick();
     }
 
     pub(crate) fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
