@@ -321,9 +321,7 @@ impl Frontier {
         ids.sort_unstable();
         let mut segments = 0usize;
         let fold = inner.intake.next_fold;
-        // (a store would need four billion folds to reach the legacy marker; past it the
-        // keys stay unique by host id and sequence, only no longer in fold order)
-        inner.intake.next_fold = fold.saturating_add(1).min(SegRef::LEGACY - 1);
+        inner.intake.next_fold = SegRef::fold_after(fold);
         for id in ids {
             let Some(h) = inner.hosts.get_mut(&id) else {
                 continue;

@@ -25,6 +25,13 @@ impl SegRef {
     /// `fold` of a segment under an older store's `Q` + host id + first key.
     pub(crate) const LEGACY: u32 = u32::MAX;
 
+    /// The number of the fold after `fold`. (A store would need four billion folds to
+    /// reach the legacy marker; past it the keys stay unique by host id and sequence, only
+    /// no longer in fold order.)
+    pub(crate) fn fold_after(fold: u32) -> u32 {
+        fold.saturating_add(1).min(SegRef::LEGACY - 1)
+    }
+
     /// Sequence after its last entry.
     pub(crate) fn end(&self) -> u64 {
         self.first + u64::from(self.len)

@@ -42,31 +42,23 @@ impl Frontier {
         // (only each value's header is needed: visited in place, not copied)
         let mut bad = None;
         let mut last_fold = None;
+        let mut add = |id: u64, first: u64, fold: u32, v: &[u8]| match Segment::parse(v) {
+            Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
+                first,
+                len: seg.len() as u32,
+                fold,
+            }),
+            Err(e) => bad = Some(e),
+        };
         self.store.visit_prefix(b"q", &mut |k, v| {
-            let Some((fold, id, first)) = keys::parse_segment(k) else {
-                return;
-            };
-            last_fold = Some(fold);
-            match Segment::parse(v) {
-                Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
-                    first,
-                    len: seg.len() as u32,
-                    fold,
-                }),
-                Err(e) => bad = Some(e),
+            if let Some((fold, id, first)) = keys::parse_segment(k) {
+                last_fold = Some(fold);
+                add(id, first, fold, v);
             }
         })?;
         self.store.visit_prefix(b"Q", &mut |k, v| {
-            let Some((id, first)) = keys::parse_idseq(k) else {
-                return;
-            };
-            match Segment::parse(v) {
-                Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
-                    first,
-                    len: seg.len() as u32,
-                    fold: SegRef::LEGACY,
-                }),
-                Err(e) => bad = Some(e),
+            if let Some((id, first)) = keys::parse_idseq(k) {
+                add(id, first, SegRef::LEGACY, v);
             }
         })?;
         if let Some(e) = bad {
@@ -78,8 +70,7 @@ impl Frontier {
                 .make_contiguous()
                 .sort_unstable_by_key(|s| s.first);
         }
-        inner.intake.next_fold =
-            last_fold.map_or(0, |f| f.saturating_add(1).min(SegRef::LEGACY - 1));
+        inner.intake.next_fold = last_fold.map_or(0, SegRef::fold_after);
         // leases of older versions (`L` keys) become one-entry segments again
         for kv in self.store.scan_prefix(b"L") {
             let (k, v) = kv?;
