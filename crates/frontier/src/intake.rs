@@ -330,7 +330,13 @@ impl Frontier {
             let entries: Vec<&[u8]> = h.pending.from(from).collect();
             let mut first = h.pending.end() - entries.len() as u64;
             let mut bytes = 0;
-            for chunk in entries.chunks(packed::SEGMENT_MAX_ENTRIES) {
+            let chunks = packed::chunk_by_size(
+                &entries,
+                packed::SEGMENT_MAX_ENTRIES,
+                packed::VALUE_TARGET_BYTES,
+                |e| e.len() + 4,
+            );
+            for chunk in chunks {
                 let seg = packed::encode_segment(chunk.iter().copied());
                 bytes += seg.len();
                 let at = SegRef {

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::sched::recrawl::{self, Next, RevisitRecord, Visit, VisitOutcome};
 use crate::store::codec::QueueEntry;
 use crate::store::keys;
-use crate::store::packed::IntakeWriter;
+use crate::store::packed::{self, IntakeWriter};
 use crate::store::revisit;
 use crate::store::Batch;
 use crate::work::{url_hash, EnqueueItem};
@@ -98,20 +98,27 @@ impl Frontier {
             by_slot.entry(keys::due_slot(w.due_ms)).or_default().push(w);
         }
         for (slot, group) in by_slot {
-            let id: u64 = inner.rng.gen();
-            let mut pairs = Vec::with_capacity(group.len());
-            for w in group {
-                if let Some((hash, fetched_ms)) = w.locate {
-                    let loc = revisit::Locator {
-                        slot_ms: slot,
-                        id,
-                        fetched_ms,
-                    };
-                    batch.put(keys::locator(hash), revisit::encode_locator(&loc));
+            // several keys per second when the group is large: see VALUE_TARGET_BYTES
+            let chunks =
+                packed::chunk_by_size(&group, usize::MAX, packed::VALUE_TARGET_BYTES, |w| {
+                    w.entry.len() + 12
+                });
+            for chunk in chunks {
+                let id: u64 = inner.rng.gen();
+                let mut pairs = Vec::with_capacity(chunk.len());
+                for w in chunk {
+                    if let Some((hash, fetched_ms)) = w.locate {
+                        let loc = revisit::Locator {
+                            slot_ms: slot,
+                            id,
+                            fetched_ms,
+                        };
+                        batch.put(keys::locator(hash), revisit::encode_locator(&loc));
+                    }
+                    pairs.push((w.due_ms, w.entry.as_slice()));
                 }
-                pairs.push((w.due_ms, w.entry));
+                batch.put(keys::due(slot, id), revisit::encode_due(&pairs));
             }
-            batch.put(keys::due(slot, id), revisit::encode_due(&pairs));
             inner.next_due_ms = inner.next_due_ms.min(slot);
         }
     }

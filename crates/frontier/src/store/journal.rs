@@ -25,8 +25,10 @@ pub(crate) struct Journal {
     pub(crate) min_bytes: u64,
 }
 
-/// Largest `J` value (bytes); a batch touching more hosts writes several.
-pub(crate) const JOURNAL_RECORD_BYTES: usize = 64 * 1024;
+/// Largest `J` value (bytes); a batch touching more hosts writes several. Kept under
+/// sled's blob threshold so the page cache can evict journal leaves (see
+/// [`super::packed::VALUE_TARGET_BYTES`]).
+pub(crate) const JOURNAL_RECORD_BYTES: usize = super::packed::VALUE_TARGET_BYTES;
 /// What one record written by a checkpoint costs, in journal bytes: a store write costs
 /// about what 2 KiB of log bytes do (sled: ~14 µs per key, ~250 MB/s for large values),
 /// and a checkpoint writes one key per host. The journal is checkpointed once it holds

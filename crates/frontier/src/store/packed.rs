@@ -23,12 +23,23 @@ use crate::store::codec::{CodecError, QueueEntry};
 const SEGMENT_V1: u8 = 0x10;
 /// Entries per segment written by a fold (a host with more pending gets several).
 pub const SEGMENT_MAX_ENTRIES: usize = 256;
+/// The size every packed value written on a hot path stays under (segments, seen buckets,
+/// due-index keys): one entry may exceed it alone, never a value of several.
+///
+/// Why: sled keeps up to 17 values in a leaf and writes a leaf larger than a quarter of its
+/// 512 KiB log segment as a separate blob file, and its page cache then charges that leaf
+/// only the ~40 bytes of its blob pointer. Such leaves are never evicted, whatever
+/// `cache_bytes` says: with 32 KiB seen buckets and whole-batch due keys the daemon's
+/// memory grew with every URL it knew (docs/benchmarks.md, "10M scheduled URLs"). 17 values
+/// of 6 KiB stay under the threshold, so the cache bound holds.
+pub const VALUE_TARGET_BYTES: usize = 6 * 1024;
 /// Intake-log record version byte.
 const INTAKE_V1: u8 = 0x30;
 /// Seen-bucket version byte.
 const BUCKET_V1: u8 = 0x20;
-/// Hashes a bucket may hold before a fold splits it in halves.
-pub const BUCKET_MAX: usize = 2048;
+/// Hashes a bucket may hold before a fold splits it in halves: 16 bytes each, so a full
+/// bucket stays under [`VALUE_TARGET_BYTES`].
+pub const BUCKET_MAX: usize = 320;
 
 fn err(what: &'static str, why: &'static str) -> CodecError {
     CodecError { what, why }
@@ -51,6 +62,31 @@ fn u64_at(b: &[u8], i: usize, what: &'static str) -> Result<u64, CodecError> {
 }
 
 // ------------------------------------------------------------------- segments
+
+/// Split `items` (with their encoded sizes) into runs of at most `max_items` whose sizes
+/// add up to at most `max_bytes`; an item larger than `max_bytes` gets a run of its own.
+pub fn chunk_by_size<T>(
+    items: &[T],
+    max_items: usize,
+    max_bytes: usize,
+    size: impl Fn(&T) -> usize,
+) -> Vec<&[T]> {
+    let mut runs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let n = size(item);
+        if i > start && (i - start >= max_items || bytes + n > max_bytes) {
+            runs.push(&items[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += n;
+    }
+    if start < items.len() {
+        runs.push(&items[start..]);
+    }
+    runs
+}
 
 /// Encode a segment from encoded queue entries: version, count (u32 LE), one end offset
 /// per entry (u32 LE, relative to the start of the data), then the entries back to back.
@@ -358,6 +394,27 @@ pub fn split_bucket(start: u128, hashes: Vec<u128>) -> Vec<(u128, Vec<u128>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_keep_order_and_stay_within_count_and_bytes() {
+        let sizes = [100, 3000, 3000, 50, 7000, 10, 10, 10];
+        let runs = chunk_by_size(&sizes, 3, 6000, |&n| n);
+        assert_eq!(
+            runs,
+            vec![
+                &[100, 3000][..],
+                &[3000, 50][..],
+                &[7000][..],
+                &[10, 10, 10][..]
+            ]
+        );
+        let few = chunk_by_size(&[1usize; 7], 3, 6144, |&n| n);
+        assert_eq!(
+            few.iter().map(|r| r.len()).collect::<Vec<_>>(),
+            vec![3, 3, 1]
+        );
+        assert!(chunk_by_size(&[] as &[usize], 3, 10, |&n| n).is_empty());
+    }
 
     fn entry(url: &str, depth: u32) -> Vec<u8> {
         QueueEntry::new(url.into(), depth, None, String::new()).encode()

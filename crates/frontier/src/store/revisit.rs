@@ -103,9 +103,10 @@ pub fn decode(bytes: &[u8]) -> Result<RevisitRecord, CodecError> {
 
 /// Encode one due-index value: per entry its due time (u64 LE), length (u32 LE) and
 /// queue entry bytes.
-pub fn encode_due(entries: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.iter().map(|(_, e)| 12 + e.len()).sum());
+pub fn encode_due<E: AsRef<[u8]>>(entries: &[(u64, E)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.iter().map(|(_, e)| 12 + e.as_ref().len()).sum());
     for (due, e) in entries {
+        let e = e.as_ref();
         out.extend_from_slice(&due.to_le_bytes());
         out.extend_from_slice(&(e.len() as u32).to_le_bytes());
         out.extend_from_slice(e);
