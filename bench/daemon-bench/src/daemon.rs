@@ -89,25 +89,36 @@ level = "warn"
         );
         let conf_path = dir.path().join("frontierd.toml");
         fs::write(&conf_path, conf)?;
-        let mut cmd = Command::new(&cfg.exe);
+        Self::spawn(&cfg.exe, dir, seeds)
+    }
+
+    /// Start the daemon on the config file and data dir in `dir`.
+    fn spawn(exe: &Path, dir: tempfile::TempDir, seeds: Option<&Path>) -> Result<Daemon> {
+        let conf_path = dir.path().join("frontierd.toml");
+        let data = dir.path().join("data");
+        let addr_file = data.join("admin.addr");
+        let _ = fs::remove_file(&addr_file);
+        let mut cmd = Command::new(exe);
         cmd.arg("run").arg("--config").arg(&conf_path);
         if let Some(s) = seeds {
             cmd.arg("--seeds").arg(s);
         }
-        let log = fs::File::create(dir.path().join("frontierd.stderr"))?;
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("frontierd.stderr"))?;
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .with_context(|| format!("starting {}", cfg.exe.display()))?;
+            .with_context(|| format!("starting {}", exe.display()))?;
         let mut d = Daemon {
             child,
             dir,
             admin: String::new(),
         };
-        let addr_file = data.join("admin.addr");
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(600);
         loop {
             if let Ok(a) = fs::read_to_string(&addr_file) {
                 if a.ends_with('\n') {
@@ -122,14 +133,23 @@ level = "warn"
                 );
             }
             if Instant::now() > deadline {
-                bail!("frontierd wrote no admin.addr within 60 s");
+                bail!("frontierd wrote no admin.addr within 600 s");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// SIGTERM, then wait (SIGKILL after `grace`). Returns the daemon's stderr tail.
-    pub fn stop(mut self, grace: Duration) -> String {
+    /// Stop the daemon (SIGTERM, up to `grace`) and start `exe` again on the same config
+    /// and data dir.
+    pub fn restart(mut self, exe: &Path, grace: Duration) -> Result<Daemon> {
+        self.terminate(grace);
+        // the data dir goes to the new daemon; `self` keeps an empty one to drop
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir()?);
+        Self::spawn(exe, dir, None)
+    }
+
+    /// SIGTERM, then wait (SIGKILL after `grace`).
+    fn terminate(&mut self, grace: Duration) {
         unsafe {
             libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
         }
@@ -142,6 +162,11 @@ level = "warn"
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait (SIGKILL after `grace`). Returns the daemon's stderr tail.
+    pub fn stop(mut self, grace: Duration) -> String {
+        self.terminate(grace);
         let err = fs::read_to_string(self.dir.path().join("frontierd.stderr")).unwrap_or_default();
         let tail: Vec<&str> = err.lines().rev().take(5).collect();
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")

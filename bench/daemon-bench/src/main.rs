@@ -439,6 +439,13 @@ fn print_scheduled(
         (format!("idle, nothing submitted ({:?})", cli.idle), &r.idle),
         (format!("after {} scheduled URLs", r.accepted), &r.submitted),
         (format!("{:.0} s later", r.after_secs), &r.after),
+        (
+            format!(
+                "restarted on that data dir (up in {:.1} s), {:.0} s later",
+                r.reopen_secs, r.after_secs
+            ),
+            &r.reopened,
+        ),
     ] {
         println!(
             "| {name} | {:.0} MB | {:.0} MB | {:.0} MB | {} |",

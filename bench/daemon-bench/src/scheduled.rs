@@ -4,7 +4,9 @@
 //!
 //! One daemon, measured three times: idle with nothing submitted (the baseline), right
 //! after the last batch was acknowledged, and after running on for a while (the due scan
-//! runs; nothing is due, so nothing may be fetched: the server counts its requests).
+//! runs; nothing is due, so nothing may be fetched: the server counts its requests), then
+//! once more after a restart on the same data dir (what a store of N scheduled URLs costs
+//! a daemon that did not write them).
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -34,6 +36,11 @@ pub struct ScheduledRun {
     pub submitted: Snapshot,
     pub after: Snapshot,
     pub after_secs: f64,
+    /// the daemon restarted on the same data dir, after as long again: what it holds
+    /// resident for a store of N scheduled URLs, without what the submit left behind
+    pub reopened: Snapshot,
+    /// from the restart until the admin API answered
+    pub reopen_secs: f64,
     pub urls: u64,
     pub accepted: u64,
     pub submit_secs: f64,
@@ -176,12 +183,19 @@ pub fn run(
     std::thread::sleep(after);
     let after_snap = snapshot(&d, port)?;
     let after_secs = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let d = d.restart(&cfg.exe, Duration::from_secs(120))?;
+    let reopen_secs = t2.elapsed().as_secs_f64();
+    std::thread::sleep(after);
+    let reopened = snapshot(&d, port)?;
     let stderr_tail = d.stop(Duration::from_secs(120));
     Ok(ScheduledRun {
         idle: idle_snap,
         submitted,
         after: after_snap,
         after_secs,
+        reopened,
+        reopen_secs,
         urls,
         accepted: accepted.into_inner(),
         submit_secs,
