@@ -113,3 +113,62 @@ fn each_fold_writes_after_every_earlier_one_also_across_a_reopen() {
         "consumed segments deleted"
     );
 }
+
+fn bucket_keys(f: &Frontier) -> Vec<u128> {
+    let mut starts = vec![0];
+    for kv in f.store.scan_prefix(b"B") {
+        let (k, _) = kv.unwrap();
+        starts.push(u128::from_be_bytes(k[1..17].try_into().unwrap()));
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// Opening lists the seen buckets from their directory (`b` keys written with each split),
+/// not by reading every bucket; a store from before the directory is listed once. Either
+/// way the seen-set answers as before.
+#[test]
+fn the_bucket_directory_lists_every_bucket_also_for_a_store_from_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls: Vec<String> = (0..3000)
+        .map(|k| format!("http://s{}.test/{k}", k % 7))
+        .collect();
+    let starts = {
+        let f = open(dir.path());
+        for chunk in urls.chunks(500) {
+            f.enqueue_batch(chunk, T0).unwrap();
+        }
+        let starts = bucket_keys(&f);
+        assert!(starts.len() > 5, "the buckets split: {starts:?}");
+        assert_eq!(f.inner.lock().seen.starts, starts);
+        starts
+    };
+    let f = open(dir.path());
+    assert_eq!(f.inner.lock().seen.starts, starts, "from the directory");
+    // as a store from before the directory: no `b` keys, no marker
+    let mut b = crate::store::Batch::new();
+    for s in &starts[1..] {
+        b.del(keys::bucket_start(*s));
+    }
+    b.del(keys::BUCKET_DIRECTORY.to_vec());
+    f.store.apply(b).unwrap();
+    f.store.flush().unwrap();
+    drop(f);
+    let f = open(dir.path());
+    assert_eq!(f.inner.lock().seen.starts, starts, "from the buckets");
+    assert!(f.store.contains(keys::BUCKET_DIRECTORY).unwrap());
+    assert_eq!(f.store.scan_prefix(b"b").count(), starts.len() - 1);
+    drop(f);
+    let f = open(dir.path());
+    assert_eq!(
+        f.inner.lock().seen.starts,
+        starts,
+        "from the directory written then"
+    );
+    let again = f.enqueue_batch(&urls, T0).unwrap();
+    assert!(
+        again.iter().all(|r| *r != EnqueueResult::Queued),
+        "a URL seen before the reopens was accepted again"
+    );
+}

@@ -380,10 +380,11 @@ impl Frontier {
                 let v = packed::encode_bucket(&part);
                 let bytes = v.len();
                 out.put(keys::seen_bucket(s), v);
-                out.cut();
                 if s != start {
+                    out.put(keys::bucket_start(s), Vec::new());
                     added.push(s);
                 }
+                out.cut();
                 spill(&mut out, &mut held, bytes)?;
             }
             i = j;

@@ -20,6 +20,15 @@ pub fn seen(hash: u128) -> Vec<u8> {
 pub fn seen_bucket(start: u128) -> Vec<u8> {
     tagged(b'B', &[&start.to_be_bytes()])
 }
+/// Seen-bucket directory: `b` + a bucket's lowest hash (u128 BE) -> empty, one per [`seen_bucket`]
+/// except the first (lowest hash 0), written with the bucket. Opening reads these small keys
+/// instead of every bucket (which would pull the whole seen-set through sled's cache).
+pub fn bucket_start(start: u128) -> Vec<u8> {
+    tagged(b'b', &[&start.to_be_bytes()])
+}
+/// Present once the `b` directory lists every bucket (stores from before it are listed
+/// once, at their first open).
+pub const BUCKET_DIRECTORY: &[u8] = b"M\0bucket_directory";
 /// Intake-log record: `W` + sequence (u64 BE) -> the entries one enqueue queued.
 pub fn intake(seq: u64) -> Vec<u8> {
     tagged(b'W', &[&seq.to_be_bytes()])

@@ -318,11 +318,22 @@ impl Frontier {
         inner.journal.bytes = journal_bytes;
         // 6. the seen-set: bucket directory, and per-URL keys of older versions
         let starts = &mut inner.seen.starts;
-        self.store.visit_prefix(b"B", &mut |k, _| {
+        let mut add_start = |k: &[u8], _: &[u8]| {
             if let Some(b) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
                 starts.push(u128::from_be_bytes(b));
             }
-        })?;
+        };
+        if self.store.contains(keys::BUCKET_DIRECTORY)? {
+            self.store.visit_prefix(b"b", &mut add_start)?;
+        } else {
+            // a store from before the directory: list its buckets once
+            self.store.visit_prefix(b"B", &mut add_start)?;
+            for &s in starts.iter().filter(|&&s| s != 0) {
+                batch.put(keys::bucket_start(s), Vec::new());
+            }
+            batch.put(keys::BUCKET_DIRECTORY.to_vec(), Vec::new());
+            batch.cut();
+        }
         inner.seen.starts.sort_unstable();
         inner.seen.starts.dedup();
         inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();
