@@ -319,13 +319,19 @@ fn bench(cli: &Cli) -> Result<()> {
         return Ok(());
     }
 
+    // only the hyper server counts what it holds
+    let sample_in_flight = srv.kind == "hyper";
     let mut rows = Vec::new();
     for &w in &cli.workers {
         let conc = cli.concurrency.unwrap_or(w);
         let bare = if cli.no_client {
             None
         } else {
+            let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
             let r = client::run(urls.clone(), conc, cli.client_threads)?;
+            if let Some(s) = sampler {
+                println!("  bare client: {}", s.stop());
+            }
             println!(
                 "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
                 r.pages,
@@ -344,6 +350,7 @@ fn bench(cli: &Cli) -> Result<()> {
             if let Some(d) = &cli.perf {
                 fs::create_dir_all(d)?;
             }
+            let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
             let r = daemon::crawl(
                 &daemon_cfg(w),
                 &list,
@@ -351,6 +358,9 @@ fn bench(cli: &Cli) -> Result<()> {
                 cli.timeout,
                 perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
             )?;
+            if let Some(s) = sampler {
+                println!("  frontierd: {}", s.stop());
+            }
             println!(
                 "frontierd, {w} workers: {} pages in {:.2} s = {:.0} pages/s, {:.0} µs CPU/page, {:.2} cores, VmHWM {:.0} MB{}",
                 r.pages,

@@ -213,13 +213,29 @@ static REQUESTS: AtomicU64 = AtomicU64::new(0);
 /// The hyper server answers this path with [`REQUESTS`] (the daemon never asks for it).
 const REQUESTS_PATH: &str = "/__daemon_bench_requests";
 
+/// Requests the hyper server has received and not yet answered (waiting out the latency).
+static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+
+/// The hyper server answers this path with [`IN_FLIGHT`].
+const IN_FLIGHT_PATH: &str = "/__daemon_bench_in_flight";
+
 /// How many requests the hyper server on `port` has answered (its own count).
 pub fn requests(port: u16) -> Result<u64> {
+    counter(port, REQUESTS_PATH)
+}
+
+/// How many requests the hyper server on `port` holds right now (received, not answered):
+/// what the client has in flight, as the server sees it.
+pub fn in_flight(port: u16) -> Result<u64> {
+    counter(port, IN_FLIGHT_PATH)
+}
+
+fn counter(port: u16, path: &str) -> Result<u64> {
     let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         s,
-        "GET {REQUESTS_PATH} HTTP/1.1\r\nHost: h0.test\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: h0.test\r\nConnection: close\r\n\r\n"
     )?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)?;
@@ -261,10 +277,16 @@ pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
                             let n = REQUESTS.load(Ordering::Relaxed).to_string();
                             return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
                         }
+                        if req.uri().path() == IN_FLIGHT_PATH {
+                            let n = IN_FLIGHT.load(Ordering::Relaxed).to_string();
+                            return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
+                        }
                         REQUESTS.fetch_add(1, Ordering::Relaxed);
+                        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
                         if !latency.is_zero() {
                             tokio::time::sleep(latency).await;
                         }
+                        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
                         let (body, ctype) = if req.uri().path() == "/robots.txt" {
                             (robots, "text/plain")
                         } else {
@@ -305,4 +327,68 @@ pub fn wrk(port: u16, connections: usize) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix("Requests/sec:"))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// Samples the hyper server's [`in_flight`] every 100 ms on a thread, until [`Self::stop`]:
+/// how many requests the client under test really has out at once (a client that waits on
+/// itself shows it here, whatever its worker count).
+pub struct InFlightSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<u64>>,
+}
+
+/// What [`InFlightSampler`] saw.
+pub struct InFlightSummary {
+    /// mean over the samples from the first busy one to the last busy one
+    pub mean: f64,
+    pub max: u64,
+    /// the mean of each second, in order
+    pub per_second: Vec<u64>,
+}
+
+impl InFlightSampler {
+    pub fn start(port: u16) -> InFlightSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            let mut next = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                samples.push(in_flight(port).unwrap_or(0));
+                next += Duration::from_millis(100);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            samples
+        });
+        InFlightSampler { stop, thread }
+    }
+
+    pub fn stop(self) -> InFlightSummary {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self.thread.join().unwrap_or_default();
+        let first = samples.iter().position(|&n| n > 0).unwrap_or(0);
+        let last = samples.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1);
+        let busy = &samples[first..last.max(first)];
+        InFlightSummary {
+            mean: busy.iter().sum::<u64>() as f64 / busy.len().max(1) as f64,
+            max: busy.iter().copied().max().unwrap_or(0),
+            per_second: busy
+                .chunks(10)
+                .map(|c| c.iter().sum::<u64>() / c.len() as u64)
+                .collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for InFlightSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs: Vec<String> = self.per_second.iter().map(u64::to_string).collect();
+        write!(
+            f,
+            "requests in flight at the server (100 ms samples): mean {:.0}, max {}; by second: {}",
+            self.mean,
+            self.max,
+            secs.join(" ")
+        )
+    }
 }
