@@ -241,12 +241,8 @@ impl Frontier {
     }
 
     /// Report the outcome of a robots.txt fetch handed out by `next`. The new robots state
-    /// is durable before any URL is gated by it.
-    ///
-    /// The scheduler lock is not held across the flush: the state is written under the
-    /// lock, made durable by a group flush (shared with other callers), and only then put
-    /// into the cache and acted on. Until then the host keeps its robots lease, so it is
-    /// not scheduled and nothing of it is gated by the new state early.
+    /// is durable before any URL is gated by it. One item of
+    /// [`Frontier::complete_robots_batch`].
     pub fn complete_robots(
         &self,
         lease: &RobotsLease,
@@ -254,34 +250,114 @@ impl Frontier {
         response_ms: u64,
         now_ms: u64,
     ) -> Result<()> {
-        let (state, event, ticket) = {
+        let done = [(lease.clone(), outcome.clone(), response_ms)];
+        self.complete_robots_batch(&done, now_ms)?
+            .pop()
+            .unwrap_or(Ok(()))
+    }
+
+    /// Report the outcomes of several robots.txt fetches at once: one scheduler lock to
+    /// write them, one flush for all, one lock to act on them. With thousands of new hosts
+    /// a lock, a store write and a flush per robots.txt made the answers queue behind each
+    /// other (and the dispatcher behind them), so each robots.txt slot stayed taken for
+    /// several times the fetch itself.
+    ///
+    /// Each item is (lease, outcome, response time in ms); the answer has one result per
+    /// item, in order (an unknown lease or a state that cannot be read fails alone). `Err`:
+    /// the outcomes could not be made durable; every lease of the batch was given back
+    /// (their hosts fetch robots.txt again after a pause).
+    ///
+    /// The scheduler lock is not held across the flush: the states are written under the
+    /// lock, made durable by a group flush (shared with other callers), and only then put
+    /// into the cache and acted on. Until then each host keeps its robots lease, so it is
+    /// not scheduled and nothing of it is gated by the new state early.
+    pub fn complete_robots_batch(
+        &self,
+        done: &[(RobotsLease, RobotsFetchOutcome, u64)],
+        now_ms: u64,
+    ) -> Result<Vec<Result<()>>> {
+        let mut results: Vec<Result<()>> = Vec::with_capacity(done.len());
+        // (index into `done`, the new state, its event) of the outcomes written
+        let mut written = Vec::new();
+        let ticket = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            if !Self::robots_pending(inner, lease) {
-                return Err(FrontierError::UnknownRobotsLease(lease.origin.clone()));
-            }
             let mut batch = Batch::new();
-            let written = self
-                .apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch)
-                .and_then(|(state, event)| {
-                    self.store.apply(batch)?;
-                    Ok((state, event, self.commit.written()))
-                });
-            match written {
-                Ok(w) => w,
-                Err(e) => {
-                    self.release_robots_lease(inner, lease, now_ms);
-                    return Err(e);
+            for (i, (lease, outcome, _)) in done.iter().enumerate() {
+                if !Self::robots_pending(inner, lease) {
+                    results.push(Err(FrontierError::UnknownRobotsLease(lease.origin.clone())));
+                    continue;
+                }
+                match self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch) {
+                    Ok((state, event)) => {
+                        written.push((i, state, event));
+                        results.push(Ok(()));
+                    }
+                    Err(e) => {
+                        self.release_robots_lease(inner, lease, now_ms);
+                        results.push(Err(e));
+                    }
                 }
             }
+            if written.is_empty() {
+                return Ok(results);
+            }
+            if let Err(e) = self.store.apply(batch) {
+                for (i, _, _) in &written {
+                    self.release_robots_lease(inner, &done[*i].0, now_ms);
+                }
+                return Err(e.into());
+            }
+            self.commit.written()
         };
         if let Err(e) = self.commit.sync(self.store.as_ref(), ticket) {
             let mut guard = self.inner.lock();
-            self.release_robots_lease(&mut guard, lease, now_ms);
+            for (i, _, _) in &written {
+                self.release_robots_lease(&mut guard, &done[*i].0, now_ms);
+            }
             return Err(e.into());
         }
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
+        let mut freed = Vec::with_capacity(written.len());
+        for (i, state, event) in written {
+            let (lease, _, response_ms) = &done[i];
+            if self.robots_answered(inner, lease, state, event, *response_ms, now_ms) {
+                freed.push(lease.host_id);
+            }
+        }
+        let mut batch = Batch::new();
+        // the host records are written without a flush, like a lease: losing them in a
+        // crash only returns the hosts to the state recovery rebuilds anyway (nothing in
+        // flight)
+        Self::journal_hosts(inner, &freed, &mut batch);
+        // a host left with nothing to do leaves memory (nothing to schedule then)
+        for &id in &freed {
+            Self::maybe_evict(inner, id);
+        }
+        Self::maybe_checkpoint(inner, &mut batch);
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.commit.written();
+        }
+        for id in freed {
+            self.schedule(inner, id);
+        }
+        Ok(results)
+    }
+
+    /// A durable robots.txt outcome takes effect: the state goes into the cache, the
+    /// lease ends and the host's next request waits for the gap. False if the lease was no
+    /// longer the one its host waited for (nothing of the host changed then).
+    fn robots_answered(
+        &self,
+        inner: &mut Inner,
+        lease: &RobotsLease,
+        state: OriginState,
+        event: FrontierEvent,
+        response_ms: u64,
+        now_ms: u64,
+    ) -> bool {
         // robots.txt was a request to the site: the gap after it is the crawl-delay it
         // just gave (capped), from its answer on, like after any page
         let crawl_delay = RobotsCache::crawl_delay_of(
@@ -296,7 +372,7 @@ impl Frontier {
         inner.events.push(event);
         // (the lease is still ours: only this call clears it)
         if !Self::give_back_robots_lease(inner, lease, now_ms) {
-            return Ok(());
+            return false;
         }
         if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
             h.rec.last_response_ms = response_ms;
@@ -306,19 +382,7 @@ impl Frontier {
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
             h.hold_until_ms = 0;
         }
-        let mut batch = Batch::new();
-        // the host record is written without a flush, like a lease: losing it in a crash
-        // only returns the host to the state recovery rebuilds anyway (nothing in flight)
-        Self::journal_hosts(inner, &[lease.host_id], &mut batch);
-        // a host left with nothing to do leaves memory (nothing to schedule then)
-        Self::maybe_evict(inner, lease.host_id);
-        Self::maybe_checkpoint(inner, &mut batch);
-        if !batch.is_empty() {
-            self.store.apply(batch)?;
-            self.commit.written();
-        }
-        self.schedule(inner, lease.host_id);
-        Ok(())
+        true
     }
 
     /// The outcome of `lease` could not be made durable (a store error): give back the

@@ -43,6 +43,8 @@ mod fold_tests;
 #[cfg(test)]
 mod ipgroup_tests;
 #[cfg(test)]
+mod robots_batch_tests;
+#[cfg(test)]
 mod tests;
 
 pub use api::Frontier;

@@ -291,12 +291,12 @@ impl Metrics {
         registry.register("in_flight", "Fetches in flight", m.in_flight.clone());
         registry.register(
             "completion_batches",
-            "Batches of page outcomes applied to the frontier (one flush each)",
+            "Batches of page and robots.txt outcomes applied to the frontier (one flush for the pages, one for the robots.txt outcomes)",
             m.completion_batches.clone(),
         );
         registry.register(
             "completion_batch_size",
-            "Page outcomes per batch applied to the frontier",
+            "Page and robots.txt outcomes per batch applied to the frontier",
             m.completion_batch_size.clone(),
         );
         registry.register(

@@ -1,21 +1,24 @@
 //! Between the frontier and the fetch workers: one dispatcher task leases work for the
 //! idle workers (one `next_batch` for all of them, on the blocking pool) and feeds them
-//! through a channel; one completer task reports page outcomes in batches (one
-//! `complete_batch`, so one flush, per batch). The runtime threads never wait on the
-//! frontier's lock or a disk flush, and a flush is shared by every page of a batch.
+//! through a channel; one completer task reports page and robots.txt outcomes in batches
+//! (one `complete_batch` and one `complete_robots_batch`, so one flush each, per batch).
+//! The runtime threads never wait on the frontier's lock or a disk flush, and a flush is
+//! shared by every outcome of a batch.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use frontier::{Frontier, FrontierError, LeaseId, PageOutcome, Visit, WorkItem};
+use frontier::{
+    Frontier, FrontierError, LeaseId, PageOutcome, RobotsFetchOutcome, RobotsLease, Visit, WorkItem,
+};
 use tokio::sync::{mpsc, oneshot, Mutex, Notify};
 
 use crate::daemon::shared::now_ms;
 
 /// At most this many leases per `next_batch` call.
 const MAX_DISPATCH: usize = 256;
-/// At most this many completions per `complete_batch` call.
+/// At most this many completions (pages and robots.txt) per batch.
 const MAX_COMPLETIONS: usize = 512;
 /// A batch of completions waits at most this long for more after its first one.
 const COMPLETION_LINGER: Duration = Duration::from_millis(2);
@@ -33,6 +36,8 @@ enum Completion {
     /// A page's outcome, with what its answer means for the recrawl schedule and where
     /// its fetch connected.
     Page(LeaseId, PageOutcome, Option<Visit>, Option<Connected>),
+    /// A robots.txt fetch's outcome (with its response time in ms) and where it connected.
+    Robots(RobotsLease, RobotsFetchOutcome, u64, Option<Connected>),
     /// Apply everything before this, then answer and end.
     Close(oneshot::Sender<()>),
 }
@@ -63,7 +68,7 @@ pub struct Observer {
     /// Called after each `next_batch` (with the items leased) on the blocking pool; the
     /// daemon takes the frontier's events there.
     pub after_dispatch: Box<dyn Fn(usize) + Send + Sync>,
-    /// Called after each `complete_batch` with its size.
+    /// Called after each batch of completions with its size (pages and robots.txt).
     pub after_completions: Box<dyn Fn(usize) + Send + Sync>,
     /// A host's fetch connected to an address it was not known at: (host id, the address
     /// before, the new one).
@@ -142,6 +147,30 @@ impl Pipeline {
             tracing::warn!(
                 ?lease,
                 "completion after the completer ended; the URL will be fetched again"
+            );
+        }
+    }
+
+    /// Report a robots.txt fetch's outcome (and where it connected); applied with others
+    /// in one batch, soon: the host's pages may go once it is applied.
+    pub async fn complete_robots(
+        &self,
+        lease: RobotsLease,
+        outcome: RobotsFetchOutcome,
+        response_ms: u64,
+        connected: Option<Connected>,
+    ) {
+        let origin = lease.origin.clone();
+        if self
+            .done
+            .send(Completion::Robots(lease, outcome, response_ms, connected))
+            .await
+            .is_err()
+        {
+            // the completer is gone (only after a stop): fetched again after a restart
+            tracing::warn!(
+                %origin,
+                "robots.txt outcome after the completer ended; it will be fetched again"
             );
         }
     }
@@ -244,44 +273,30 @@ async fn complete_loop(
         let Some(first) = rx.recv().await else {
             return;
         };
-        let mut batch = Vec::new();
-        let mut visits = Vec::new();
-        let mut addresses = Vec::new();
-        let mut take =
-            |c: Completion,
-             batch: &mut Vec<(LeaseId, PageOutcome)>,
-             visits: &mut Vec<Option<Visit>>,
-             addresses: &mut Vec<(u64, std::net::IpAddr, u64)>| match c {
-                Completion::Page(l, o, v, a) => {
-                    if let Some(a) = a {
-                        addresses.push((l.host_id, a.ip, a.started_ms));
-                    }
-                    batch.push((l, o));
-                    visits.push(v);
-                }
-                Completion::Close(tx) => closing = Some(tx),
-            };
-        take(first, &mut batch, &mut visits, &mut addresses);
+        let mut b = Gathered::default();
+        if let Some(tx) = b.take(first) {
+            closing = Some(tx);
+        }
         let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
-        while batch.len() < MAX_COMPLETIONS {
+        while closing.is_none() && b.len() < MAX_COMPLETIONS {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(c)) => {
-                    let close = matches!(c, Completion::Close(_));
-                    take(c, &mut batch, &mut visits, &mut addresses);
-                    if close {
-                        break;
+                    if let Some(tx) = b.take(c) {
+                        closing = Some(tx);
                     }
                 }
                 Ok(None) | Err(_) => break,
             }
         }
-        if !batch.is_empty() {
-            let n = batch.len();
+        if b.len() > 0 {
+            let n = b.len();
             let fr = frontier.clone();
             let obs = observer.clone();
             let res = tokio::task::spawn_blocking(move || {
-                note_addresses(&fr, &addresses, &obs);
-                apply(&fr, &batch, &visits)
+                // the addresses first: the slots the fetches free are their addresses'
+                note_addresses(&fr, &b.addresses, &obs);
+                apply_robots(&fr, &b.robots);
+                apply(&fr, &b.pages, &b.visits)
             })
             .await;
             if let Err(e) = res {
@@ -293,6 +308,43 @@ async fn complete_loop(
     }
     if let Some(tx) = closing {
         let _ = tx.send(());
+    }
+}
+
+/// Completions gathered for one batch.
+#[derive(Default)]
+struct Gathered {
+    pages: Vec<(LeaseId, PageOutcome)>,
+    visits: Vec<Option<Visit>>,
+    robots: Vec<(RobotsLease, RobotsFetchOutcome, u64)>,
+    /// (host id, address, request start) of the fetches that connected
+    addresses: Vec<(u64, std::net::IpAddr, u64)>,
+}
+
+impl Gathered {
+    /// Add one completion; a `Close` is handed back instead.
+    fn take(&mut self, c: Completion) -> Option<oneshot::Sender<()>> {
+        let (host_id, connected) = match c {
+            Completion::Page(l, o, v, a) => {
+                self.pages.push((l, o));
+                self.visits.push(v);
+                (l.host_id, a)
+            }
+            Completion::Robots(l, o, ms, a) => {
+                let host_id = l.host_id;
+                self.robots.push((l, o, ms));
+                (host_id, a)
+            }
+            Completion::Close(tx) => return Some(tx),
+        };
+        if let Some(a) = connected {
+            self.addresses.push((host_id, a.ip, a.started_ms));
+        }
+        None
+    }
+
+    fn len(&self) -> usize {
+        self.pages.len() + self.robots.len()
     }
 }
 
@@ -317,9 +369,31 @@ fn note_addresses(
     }
 }
 
+/// One `complete_robots_batch` for the robots.txt outcomes gathered (one flush for all).
+fn apply_robots(frontier: &Frontier, done: &[(RobotsLease, RobotsFetchOutcome, u64)]) {
+    if done.is_empty() {
+        return;
+    }
+    match frontier.complete_robots_batch(done, now_ms()) {
+        Ok(results) => {
+            for ((lease, _, _), r) in done.iter().zip(results) {
+                if let Err(e) = r {
+                    tracing::error!(origin = %lease.origin, error = %e, "complete_robots failed");
+                }
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, outcomes = done.len(), "complete_robots_batch failed")
+        }
+    }
+}
+
 /// One `complete_batch`; if it names a lease it does not know (nothing applied then), the
 /// others are applied one by one so one bad lease costs only itself.
 fn apply(frontier: &Frontier, batch: &[(LeaseId, PageOutcome)], visits: &[Option<Visit>]) {
+    if batch.is_empty() {
+        return;
+    }
     match frontier.complete_visits(batch, visits, now_ms()) {
         Ok(()) => {}
         Err(FrontierError::UnknownLease(bad)) => {

@@ -16,7 +16,7 @@ use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use warc::Exchange;
 
 use crate::daemon::pipeline::Connected;
-use crate::daemon::shared::{now_ms, Shared};
+use crate::daemon::shared::Shared;
 use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
     RobotsFetchRefused, RobotsFetched, RobotsRefusal,
@@ -131,32 +131,11 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
             }
         },
     };
-    let fr = sh.frontier.clone();
-    let host_id = lease.host_id;
-    let res = tokio::task::spawn_blocking(move || {
-        // the address first: the slot the robots.txt fetch frees is its address's
-        let changed = connected.and_then(|c| {
-            fr.note_address(lease.host_id, c.ip, c.started_ms)
-                .map_err(|e| tracing::error!(error = %e, "noting the host's address failed"))
-                .ok()
-                .flatten()
-                .map(|before| (before, c.ip))
-        });
-        fr.complete_robots(&lease, &result, ms, now_ms())
-            .map(|()| changed)
-    })
-    .await;
-    match res {
-        Ok(Ok(changed)) => {
-            if let Some((before, ip)) = changed {
-                sh.address_changed(host_id, before, ip);
-            }
-        }
-        Ok(Err(e)) => tracing::error!(error = %e, "complete_robots failed"),
-        Err(e) => tracing::error!(error = %e, "complete_robots task failed"),
-    }
-    // the host's pages may go now
-    sh.pipeline.kick();
+    // applied with other outcomes in one batch (one flush); the completer wakes the
+    // dispatcher then: the host's pages may go
+    sh.pipeline
+        .complete_robots(lease, result, ms, connected)
+        .await;
     if let Some((url, body)) = robots_body {
         crate::daemon::sitemaps::from_robots(sh, &url, &body).await;
     }

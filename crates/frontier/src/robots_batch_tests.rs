@@ -1,0 +1,93 @@
+//! Robots.txt outcomes reported in batches ([`Frontier::complete_robots_batch`]).
+
+use std::sync::Arc;
+
+use crate::api::Frontier;
+use crate::config::FrontierConfig;
+use crate::error::FrontierError;
+use crate::store::*;
+use crate::*;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn frontier() -> Frontier {
+    let mut c = FrontierConfig::new("/nonexistent-robots-batch").without_gaps();
+    c.seed = Some(1);
+    Frontier::open_store(c, Arc::new(MemStore::new()), RobotsEngine::default()).unwrap()
+}
+
+fn robots_leases(items: Vec<WorkItem>) -> Vec<RobotsLease> {
+    items
+        .into_iter()
+        .map(|w| match w {
+            WorkItem::Robots(r) => r,
+            WorkItem::Page(p) => panic!("a page before its robots.txt: {}", p.url),
+        })
+        .collect()
+}
+
+/// Fifty new hosts' robots.txt answers reported together are made durable by one flush
+/// (not one each), and every one of those hosts may send its first page in the very next
+/// dispatch round.
+#[test]
+fn robots_outcomes_of_many_hosts_share_one_flush_and_free_every_host() {
+    let f = frontier();
+    let urls: Vec<String> = (0..50).map(|i| format!("http://h{i}.test/p")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let leases = robots_leases(f.next_batch(T0 + 1, 100).unwrap());
+    assert_eq!(leases.len(), 50, "one robots.txt per new host");
+
+    let allow = RobotsFetchOutcome::ClientError { status: 404 };
+    let done: Vec<_> = leases
+        .iter()
+        .map(|l| (l.clone(), allow.clone(), 5))
+        .collect();
+    let flushes = f.flushes();
+    let results = f.complete_robots_batch(&done, T0 + 2).unwrap();
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(f.flushes() - flushes, 1, "one flush for the whole batch");
+
+    let pages: Vec<String> = f
+        .next_batch(T0 + 3, 100)
+        .unwrap()
+        .into_iter()
+        .map(|w| match w {
+            WorkItem::Page(p) => p.url,
+            WorkItem::Robots(r) => panic!("robots.txt again for {}", r.origin),
+        })
+        .collect();
+    assert_eq!(pages.len(), 50, "every host's page goes in the next round");
+}
+
+/// A lease that is not (or no longer) pending fails alone: the others of the batch are
+/// applied, and a second report of the same outcomes changes nothing.
+#[test]
+fn robots_batch_with_a_stale_lease_applies_the_others() {
+    let f = frontier();
+    let urls: Vec<String> = (0..3).map(|i| format!("http://s{i}.test/p")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    let leases = robots_leases(f.next_batch(T0 + 1, 10).unwrap());
+    assert_eq!(leases.len(), 3);
+    let allow = RobotsFetchOutcome::ClientError { status: 404 };
+    // the first host's answer was reported already
+    f.complete_robots(&leases[0], &allow, 5, T0 + 2).unwrap();
+
+    let done: Vec<_> = leases
+        .iter()
+        .map(|l| (l.clone(), allow.clone(), 5))
+        .collect();
+    let results = f.complete_robots_batch(&done, T0 + 3).unwrap();
+    assert!(
+        matches!(&results[0], Err(FrontierError::UnknownRobotsLease(o)) if *o == leases[0].origin),
+        "{results:?}"
+    );
+    assert!(results[1].is_ok() && results[2].is_ok(), "{results:?}");
+    assert_eq!(
+        f.next_batch(T0 + 4, 10).unwrap().len(),
+        3,
+        "every host's page goes"
+    );
+
+    let again = f.complete_robots_batch(&done, T0 + 5).unwrap();
+    assert!(again.iter().all(Result::is_err), "{again:?}");
+}
