@@ -5,7 +5,9 @@
 //! - run.rs: start-up, the task set, the shutdown sequence
 //! - shared.rs: the state every task shares; submitting URLs, the crawl log, WARC writing
 //! - pipeline.rs: between frontier and workers: one dispatcher leases for the idle
-//!   workers, one completer reports page outcomes in batches (one flush per batch)
+//!   workers, one completer reports page and robots.txt outcomes in batches (one flush
+//!   per batch)
+//! - handoff.rs: each idle worker's own slot the dispatcher puts its next item into
 //! - worker.rs: fetch workers (take an item, fetch, archive, judge, log, report back)
 //! - sitemaps.rs: sitemaps from robots.txt, config and submissions; a leased one parsed
 //! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
@@ -15,6 +17,7 @@
 //! - signals.rs: SIGTERM/SIGINT stop, SIGHUP reopens the crawl log
 
 pub mod cluster;
+pub mod handoff;
 pub mod intake;
 pub mod memory;
 pub mod pipeline;

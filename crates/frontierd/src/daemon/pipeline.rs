@@ -1,19 +1,21 @@
 //! Between the frontier and the fetch workers: one dispatcher task leases work for the
-//! idle workers (one `next_batch` for all of them, on the blocking pool) and feeds them
-//! through a channel; one completer task reports page and robots.txt outcomes in batches
+//! idle workers (one `next_batch` for all of them, on the blocking pool) and puts each
+//! item straight into one idle worker's slot (handoff.rs); one completer task reports page and robots.txt outcomes in batches
 //! (one `complete_batch` and one `complete_robots_batch`, so one flush each, per batch).
 //! The runtime threads never wait on the frontier's lock or a disk flush, and a flush is
 //! shared by every outcome of a batch.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use frontier::{
     Frontier, FrontierError, LeaseId, PageOutcome, RobotsFetchOutcome, RobotsLease, Visit, WorkItem,
 };
-use tokio::sync::{mpsc, oneshot, Mutex, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::daemon::handoff::Handoff;
 use crate::daemon::shared::now_ms;
 
 /// At most this many leases per `next_batch` call.
@@ -44,17 +46,13 @@ enum Completion {
 
 /// The dispatcher's and completer's shared ends, held by the workers.
 pub struct Pipeline {
-    items: Mutex<mpsc::UnboundedReceiver<WorkItem>>,
+    /// Idle workers, each waiting for the item the dispatcher gives it.
+    handoff: Handoff,
     done: mpsc::Sender<Completion>,
-    /// Workers waiting for an item.
-    idle: AtomicUsize,
-    /// Items sent to the channel and not yet taken.
-    queued: AtomicUsize,
     /// Something changed that may let the dispatcher lease more: a worker became idle, a
     /// completion or robots outcome made a host ready, URLs were queued.
     kick: Notify,
     stopping: AtomicBool,
-    stop: Notify,
 }
 
 /// What runs the pipeline: spawned by [`Pipeline::start`], ended by [`Tasks::finish`].
@@ -82,24 +80,15 @@ pub struct Observer {
 impl Pipeline {
     /// Start the dispatcher and the completer for `frontier`.
     pub fn start(frontier: Arc<Frontier>, observer: Observer) -> (Arc<Pipeline>, Tasks) {
-        let (item_tx, item_rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = mpsc::channel(COMPLETION_QUEUE);
         let p = Arc::new(Pipeline {
-            items: Mutex::new(item_rx),
+            handoff: Handoff::default(),
             done: done_tx,
-            idle: AtomicUsize::new(0),
-            queued: AtomicUsize::new(0),
             kick: Notify::new(),
             stopping: AtomicBool::new(false),
-            stop: Notify::new(),
         });
         let observer = Arc::new(observer);
-        let dispatcher = tokio::spawn(dispatch_loop(
-            p.clone(),
-            frontier.clone(),
-            item_tx,
-            observer.clone(),
-        ));
+        let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), observer.clone()));
         let completer = tokio::spawn(complete_loop(p.clone(), frontier, done_rx, observer));
         (
             p,
@@ -112,20 +101,10 @@ impl Pipeline {
 
     /// The next item for a worker; `None` once the pipeline stops.
     pub async fn next_item(&self) -> Option<WorkItem> {
-        if self.stopping.load(Ordering::SeqCst) {
-            return None;
-        }
-        self.idle.fetch_add(1, Ordering::SeqCst);
+        // (closed by `stop`: no slot then, or the slot answers Err)
+        let slot = self.handoff.wait()?;
         self.kick.notify_one();
-        let item = tokio::select! {
-            item = async { self.items.lock().await.recv().await } => item,
-            _ = self.stop.notified() => None,
-        };
-        self.idle.fetch_sub(1, Ordering::SeqCst);
-        if item.is_some() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-        }
-        item
+        slot.await.ok()
     }
 
     /// Report a page's outcome (and the visit, for the recrawl schedule, and where its
@@ -183,7 +162,7 @@ impl Pipeline {
     /// No new leases from now on; workers waiting for an item get `None`.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        self.stop.notify_waiters();
+        self.handoff.close();
         self.kick.notify_one();
     }
 }
@@ -202,17 +181,18 @@ impl Tasks {
     }
 }
 
-async fn dispatch_loop(
-    p: Arc<Pipeline>,
-    frontier: Arc<Frontier>,
-    items: mpsc::UnboundedSender<WorkItem>,
-    observer: Arc<Observer>,
-) {
+async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<Observer>) {
+    // leased items no worker was waiting for (one stopped waiting): first in line
+    let mut left: VecDeque<WorkItem> = VecDeque::new();
     while !p.stopping.load(Ordering::SeqCst) {
-        let want = p
-            .idle
-            .load(Ordering::SeqCst)
-            .saturating_sub(p.queued.load(Ordering::SeqCst));
+        if !left.is_empty() {
+            left = p.handoff.give(std::mem::take(&mut left));
+        }
+        // every idle worker gets an item in this round (up to MAX_DISPATCH)
+        let want = match left.is_empty() {
+            true => p.handoff.idle(),
+            false => 0,
+        };
         if want == 0 {
             p.kick.notified().await;
             continue;
@@ -244,11 +224,7 @@ async fn dispatch_loop(
                 }
             }
             Ok(Ok((batch, _))) => {
-                p.queued.fetch_add(batch.len(), Ordering::SeqCst);
-                for item in batch {
-                    // (the receiver lives as long as the pipeline)
-                    let _ = items.send(item);
-                }
+                left = p.handoff.give(batch);
             }
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "frontier next_batch failed");
