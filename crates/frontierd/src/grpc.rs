@@ -24,8 +24,9 @@ impl Hooks for DaemonHooks {
             return;
         };
         tokio::spawn(async move {
+            // the outcome goes to the completer, which applies it in its next batch and
+            // then takes the frontier's events (the robots transition among them)
             crate::daemon::worker::robots_item(&sh, lease).await;
-            // its robots transition (and with fetch.workers = 0 nothing else takes it)
             sh.drain_events();
         });
     }
