@@ -127,11 +127,7 @@ impl Frontier {
                         CrawlGate::Dead => {
                             // its crawl or queue was deleted: discarded unserved
                             tracing::debug!(url = %entry.url, "URL of a deleted crawl queue discarded");
-                            h.consume(seq, from);
-                            if h.forget_retry(seq) {
-                                batch.del(keys::retry(id, seq));
-                            }
-                            h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                            Self::discard_entry(&mut batch, (id, h), (seq, from));
                             dirty.push(id);
                             discarded += 1;
                             if discarded >= DISCARDS_PER_VISIT {
@@ -164,11 +160,7 @@ impl Frontier {
                     let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
                         // not canonical: cannot happen for what we stored; drop it
                         tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
-                        h.consume(seq, from);
-                        if h.forget_retry(seq) {
-                            batch.del(keys::retry(id, seq));
-                        }
-                        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                        Self::discard_entry(&mut batch, (id, h), (seq, from));
                         dirty.push(id);
                         continue;
                     };
@@ -454,6 +446,16 @@ impl Frontier {
         }
     }
 
+    /// Take the entry at `seq` out of the host's queue for good (with its retry record, if
+    /// any) and count it out of `queued`: what every way of ending an entry unserved shares.
+    fn discard_entry(batch: &mut Batch, (id, h): (u64, &mut HostMem), (seq, from): (u64, Source)) {
+        h.consume(seq, from);
+        if h.forget_retry(seq) {
+            batch.del(keys::retry(id, seq));
+        }
+        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+    }
+
     pub(crate) fn drop_entry(
         batch: &mut Batch,
         (id, h): (u64, &mut HostMem),
@@ -464,16 +466,12 @@ impl Frontier {
         now_ms: u64,
     ) -> DropRecord {
         tracing::debug!(url = %entry.url, reason = reason.code(), %detail, "URL dropped");
-        h.consume(seq, from);
-        if h.forget_retry(seq) {
-            batch.del(keys::retry(id, seq));
-        }
+        Self::discard_entry(batch, (id, h), (seq, from));
         let hash = url_hash(&entry.url);
         let rec = DropRecord::of(entry, reason, detail, now_ms);
         batch.put(keys::dropped(hash), rec.encode());
         batch.put(keys::unlogged(hash), Vec::new());
         batch.cut();
-        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         match reason {
             DropReason::GaveUp => h.rec.counters.given_up += 1,
             _ => h.rec.counters.dropped += 1,

@@ -3,16 +3,16 @@
 //! glibc malloc keeps the memory of freed small blocks in its heaps and hands back only
 //! what is free at a heap's top. A fold, a burst of intake or sled's node copies free
 //! hundreds of megabytes in the middle of the heap, and without this the resident size
-//! stays at its peak for good (10M scheduled URLs: 1.9 GB resident and never given back;
-//! see docs/benchmarks.md). `malloc_trim` returns the free pages of every arena.
+//! stays at its peak for good (measured in docs/benchmarks.md, "10M scheduled URLs").
+//! `malloc_trim` returns the free pages of every arena.
 
 use std::ffi::OsStr;
 use std::time::Duration;
 
 /// glibc malloc arenas the daemon allows itself. glibc's default is eight per core, and
-/// every thread that frees into its own arena keeps that arena's pages: with the tokio and
-/// sled threads of a 2-core machine, 10M scheduled URLs peaked at 902 MB resident with the
-/// default and 425 MB with two arenas (docs/benchmarks.md, "10M scheduled URLs").
+/// every thread that frees into its own arena keeps that arena's pages: with two, the peak
+/// of a large intake is about halved (measured in docs/benchmarks.md, "10M scheduled URLs",
+/// "Session 6").
 pub const MALLOC_ARENAS: i32 = 2;
 
 /// The arena limit to set: none when the operator set `MALLOC_ARENA_MAX` (glibc reads it
