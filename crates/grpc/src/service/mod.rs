@@ -108,6 +108,25 @@ impl UrlFrontierService {
         status
     }
 
+    /// Run `f` on the blocking pool with a handle of the service; a refusal is logged and
+    /// counted as `rpc`'s.
+    async fn call<T: Send + 'static>(
+        &self,
+        rpc: &'static str,
+        f: impl FnOnce(UrlFrontierService) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let svc = self.clone();
+        blocking(move || f(svc))
+            .await
+            .map_err(|s| self.fail(rpc, s))
+    }
+
+    /// The answer of a deleting rpc: the URLs deleted, logged and counted.
+    fn deleted(&self, rpc: &'static str, urls: u64) -> Response<pb::Long> {
+        self.hooks.event(GrpcEvent::Deleted { rpc, urls });
+        Response::new(pb::Long { value: urls })
+    }
+
     fn key_of(&self, url: &CanonicalUrl) -> String {
         politeness_key_of(url, self.frontier.config().key_mode).to_string()
     }
@@ -173,14 +192,12 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::DeleteCrawlMessage>,
     ) -> Result<Response<pb::Long>, Status> {
         let crawl = request.into_inner().value;
-        let svc = self.clone();
-        let r = blocking(move || svc.frontier.delete_crawl(&crawl).map_err(internal)).await;
-        let value = r.map_err(|s| self.fail("DeleteCrawl", s))?;
-        self.hooks.event(GrpcEvent::Deleted {
-            rpc: "DeleteCrawl",
-            urls: value,
-        });
-        Ok(Response::new(pb::Long { value }))
+        let urls = self
+            .call("DeleteCrawl", move |svc| {
+                svc.frontier.delete_crawl(&crawl).map_err(internal)
+            })
+            .await?;
+        Ok(self.deleted("DeleteCrawl", urls))
     }
 
     async fn list_queues(
@@ -188,9 +205,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::Pagination>,
     ) -> Result<Response<pb::QueueList>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.list_queues_now(&p)).await;
-        r.map(Response::new).map_err(|s| self.fail("ListQueues", s))
+        self.call("ListQueues", move |svc| svc.list_queues_now(&p))
+            .await
+            .map(Response::new)
     }
 
     type GetURLsStream = BoxStream<pb::UrlInfo>;
@@ -328,9 +345,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::QueueWithinCrawlParams>,
     ) -> Result<Response<pb::Stats>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.stats_now(&p)).await;
-        r.map(Response::new).map_err(|s| self.fail("GetStats", s))
+        self.call("GetStats", move |svc| svc.stats_now(&p))
+            .await
+            .map(Response::new)
     }
 
     async fn delete_queue(
@@ -344,19 +361,14 @@ impl UrlFrontier for UrlFrontierService {
                 Status::invalid_argument("DeleteQueue: key is empty (name a queue)"),
             ));
         }
-        let svc = self.clone();
-        let r = blocking(move || {
-            svc.frontier
-                .delete_crawl_queue(&p.crawl_id, &p.key)
-                .map_err(internal)
-        })
-        .await;
-        let value = r.map_err(|s| self.fail("DeleteQueue", s))?;
-        self.hooks.event(GrpcEvent::Deleted {
-            rpc: "DeleteQueue",
-            urls: value,
-        });
-        Ok(Response::new(pb::Long { value }))
+        let urls = self
+            .call("DeleteQueue", move |svc| {
+                svc.frontier
+                    .delete_crawl_queue(&p.crawl_id, &p.key)
+                    .map_err(internal)
+            })
+            .await?;
+        Ok(self.deleted("DeleteQueue", urls))
     }
 
     async fn block_queue_until(
@@ -457,10 +469,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::CrawlLimitParams>,
     ) -> Result<Response<pb::Empty>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.set_limit_now(&p)).await;
-        r.map(|()| Response::new(pb::Empty {}))
-            .map_err(|s| self.fail("SetCrawlLimit", s))
+        self.call("SetCrawlLimit", move |svc| svc.set_limit_now(&p))
+            .await
+            .map(|()| Response::new(pb::Empty {}))
     }
 
     async fn get_url_status(
@@ -468,10 +479,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::UrlStatusRequest>,
     ) -> Result<Response<pb::UrlItem>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.url_status_now(&p)).await;
-        r.map(Response::new)
-            .map_err(|s| self.fail("GetURLStatus", s))
+        self.call("GetURLStatus", move |svc| svc.url_status_now(&p))
+            .await
+            .map(Response::new)
     }
 
     type ListURLsStream = BoxStream<pb::UrlItem>;
@@ -481,10 +491,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::ListUrlParams>,
     ) -> Result<Response<Self::ListURLsStream>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let items = blocking(move || svc.list_urls_now(&p))
-            .await
-            .map_err(|s| self.fail("ListURLs", s))?;
+        let items = self
+            .call("ListURLs", move |svc| svc.list_urls_now(&p))
+            .await?;
         Ok(Response::new(Box::pin(tokio_stream::iter(
             items.into_iter().map(Ok),
         ))))
@@ -495,10 +504,9 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::CountUrlParams>,
     ) -> Result<Response<pb::Long>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.count_now(&p)).await;
-        r.map(|value| Response::new(pb::Long { value }))
-            .map_err(|s| self.fail("CountURLs", s))
+        self.call("CountURLs", move |svc| svc.count_now(&p))
+            .await
+            .map(|value| Response::new(pb::Long { value }))
     }
 
     async fn purge_ur_ls(
@@ -506,14 +514,8 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<pb::PurgeUrlParams>,
     ) -> Result<Response<pb::Long>, Status> {
         let p = request.into_inner();
-        let svc = self.clone();
-        let r = blocking(move || svc.purge_now(&p)).await;
-        let value = r.map_err(|s| self.fail("PurgeURLs", s))?;
-        self.hooks.event(GrpcEvent::Deleted {
-            rpc: "PurgeURLs",
-            urls: value,
-        });
-        Ok(Response::new(pb::Long { value }))
+        let urls = self.call("PurgeURLs", move |svc| svc.purge_now(&p)).await?;
+        Ok(self.deleted("PurgeURLs", urls))
     }
 }
 
