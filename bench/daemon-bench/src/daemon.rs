@@ -23,6 +23,8 @@ pub struct DaemonConfig {
     pub extra_toml: String,
     /// `key = value` lines added to the generated `[store]` table (`--store-toml`)
     pub store_toml: String,
+    /// `key = value` lines added to the generated `[fetch]` table (`--fetch-toml`)
+    pub fetch_toml: String,
 }
 
 /// A running frontierd; SIGKILLed on drop if still running.
@@ -60,6 +62,7 @@ data_dir = "{data}"
 
 [fetch]
 workers = {workers}
+{fetch}
 # a contact that is not a placeholder (the daemon warns about example.org)
 user_agent = "frontierd-bench/0.1 (+https://daemon-bench.test/contact)"
 
@@ -86,6 +89,7 @@ level = "warn"
             workers = cfg.workers,
             extra = cfg.extra_toml,
             store = cfg.store_toml,
+            fetch = cfg.fetch_toml,
         );
         let conf_path = dir.path().join("frontierd.toml");
         fs::write(&conf_path, conf)?;

@@ -65,6 +65,10 @@ struct Cli {
     /// --daemon-config cannot add keys to a table the generated config already has.
     #[arg(long, default_value = "")]
     store_toml: String,
+    /// `key = value` lines for the generated `[fetch]` table (e.g.
+    /// "max_pooled_connections = 16384").
+    #[arg(long, default_value = "")]
+    fetch_toml: String,
     /// Skip the bare client.
     #[arg(long)]
     no_client: bool,
@@ -220,6 +224,7 @@ fn bench(cli: &Cli) -> Result<()> {
         workers,
         extra_toml: extra_toml.clone(),
         store_toml: cli.store_toml.replace("\\n", "\n"),
+        fetch_toml: cli.fetch_toml.replace("\\n", "\n"),
     };
     if cli.scheduled {
         // no URL list in memory or on disk: the URLs are generated batch by batch

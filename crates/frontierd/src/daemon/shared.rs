@@ -176,7 +176,7 @@ impl Shared {
 
     /// Append one crawl log line (fields: docs/crawl-log.md).
     pub fn log_line(&self, line: &LogLine<'_>) {
-        let json = line.to_json(&rfc3339_ms(now_ms())).to_string();
+        let json = line.to_json_line(&rfc3339_ms(now_ms()));
         let written = writeln!(self.lock_log(), "{json}");
         if let Some(node) = &self.cluster {
             node.publish_event(&json, &self.metrics);
