@@ -185,7 +185,7 @@ fn state_dir() -> Option<String> {
 
 fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
     // before the runtime's threads exist: arenas made before the limit stay
-    daemon::memory::limit_arenas();
+    daemon::memory::tune_malloc();
     let settings =
         match config::Config::load(config_path).and_then(|c| c.check(state_dir().as_deref())) {
             Ok(s) => s,
