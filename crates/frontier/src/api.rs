@@ -658,7 +658,7 @@ impl Frontier {
                 continue;
             }
             let mut rest = queued;
-            for (origin, p) in &h.parked {
+            for (origin, p) in h.parked.iter() {
                 let n = (p.seqs.len() as u64).min(rest);
                 if crate::crawl::is_limit_park(origin) {
                     // a client's crawl limit holds them, as a pause would

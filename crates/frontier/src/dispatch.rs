@@ -271,7 +271,7 @@ impl Frontier {
                             let Some(h) = inner.hosts.get_mut(&id) else {
                                 continue 'hosts;
                             };
-                            h.robots_pending = Some(origin.clone());
+                            h.robots_pending = Some(origin.as_str().into());
                             h.rec.in_flight += 1;
                             if let Some(ip) = h.ip {
                                 inner.ip_groups.charge(ip, now_ms);

@@ -1,11 +1,13 @@
 //! One politeness key in memory: its record, queue positions, leases, what is set aside.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::sched::aside::{Delayed, Parked, Source};
+use thin_vec::ThinVec;
+
+use crate::sched::aside::{Delayed, Parked, ParkedOrigins, Source};
 use crate::store::codec::HostRecord;
 use crate::store::keys;
 use crate::store::packed::Pending;
@@ -58,27 +60,27 @@ pub(crate) struct HostMem {
     pub(crate) segs: VecDeque<SegRef>,
     /// Sequences below the head to hand out before it, lowest first: leases returned at
     /// open and URLs waiting for a retry.
-    pub(crate) front: Vec<u64>,
+    pub(crate) front: ThinVec<u64>,
     /// Sequences with a `T` retry entry (attempts raised) in the store.
-    pub(crate) retries: Vec<u64>,
+    pub(crate) retries: ThinVec<u64>,
     pub(crate) scheduled: Option<u64>,
     pub(crate) hold_until_ms: u64,
-    pub(crate) robots_pending: Option<String>,
+    pub(crate) robots_pending: Option<Box<str>>,
     /// Since when the host has had a free slot and work (ms): the start of the politeness
     /// wait reported on the next page lease.
     pub(crate) free_since_ms: u64,
     /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
     /// persisted in the host record: a lease costs no write beyond the host record.
-    pub(crate) leased: Vec<u64>,
+    pub(crate) leased: ThinVec<u64>,
     /// URLs set aside because their origin's robots state holds them, so the host's other
     /// origins go on: origin -> when to look again, sequences. Each has a `T` entry (at
     /// open it comes back through the front, and is set aside again if still held).
-    pub(crate) parked: HashMap<Arc<str>, Parked>,
+    pub(crate) parked: ParkedOrigins,
     /// URLs waiting out their own back-off after a per-URL failure, each with a `T` entry
     /// (at open they come back through the front).
-    pub(crate) delayed: Vec<Delayed>,
+    pub(crate) delayed: ThinVec<Delayed>,
     /// Different sequences that timed out since the host last answered.
-    pub(crate) timeouts: Vec<u64>,
+    pub(crate) timeouts: ThinVec<u64>,
     /// The origin whose robots state held the host's next URL when nothing else could go
     /// (for the queue breakdown).
     pub(crate) held_origin: Option<Arc<str>>,
@@ -97,16 +99,16 @@ impl HostMem {
             pending: Pending::starting_at(rec.head_seq),
             rec,
             segs: VecDeque::new(),
-            front: Vec::new(),
-            retries: Vec::new(),
+            front: ThinVec::new(),
+            retries: ThinVec::new(),
             scheduled: None,
             hold_until_ms: 0,
             robots_pending: None,
             free_since_ms: 0,
-            leased: Vec::new(),
-            parked: HashMap::new(),
-            delayed: Vec::new(),
-            timeouts: Vec::new(),
+            leased: ThinVec::new(),
+            parked: ParkedOrigins::default(),
+            delayed: ThinVec::new(),
+            timeouts: ThinVec::new(),
             held_origin: None,
             ip: None,
             resolve: crate::sched::ipgroup::Resolve::NotAsked,
@@ -231,13 +233,9 @@ impl HostMem {
     /// Set `seq` aside while `origin` is held until `until_ms`; true if the origin was not
     /// held before.
     pub(crate) fn park(&mut self, origin: &str, seq: u64, until_ms: u64) -> bool {
-        let mut first = false;
-        let p = self.parked.entry(Arc::from(origin)).or_insert_with(|| {
-            first = true;
-            Parked {
-                until_ms,
-                seqs: Vec::new(),
-            }
+        let (p, first) = self.parked.get_or_insert(origin, || Parked {
+            until_ms,
+            seqs: Vec::new(),
         });
         p.until_ms = p.until_ms.min(until_ms);
         p.seqs.push(seq);
@@ -326,4 +324,19 @@ pub(crate) fn schedule(
     }
     h.scheduled = Some(ready);
     heap.push(Reverse((ready, id)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every host with queued URLs is in memory (a million of them at 10M URLs over 1M
+    /// hosts), so what it costs there is budgeted: the record, the queue's bookkeeping and
+    /// one word for each list that is almost always empty.
+    #[test]
+    fn a_host_in_memory_stays_within_its_budget() {
+        let size = std::mem::size_of::<HostMem>();
+        eprintln!("HostMem: {size} bytes");
+        assert!(size <= 360, "HostMem grew to {size} bytes");
+    }
 }

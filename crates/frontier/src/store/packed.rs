@@ -193,8 +193,9 @@ impl<'a> Segment<'a> {
 pub struct Pending {
     /// Sequence of the first entry.
     pub first: u64,
-    ends: Vec<u32>,
-    bytes: Vec<u8>,
+    // thin: a million hosts each hold one, most of them empty between folds
+    ends: thin_vec::ThinVec<u32>,
+    bytes: thin_vec::ThinVec<u8>,
 }
 
 impl Pending {
@@ -202,8 +203,8 @@ impl Pending {
     pub fn starting_at(first: u64) -> Pending {
         Pending {
             first,
-            ends: Vec::new(),
-            bytes: Vec::new(),
+            ends: thin_vec::ThinVec::new(),
+            bytes: thin_vec::ThinVec::new(),
         }
     }
     /// Sequence after the last entry.

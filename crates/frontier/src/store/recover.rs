@@ -170,7 +170,7 @@ impl Frontier {
             let stored_queued = rec.counters.queued;
             let mut h = HostMem::empty(key, rec);
             h.segs = host_segs;
-            h.retries = host_retries;
+            h.retries = host_retries.into();
             // leases in flight and the front come back first (records of older versions
             // have head 0: their leased entries are still queued at the head); other
             // retries below the head (per-URL retries, URLs of held origins set aside)
@@ -191,7 +191,7 @@ impl Frontier {
             behind.sort_unstable();
             behind.dedup();
             recovered += leased.len() as u64;
-            h.front = front;
+            h.front = front.into();
             let seg_end = h.segs.back().map_or(0, SegRef::end);
             let keep_from = seg_end.max(h.live_from());
             let mut pending: Option<Pending> = None;
