@@ -201,6 +201,8 @@ impl Frontier {
                 first_seq: 0,
                 bytes: 0,
                 next_fold: 0,
+                entries: 0,
+                hosts: 0,
             },
         };
         let f = Frontier {

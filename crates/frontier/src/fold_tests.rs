@@ -172,3 +172,40 @@ fn the_bucket_directory_lists_every_bucket_also_for_a_store_from_before_it() {
         "a URL seen before the reopens was accepted again"
     );
 }
+
+/// Log bytes written before the batch that made the first segments, URLs going to
+/// `hosts_of(k)`, with an intake buffer of `buffer` bytes.
+fn logged_before_the_first_fold(buffer: u64, host_of: impl Fn(usize) -> usize) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = FrontierConfig::new(dir.path()).without_gaps();
+    c.intake_buffer_bytes = buffer;
+    let f = Frontier::open(c).unwrap();
+    let mut k = 0;
+    loop {
+        let urls: Vec<String> = (k..k + 10)
+            .map(|i| format!("http://h{}.test/p/{i}", host_of(i)))
+            .collect();
+        k += 10;
+        let before = f.inner.lock().intake.bytes;
+        let r = f.enqueue_batch(&urls, T0).unwrap();
+        assert!(r.iter().all(|x| *x == EnqueueResult::Queued));
+        if !segment_keys(&f).is_empty() {
+            return before;
+        }
+        assert!(k < 200_000, "never folded");
+    }
+}
+
+#[test]
+fn a_fold_waits_while_it_would_make_segments_of_about_one_url() {
+    let buffer = 20_000;
+    // every URL on a host of its own: folding at the buffer would write a key per URL
+    let thin = logged_before_the_first_fold(buffer, |i| i);
+    assert!(
+        (3 * buffer..4 * buffer).contains(&thin),
+        "folded after {thin} logged bytes"
+    );
+    // two hosts: the fold comes at the buffer, as it always did
+    let dense = logged_before_the_first_fold(buffer, |i| i % 2);
+    assert!(dense < buffer, "folded after {dense} logged bytes");
+}

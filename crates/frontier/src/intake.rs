@@ -165,6 +165,10 @@ impl Frontier {
         if h.held_origin.is_none() {
             h.hold_until_ms = 0;
         }
+        if h.pending.is_empty() {
+            inner.intake.hosts += 1;
+        }
+        inner.intake.entries += 1;
         let seq = h.pending.end();
         h.rec.counters.enqueued += 1;
         h.rec.counters.queued += 1;
@@ -228,7 +232,7 @@ impl Frontier {
         }
         batch.cut();
         Self::maybe_checkpoint(inner, &mut batch);
-        if inner.intake.bytes >= self.cfg.intake_buffer_bytes {
+        if inner.intake.fold_due(self.cfg.intake_buffer_bytes) {
             self.fold(inner, &mut batch)?;
         }
         self.store.apply(batch)?;
@@ -405,6 +409,8 @@ impl Frontier {
         );
         inner.intake.first_seq = inner.intake.next_seq;
         inner.intake.bytes = 0;
+        inner.intake.entries = 0;
+        inner.intake.hosts = 0;
         Ok(())
     }
 

@@ -52,4 +52,26 @@ pub(crate) struct IntakeLog {
     pub(crate) bytes: u64,
     /// Number of the next fold (the first part of its segments' keys).
     pub(crate) next_fold: u32,
+    /// Queue entries logged since the last fold, and the hosts they went to: a fold gives
+    /// each such host a segment, so their ratio is the size of the segments it would make.
+    pub(crate) entries: u64,
+    pub(crate) hosts: u64,
+}
+
+/// A fold makes segments of at least this many entries on average, unless the log has
+/// grown to [`THIN_FOLD_FACTOR`] times the buffer. Spread over a million hosts, the buffer
+/// holds about one URL per host: folding then would write one key per URL, and sled's
+/// memory grows with its keys (docs/benchmarks.md, "10M queued URLs", "Session 7").
+pub(crate) const MIN_ENTRIES_PER_SEGMENT: u64 = 4;
+
+/// How far past `intake_buffer_bytes` the log may grow while the fold would be thin.
+pub(crate) const THIN_FOLD_FACTOR: u64 = 4;
+
+impl IntakeLog {
+    /// Whether the log since the last fold, `bytes` long, is to be folded now.
+    pub(crate) fn fold_due(&self, buffer_bytes: u64) -> bool {
+        let thin = self.entries < MIN_ENTRIES_PER_SEGMENT.saturating_mul(self.hosts);
+        self.bytes >= buffer_bytes
+            && (!thin || self.bytes >= buffer_bytes.saturating_mul(THIN_FOLD_FACTOR))
+    }
 }

@@ -119,6 +119,8 @@ impl Frontier {
             }
         }
         inner.intake.first_seq = intake_first.unwrap_or(inner.intake.next_seq);
+        inner.intake.hosts = intake.len() as u64;
+        inner.intake.entries = intake.values().map(|e| e.len() as u64).sum();
         // 4. the host-record journal, replayed over `H` (a later record wins); every
         // replayed record is written to `H` below and the journal deleted
         let mut replay: HashMap<Vec<u8>, (u64, Vec<u8>)> = HashMap::new();
