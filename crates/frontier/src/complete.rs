@@ -230,7 +230,7 @@ impl Frontier {
             for &id in &dirty {
                 self.schedule(inner, id);
             }
-            self.settle_hosts(inner, dirty, &mut batch, &mut dead)?;
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             self.store.apply(batch)?;
             ticket = self.commit.written();
         }
@@ -335,7 +335,7 @@ impl Frontier {
         for &id in &freed {
             Self::maybe_evict(inner, id);
         }
-        self.maybe_checkpoint(inner, &mut batch)?;
+        Self::maybe_checkpoint(inner, &mut batch);
         if !batch.is_empty() {
             self.store.apply(batch)?;
             self.commit.written();

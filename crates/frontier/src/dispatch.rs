@@ -358,7 +358,7 @@ impl Frontier {
             for ip in visited_ips {
                 inner.ip_groups.arm(ip);
             }
-            self.settle_hosts(inner, dirty, &mut batch, &mut dead)?;
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {
                 return Ok(items);
             }

@@ -106,7 +106,7 @@ impl Frontier {
             for &id in &dirty {
                 self.schedule(inner, id);
             }
-            self.settle_hosts(inner, dirty, &mut batch, &mut dead)?;
+            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if !batch.is_empty() {
                 self.store.apply(batch)?;
                 self.commit.written();

@@ -231,7 +231,7 @@ impl Frontier {
             inner.intake.next_seq += 1;
         }
         batch.cut();
-        self.maybe_checkpoint(inner, &mut batch)?;
+        Self::maybe_checkpoint(inner, &mut batch);
         if inner.intake.fold_due(self.cfg.intake_buffer_bytes) {
             self.fold(inner, &mut batch)?;
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
 use crate::store::journal::{
-    journal_encode_entry, Journal, CHECKPOINT_BYTES_PER_HOST, FOLD_PIECE_BYTES, JOURNAL_MAX_BYTES,
+    journal_encode_entry, Journal, CHECKPOINT_BYTES_PER_HOST, JOURNAL_MAX_BYTES,
     JOURNAL_RECORD_BYTES,
 };
 use crate::store::keys;
@@ -42,12 +42,11 @@ impl Frontier {
     /// points into go to `dead` (deleted once `batch` is durable), their records to the
     /// journal; hosts left without work leave memory; the journal is checkpointed if due.
     pub(crate) fn settle_hosts(
-        &self,
         inner: &mut Inner,
         mut dirty: Vec<u64>,
         batch: &mut Batch,
         dead: &mut Vec<Vec<u8>>,
-    ) -> crate::Result<()> {
+    ) {
         dirty.sort_unstable();
         dirty.dedup();
         for id in &dirty {
@@ -59,7 +58,7 @@ impl Frontier {
         for id in dirty {
             Self::maybe_evict(inner, id);
         }
-        self.maybe_checkpoint(inner, batch)
+        Self::maybe_checkpoint(inner, batch);
     }
 
     /// Journal the current records of the in-memory hosts `ids` (one `J` record per
@@ -95,11 +94,7 @@ impl Frontier {
 
     /// Checkpoint the journal when it holds enough bytes to pay for one: the latest record
     /// of every journaled host goes to `H` (each its own unit), then the `J` records go.
-    pub(crate) fn maybe_checkpoint(
-        &self,
-        inner: &mut Inner,
-        batch: &mut Batch,
-    ) -> crate::Result<()> {
+    pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
         let Inner { hosts, journal, .. } = inner;
         let cost = (journal.dirty.len() + journal.evicted.len()) as u64 * CHECKPOINT_BYTES_PER_HOST;
         // 0 means: after every batch (tests use it to exercise checkpoints)
@@ -108,39 +103,21 @@ impl Frontier {
         let wait = journal.min_bytes > 0
             && (journal.bytes < journal.min_bytes || journal.bytes < cost.min(JOURNAL_MAX_BYTES));
         if wait || journal.bytes == 0 {
-            return Ok(());
+            return;
         }
-        // A million hosts make a checkpoint of hundreds of MB: handed to the store in
-        // pieces as it is built, like a fold, not held whole. Each record is its own unit
-        // and the journal, deleted last, replays the same records after a crash.
-        let mut held = 0usize;
-        let mut spill = |batch: &mut Batch, more: usize| -> crate::Result<()> {
-            held += more;
-            if held >= FOLD_PIECE_BYTES {
-                self.store.apply(std::mem::take(batch))?;
-                self.commit.written();
-                held = 0;
-            }
-            Ok(())
-        };
         batch.cut();
         let mut evicted: Vec<(Arc<str>, Vec<u8>)> = journal.evicted.drain().collect();
         evicted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (key, value) in evicted {
-            let bytes = key.len() + value.len();
             batch.put(keys::host(&key), value);
             batch.cut();
-            spill(batch, bytes)?;
         }
         let mut ids: Vec<u64> = journal.dirty.drain().collect();
         ids.sort_unstable();
         for id in ids {
             if let Some(h) = hosts.get(&id) {
-                let value = h.value();
-                let bytes = h.key.len() + value.len();
-                batch.put(keys::host(&h.key), value);
+                batch.put(keys::host(&h.key), h.value());
                 batch.cut();
-                spill(batch, bytes)?;
             }
         }
         for seq in journal.first_seq..journal.next_seq {
@@ -149,6 +126,5 @@ impl Frontier {
         }
         journal.first_seq = journal.next_seq;
         journal.bytes = 0;
-        Ok(())
     }
 }
