@@ -61,7 +61,7 @@ pub(crate) struct IntakeLog {
 /// A fold makes segments of at least this many entries on average, unless the log has
 /// grown to [`THIN_FOLD_FACTOR`] times the buffer. Spread over a million hosts, the buffer
 /// holds about one URL per host: folding then would write one key per URL, and sled's
-/// memory grows with its keys (docs/benchmarks.md, "10M queued URLs", "Session 7").
+/// memory grows with its keys (docs/benchmarks.md, "Issue 13, session 7").
 pub(crate) const MIN_ENTRIES_PER_SEGMENT: u64 = 4;
 
 /// How far past `intake_buffer_bytes` the log may grow while the fold would be thin.

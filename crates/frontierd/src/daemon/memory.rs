@@ -19,7 +19,7 @@ pub const MALLOC_ARENAS: i32 = 2;
 /// glibc starts at 128 KiB and raises the threshold to the size of each mapped block freed
 /// (up to 32 MiB), after which sled's node copies (tens of KiB, churned by every fold) are
 /// carved from the heap and leave it fragmented: a fixed 32 KiB lowered the peak of a
-/// 3M-URL intake by a sixth (docs/benchmarks.md, "Session 7").
+/// 3M-URL intake by a sixth (docs/benchmarks.md, "Issue 13, session 7").
 pub const MALLOC_MMAP_THRESHOLD: i32 = 32 * 1024;
 
 /// The glibc malloc settings the daemon makes, each unless the operator's environment
