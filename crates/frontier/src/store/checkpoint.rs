@@ -105,6 +105,11 @@ impl Frontier {
         if wait || journal.bytes == 0 {
             return;
         }
+        tracing::debug!(
+            hosts = journal.dirty.len() + journal.evicted.len(),
+            journal_bytes = journal.bytes,
+            "host journal checkpointed"
+        );
         batch.cut();
         let mut evicted: Vec<(Arc<str>, Vec<u8>)> = journal.evicted.drain().collect();
         evicted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
