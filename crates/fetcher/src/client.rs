@@ -262,6 +262,8 @@ impl Fetcher {
         started: Instant,
         conditional: &Conditional,
     ) -> Result<Exchange, FetchError> {
+        // busy connections do not count against the cap on kept ones
+        let _in_flight = self.pool_cap.fetch_started();
         let mut target = url.clone();
         target.set_fragment(None);
         let uri: Uri = target

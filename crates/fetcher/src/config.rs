@@ -53,9 +53,11 @@ pub struct FetcherConfig {
     pub dns: DnsConfig,
     /// How long an idle pooled connection is kept. Default 90 s.
     pub pool_idle_timeout: Duration,
-    /// Connections kept open for reuse, in total over all hosts: a connection opened while
-    /// this many are open serves its one request and closes. Bounds idle keep-alive
-    /// sockets when a crawl touches many hosts. Default 1024.
+    /// Idle connections kept open for reuse, in total over all hosts: a connection opened
+    /// while this many open ones serve no fetch serves its one request and closes.
+    /// Connections busy with a fetch do not count. Bounds idle keep-alive sockets when a
+    /// crawl touches many hosts (after a burst they can reach this plus the fetches that
+    /// were in flight, until `pool_idle_timeout`). Default 1024.
     pub max_pooled_connections: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
     /// or a test server's self-signed certificate). Default empty.

@@ -2,10 +2,14 @@
 //! keep-alive sockets open until their idle timeout.
 //!
 //! hyper-util's pool limits idle connections per host and by time, not in total. This
-//! connector wrapper counts every open connection; one opened while `max` or more are
-//! already open is marked single-use (hyper-util's "poisoned": not returned to the pool),
-//! so it closes after its request. Open sockets therefore stay at most `max` plus the
-//! requests in flight, and the sockets kept for reuse at most `max`.
+//! connector wrapper counts every open connection, and the fetcher counts the fetches in
+//! flight. A connection opened while `max` or more of the open ones are idle (open minus
+//! those serving another fetch) is marked single-use (hyper-util's "poisoned": not returned
+//! to the pool), so it closes after its request. Busy connections do not count against the
+//! cap: with 1 000 fetches in flight and a cap of 1 024, up to 1 024 more stay kept for the
+//! hosts' next fetches (counting every open socket left room for 24). Idle sockets stay
+//! about `max`; after a burst they can reach `max` plus the fetches that were in flight,
+//! until `pool_idle_timeout` closes them.
 
 use std::future::Future;
 use std::io;
@@ -23,6 +27,7 @@ use tower_service::Service;
 #[derive(Debug, Clone)]
 pub(crate) struct PoolCap {
     open: Arc<AtomicUsize>,
+    busy: Arc<AtomicUsize>,
     max: usize,
 }
 
@@ -30,6 +35,7 @@ impl PoolCap {
     pub(crate) fn new(max: usize) -> Self {
         PoolCap {
             open: Arc::new(AtomicUsize::new(0)),
+            busy: Arc::new(AtomicUsize::new(0)),
             max,
         }
     }
@@ -37,6 +43,35 @@ impl PoolCap {
     /// Connections open now (pooled, in use, or closing).
     pub(crate) fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
+    }
+
+    /// Count a fetch in flight until the guard drops.
+    pub(crate) fn fetch_started(&self) -> FetchInFlight {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        FetchInFlight {
+            busy: self.busy.clone(),
+        }
+    }
+
+    /// Whether a connection opened when `open_before` others were open is kept for reuse:
+    /// fewer than `max` of those others are idle. The fetch this connection is for is one
+    /// of the `busy` ones; the others may hold a connection each (or still be connecting,
+    /// which only errs toward keeping).
+    fn keeps(&self, open_before: usize) -> bool {
+        let busy_others = self.busy.load(Ordering::Relaxed).saturating_sub(1);
+        open_before.saturating_sub(busy_others) < self.max
+    }
+}
+
+/// A fetch in flight, counted in its [`PoolCap`] until dropped.
+#[derive(Debug)]
+pub(crate) struct FetchInFlight {
+    busy: Arc<AtomicUsize>,
+}
+
+impl Drop for FetchInFlight {
+    fn drop(&mut self) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -75,7 +110,7 @@ where
             let before = cap.open.fetch_add(1, Ordering::Relaxed);
             Ok(Counted {
                 io,
-                single_use: before >= cap.max,
+                single_use: !cap.keeps(before),
                 cap,
             })
         })

@@ -395,6 +395,63 @@ async fn pooled_connections_are_capped_across_hosts() {
     assert_eq!(uncapped.open_connections(), 6);
 }
 
+/// Connections busy with a fetch do not count against `max_pooled_connections`: four
+/// fetches at once to four hosts, with a cap of two kept connections, all keep their
+/// connections (none of the others was idle when each opened), so a second burst to the
+/// same hosts opens no socket. Counting every open socket against the cap made the third
+/// and fourth single-use: with as many workers as the cap, almost nothing was kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_connections_do_not_count_against_the_pool_cap() {
+    let hosts: Vec<String> = (0..4).map(|i| format!("b{i}.pool.test")).collect();
+    // each burst's four requests are answered only once all four have arrived
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(hosts.len()));
+    let server = HttpServer::start(move |_req| {
+        let barrier = barrier.clone();
+        async move {
+            barrier.wait().await;
+            respond(200, &[], PAGE)
+        }
+    })
+    .await;
+    let f = fetcher(FetcherConfig {
+        resolve: loopback_table(&["*.pool.test"]),
+        max_pooled_connections: 2,
+        ..test_config()
+    });
+    let burst = || {
+        let mut set = tokio::task::JoinSet::new();
+        for h in &hosts {
+            let f = f.clone();
+            let url = Url::parse(&format!("http://{h}:{}/p", server.port())).unwrap();
+            set.spawn(async move { f.fetch_page(&url).await.unwrap() });
+        }
+        async move {
+            let mut fetches = Vec::new();
+            while let Some(fetch) = set.join_next().await {
+                fetches.push(fetch.unwrap());
+            }
+            fetches
+        }
+    };
+    for fetch in burst().await {
+        assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+    }
+    assert_eq!(
+        f.open_connections(),
+        4,
+        "all four kept after the first burst"
+    );
+    for fetch in burst().await {
+        assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+    }
+    let peers: std::collections::BTreeSet<_> = server.seen().iter().map(|s| s.peer).collect();
+    assert_eq!(
+        peers.len(),
+        4,
+        "the second burst reused the four connections"
+    );
+}
+
 #[tokio::test]
 async fn resolve_table_names_work_for_pages() {
     let server = HttpServer::start(|req| async move {
