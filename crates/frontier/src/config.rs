@@ -61,6 +61,10 @@ pub struct FrontierConfig {
     /// checkpoint also waits until the journal holds 2 KiB per host record it would write;
     /// 0 checkpoints after every batch, for tests).
     pub journal_checkpoint_bytes: u64,
+    /// Host records a checkpoint writes per call, at most (default 4 096): a checkpoint of
+    /// a million hosts is spread over the following calls instead of one batch holding
+    /// every record (hundreds of MB at once, and seconds under the lock).
+    pub journal_checkpoint_slice: usize,
     /// Intake-log bytes after which it is folded into per-host queue segments (default
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this
     /// bounds that memory; larger means fewer, fuller segment writes.
@@ -111,6 +115,7 @@ impl FrontierConfig {
             robots_hold_recheck_ms: 60_000,
             robots_cache_origins: 10_000,
             journal_checkpoint_bytes: 16 * 1024 * 1024,
+            journal_checkpoint_slice: 4096,
             intake_buffer_bytes: 64 * 1024 * 1024,
             max_robots_in_flight: None,
             max_in_flight_per_ip: 4,

@@ -25,6 +25,9 @@ fn cfg(dir: &str) -> FrontierConfig {
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
     c.journal_checkpoint_bytes = if round % 2 == 1 { 0 } else { u64::MAX };
+    // and every other checkpointing round writes each checkpoint over several calls (3 of
+    // the 40 host records per call): kills land while one is half written
+    c.journal_checkpoint_slice = if round % 4 == 1 { 3 } else { 4096 };
     // the intake log folds into segments after every batch, every few batches, or never
     // (the default buffer is never filled here): kills land in and between folds
     c.intake_buffer_bytes = [1, 16 * 1024, u64::MAX][(round % 3) as usize];

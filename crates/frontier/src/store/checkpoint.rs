@@ -30,8 +30,9 @@ impl Frontier {
                 if let Some(ip) = h.ip {
                     inner.ip_groups.leave(ip, id, 0);
                 }
-                if inner.journal.dirty.remove(&id) {
-                    // the journal has it; the next checkpoint writes it to `H`
+                // the journal has its latest record: the next checkpoint (or the one in
+                // progress) writes it to `H` from `evicted`
+                if inner.journal.dirty.remove(&id) || inner.journal.pending_keys.contains(&h.key) {
                     inner.journal.evicted.insert(h.key.clone(), h.value());
                 }
             }
@@ -93,68 +94,81 @@ impl Frontier {
     }
 
     /// Checkpoint the journal when it holds enough bytes to pay for one: the latest record
-    /// of every journaled host goes to `H` (each its own unit), then the `J` records go.
+    /// of every journaled host goes to `H`, then the `J` records up to that point go. A
+    /// checkpoint writes at most `journal.slice` records per call (each its own unit), in
+    /// key order, and goes on in the following calls; the `J` records stay until its last
+    /// record is written, so a crash in between replays them over a partly written `H`
+    /// (every record written is at least as new as the journal's, and any newer change
+    /// is journaled after the checkpoint began, so the replay ends at the latest).
     pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
-        let Inner { hosts, journal, .. } = inner;
-        let cost = (journal.dirty.len() + journal.evicted.len()) as u64 * CHECKPOINT_BYTES_PER_HOST;
-        // 0 means: after every batch (tests use it to exercise checkpoints)
-        // ... and a journal past JOURNAL_MAX_BYTES is checkpointed whatever it costs, which
-        // bounds the replay at open and the space the journal takes
-        let wait = journal.min_bytes > 0
-            && (journal.bytes < journal.min_bytes || journal.bytes < cost.min(JOURNAL_MAX_BYTES));
-        if wait || journal.bytes == 0 {
-            return;
+        let Inner {
+            hosts,
+            by_key,
+            journal,
+            ..
+        } = inner;
+        if journal.pending.is_empty() {
+            let cost =
+                (journal.dirty.len() + journal.evicted.len()) as u64 * CHECKPOINT_BYTES_PER_HOST;
+            // 0 means: after every batch (tests use it to exercise checkpoints)
+            // ... and a journal past JOURNAL_MAX_BYTES is checkpointed whatever it costs,
+            // which bounds the replay at open and the space the journal takes
+            let wait = journal.min_bytes > 0
+                && (journal.bytes < journal.min_bytes
+                    || journal.bytes < cost.min(JOURNAL_MAX_BYTES));
+            if wait || journal.bytes == 0 {
+                return;
+            }
+            // Written in key order: sled grows many times the bytes written when a call's
+            // keys land on leaves all over its tree (500k records in scattered order took
+            // 1.5 GB, in key order 150 MB), as each leaf then keeps a chain of small updates.
+            let mut keys: Vec<Arc<str>> = journal.evicted.keys().cloned().collect();
+            keys.extend(
+                journal
+                    .dirty
+                    .drain()
+                    .filter_map(|id| hosts.get(&id).map(|h| h.key.clone())),
+            );
+            keys.sort_unstable();
+            keys.dedup();
+            tracing::debug!(
+                hosts = keys.len(),
+                journal_bytes = journal.bytes,
+                "host journal checkpoint begun"
+            );
+            journal.pending_keys = keys.iter().cloned().collect();
+            journal.pending = keys.into();
+            journal.pending_upto_seq = journal.next_seq;
+            // journal bytes from here on count toward the next checkpoint
+            journal.bytes = 0;
         }
-        tracing::debug!(
-            hosts = journal.dirty.len() + journal.evicted.len(),
-            journal_bytes = journal.bytes,
-            "host journal checkpointed"
-        );
         batch.cut();
-        // Written in key order: sled grows many times the bytes written when a call's keys
-        // land on leaves all over the tree (1M host records in id order took gigabytes;
-        // the same in key order, a few hundred MB), because each leaf then keeps a chain of
-        // small updates instead of being rewritten once.
-        let mut records: Vec<(Arc<str>, HostRecordSource)> =
-            Vec::with_capacity(journal.evicted.len() + journal.dirty.len());
-        records.extend(
-            journal
-                .evicted
-                .drain()
-                .map(|(key, value)| (key, HostRecordSource::Evicted(value))),
-        );
-        records.extend(journal.dirty.drain().filter_map(|id| {
-            hosts
-                .get(&id)
-                .map(|h| (h.key.clone(), HostRecordSource::InMemory(id)))
-        }));
-        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, source) in records {
-            let value = match source {
-                HostRecordSource::Evicted(value) => value,
-                HostRecordSource::InMemory(id) => match hosts.get(&id) {
-                    Some(h) => h.value(),
+        for _ in 0..journal.slice {
+            let Some(key) = journal.pending.pop_front() else {
+                break;
+            };
+            journal.pending_keys.remove(&key);
+            let value = match by_key.get(&key).and_then(|id| hosts.get(id)) {
+                Some(h) => h.value(),
+                // `H` is read under the lock after this batch is applied
+                None => match journal.evicted.remove(&key) {
+                    Some(v) => v,
                     None => continue,
                 },
             };
             batch.put(keys::host(&key), value);
             batch.cut();
         }
-        for seq in journal.first_seq..journal.next_seq {
-            batch.del(keys::journal(seq));
-            batch.cut();
+        if journal.pending.is_empty() {
+            for seq in journal.first_seq..journal.pending_upto_seq {
+                batch.del(keys::journal(seq));
+                batch.cut();
+            }
+            journal.first_seq = journal.pending_upto_seq;
+            journal.pending_keys = Default::default();
+            tracing::debug!("host journal checkpointed");
         }
-        journal.first_seq = journal.next_seq;
-        journal.bytes = 0;
     }
-}
-
-/// Where a checkpoint takes a host's latest record from.
-enum HostRecordSource {
-    /// The host left memory; this is its stored value.
-    Evicted(Vec<u8>),
-    /// The host is in memory under this id.
-    InMemory(u64),
 }
 
 #[cfg(test)]

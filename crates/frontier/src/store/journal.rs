@@ -1,6 +1,6 @@
 //! The host-record journal: its binary format, checkpoints, eviction.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::store::codec::CodecError;
@@ -23,6 +23,16 @@ pub(crate) struct Journal {
     pub(crate) evicted: HashMap<Arc<str>, Vec<u8>>,
     /// No checkpoint below this many journal bytes (tests lower it).
     pub(crate) min_bytes: u64,
+    /// Host records a checkpoint writes per call, at most.
+    pub(crate) slice: usize,
+    /// The checkpoint in progress: keys of the hosts whose records it has still to write
+    /// to `H`, in key order. Their latest records are in memory (`hosts`, or `evicted`:
+    /// a pending host that leaves memory goes there whether dirty or not).
+    pub(crate) pending: VecDeque<Arc<str>>,
+    /// The same keys, for lookups.
+    pub(crate) pending_keys: HashSet<Arc<str>>,
+    /// `J` records below this sequence go once `pending` is written.
+    pub(crate) pending_upto_seq: u64,
 }
 
 /// Largest `J` value (bytes); a batch touching more hosts writes several. Kept under
