@@ -192,7 +192,6 @@ impl Frontier {
                 min_bytes: cfg.journal_checkpoint_bytes,
                 slice: cfg.journal_checkpoint_slice.max(1),
                 pending: VecDeque::new(),
-                pending_keys: HashSet::new(),
                 pending_upto_seq: 0,
             },
             seen: SeenSet {

@@ -26,11 +26,10 @@ pub(crate) struct Journal {
     /// Host records a checkpoint writes per call, at most.
     pub(crate) slice: usize,
     /// The checkpoint in progress: keys of the hosts whose records it has still to write
-    /// to `H`, in key order. Their latest records are in memory (`hosts`, or `evicted`:
-    /// a pending host that leaves memory goes there whether dirty or not).
+    /// to `H`, in key order (so membership is a binary search). Their latest records are in
+    /// memory (`hosts`, or `evicted`: a pending host that leaves memory goes there whether
+    /// dirty or not).
     pub(crate) pending: VecDeque<Arc<str>>,
-    /// The same keys, for lookups.
-    pub(crate) pending_keys: HashSet<Arc<str>>,
     /// `J` records below this sequence go once `pending` is written.
     pub(crate) pending_upto_seq: u64,
 }
