@@ -424,10 +424,15 @@ pub struct IngestRun {
     pub after: Option<CrawlAfter>,
 }
 
-/// The crawl after an ingest, until every host's robots.txt was fetched or time ran out.
+/// The crawl after an ingest, until every host's robots.txt was fetched and a checkpoint
+/// of the host journal ended, or time ran out.
 pub struct CrawlAfter {
     pub secs: f64,
     pub robots_fetches: u64,
+    /// Checkpoints of the host journal ended since the daemon started, and the host
+    /// records they wrote.
+    pub checkpoints: u64,
+    pub checkpoint_hosts: u64,
     pub pages: u64,
     pub vm_hwm: u64,
     pub vm_rss: u64,
@@ -480,18 +485,32 @@ pub fn ingest(
     let after = match then_crawl {
         None => None,
         Some((hosts, limit)) => {
+            // ... and on until a checkpoint of the host journal (every host record
+            // changed meanwhile rewritten) has ended: at 1M hosts it is the crawl's
+            // largest single step, so its memory belongs in the figure
             let t1 = Instant::now();
             let mut robots = robots_fetches;
-            while robots < hosts && t1.elapsed() < limit {
+            let mut checkpoints = (0, 0);
+            while (robots < hosts || checkpoints.0 == 0) && t1.elapsed() < limit {
                 std::thread::sleep(Duration::from_secs(1));
                 robots = d.get("/v1/stats")?["robots_fetches"]
                     .as_u64()
                     .unwrap_or(robots);
+                let metrics = d.get_text("/metrics")?;
+                checkpoints = (
+                    crate::scheduled::metric_sum(&metrics, &["store_journal_checkpoints_total"]),
+                    crate::scheduled::metric_sum(
+                        &metrics,
+                        &["store_journal_checkpoint_hosts_total"],
+                    ),
+                );
             }
             tail.poll()?;
             Some(CrawlAfter {
                 secs: t1.elapsed().as_secs_f64(),
                 robots_fetches: robots,
+                checkpoints: checkpoints.0,
+                checkpoint_hosts: checkpoints.1,
                 pages: tail.fetched,
                 vm_hwm: procfs::vm_hwm(pid).unwrap_or(0),
                 vm_rss: procfs::vm_rss(pid).unwrap_or(0),

@@ -83,8 +83,8 @@ struct Cli {
     #[arg(long)]
     ingest: bool,
     /// Ingest mode: after the submit, crawl on until every host's robots.txt was fetched
-    /// (or this long passed), and report memory then (the issue's "while crawling, robots.txt
-    /// known for all of them").
+    /// and a checkpoint of the host journal has ended (or this long passed), and report
+    /// memory then (the issue's "while crawling, robots.txt known for all of them").
     #[arg(long, value_parser = humantime::parse_duration)]
     then_crawl: Option<Duration>,
     /// Scheduled mode: POST the N URLs to a fresh daemon (first --workers value) as JSON
@@ -309,6 +309,10 @@ fn bench(cli: &Cli) -> Result<()> {
             println!(
                 "| crawl after the submit | {:.0} s: robots.txt fetched for {} of {hosts} hosts, {} pages fetched in all |",
                 a.secs, a.robots_fetches, a.pages
+            );
+            println!(
+                "| host journal checkpoints ended by then | {} ({} host records written) |",
+                a.checkpoints, a.checkpoint_hosts
             );
             println!(
                 "| VmHWM / VmRSS at the end of that crawl | **{:.0} MB** / {:.0} MB |",

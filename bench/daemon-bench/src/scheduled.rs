@@ -61,7 +61,7 @@ fn disk_usage(dir: &Path) -> u64 {
 }
 
 /// Sum of every sample of the counters named `names` in a Prometheus text exposition.
-fn metric_sum(text: &str, names: &[&str]) -> u64 {
+pub(crate) fn metric_sum(text: &str, names: &[&str]) -> u64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter(|l| {

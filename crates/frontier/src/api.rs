@@ -193,6 +193,7 @@ impl Frontier {
                 slice: cfg.journal_checkpoint_slice.max(1),
                 pending: VecDeque::new(),
                 pending_upto_seq: 0,
+                pending_begun: (0, 0),
             },
             seen: SeenSet {
                 starts: vec![0],

@@ -85,6 +85,14 @@ pub enum FrontierEvent {
         /// How many.
         count: u64,
     },
+    /// A checkpoint of the host journal ended: the latest record of every host changed
+    /// since the one before is in `H`, and the journal records it covered are gone.
+    JournalCheckpointed {
+        /// Host records it wrote.
+        hosts: u64,
+        /// Journal bytes it covered (what triggered it).
+        journal_bytes: u64,
+    },
 }
 
 /// Events not yet taken, bounded: past [`MAX_EVENTS`] the newest are not kept (the store

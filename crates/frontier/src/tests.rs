@@ -346,42 +346,7 @@ struct CrashSim {
 }
 
 impl Store for CrashSim {
-    fn get(&self, key: &[u8]) -> std::result::Result<Option<Vec<u8>>, StoreError> {
-        self.live.get(key)
-    }
-    fn read_with(
-        &self,
-        key: &[u8],
-        f: &mut dyn FnMut(Option<&[u8]>),
-    ) -> std::result::Result<(), StoreError> {
-        self.live.read_with(key, f)
-    }
-    fn contains(&self, key: &[u8]) -> std::result::Result<bool, StoreError> {
-        self.live.contains(key)
-    }
-    fn first_in_range(
-        &self,
-        from: &[u8],
-        to: &[u8],
-    ) -> std::result::Result<Option<Kv>, StoreError> {
-        self.live.first_in_range(from, to)
-    }
-    fn last_in_range(&self, from: &[u8], to: &[u8]) -> std::result::Result<Option<Kv>, StoreError> {
-        self.live.last_in_range(from, to)
-    }
-    fn scan_prefix<'a>(
-        &'a self,
-        prefix: &[u8],
-    ) -> Box<dyn Iterator<Item = std::result::Result<Kv, StoreError>> + 'a> {
-        self.live.scan_prefix(prefix)
-    }
-    fn visit_prefix(
-        &self,
-        prefix: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> std::result::Result<(), StoreError> {
-        self.live.visit_prefix(prefix, f)
-    }
+    crate::store::delegate_store_reads!(live);
     fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
         // under the lock: the order of the unflushed list is the order of the log
         let mut unflushed = self.unflushed.lock();
@@ -393,9 +358,6 @@ impl Store for CrashSim {
             self.durable.apply(b)?;
         }
         Ok(())
-    }
-    fn size_on_disk(&self) -> std::result::Result<u64, StoreError> {
-        self.live.size_on_disk()
     }
 }
 
@@ -498,42 +460,7 @@ impl HeldFlush {
 }
 
 impl Store for HeldFlush {
-    fn get(&self, key: &[u8]) -> std::result::Result<Option<Vec<u8>>, StoreError> {
-        self.inner.get(key)
-    }
-    fn read_with(
-        &self,
-        key: &[u8],
-        f: &mut dyn FnMut(Option<&[u8]>),
-    ) -> std::result::Result<(), StoreError> {
-        self.inner.read_with(key, f)
-    }
-    fn contains(&self, key: &[u8]) -> std::result::Result<bool, StoreError> {
-        self.inner.contains(key)
-    }
-    fn first_in_range(
-        &self,
-        from: &[u8],
-        to: &[u8],
-    ) -> std::result::Result<Option<Kv>, StoreError> {
-        self.inner.first_in_range(from, to)
-    }
-    fn last_in_range(&self, from: &[u8], to: &[u8]) -> std::result::Result<Option<Kv>, StoreError> {
-        self.inner.last_in_range(from, to)
-    }
-    fn scan_prefix<'a>(
-        &'a self,
-        prefix: &[u8],
-    ) -> Box<dyn Iterator<Item = std::result::Result<Kv, StoreError>> + 'a> {
-        self.inner.scan_prefix(prefix)
-    }
-    fn visit_prefix(
-        &self,
-        prefix: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> std::result::Result<(), StoreError> {
-        self.inner.visit_prefix(prefix, f)
-    }
+    crate::store::delegate_store_reads!(inner);
     fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(StoreError {
@@ -551,9 +478,6 @@ impl Store for HeldFlush {
         }
         st.1 -= 1;
         Ok(())
-    }
-    fn size_on_disk(&self) -> std::result::Result<u64, StoreError> {
-        self.inner.size_on_disk()
     }
 }
 

@@ -51,6 +51,8 @@ pub struct Metrics {
     pub completion_batches: Counter,
     pub completion_batch_size: Histogram,
     pub store_size: Gauge,
+    pub journal_checkpoints: Counter,
+    pub journal_checkpoint_hosts: Counter,
     pub spool_files: Family<Labels, Counter>,
     pub redirect_chains_stopped: Counter,
     pub admin_connections: Gauge,
@@ -120,6 +122,8 @@ impl Metrics {
             completion_batches: Counter::default(),
             completion_batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             store_size: Gauge::default(),
+            journal_checkpoints: Counter::default(),
+            journal_checkpoint_hosts: Counter::default(),
             spool_files: Family::default(),
             redirect_chains_stopped: Counter::default(),
             admin_connections: Gauge::default(),
@@ -303,6 +307,16 @@ impl Metrics {
             "store_size_bytes",
             "Frontier store size on disk",
             m.store_size.clone(),
+        );
+        registry.register(
+            "store_journal_checkpoints",
+            "Checkpoints of the host journal ended: every host record changed since the one before written to the store",
+            m.journal_checkpoints.clone(),
+        );
+        registry.register(
+            "store_journal_checkpoint_hosts",
+            "Host records written by ended checkpoints of the host journal",
+            m.journal_checkpoint_hosts.clone(),
         );
         registry.register(
             "spool_files",

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
+use crate::events::FrontierEvent;
 use crate::store::journal::{
     journal_encode_entry, Journal, CHECKPOINT_BYTES_PER_HOST, JOURNAL_MAX_BYTES,
     JOURNAL_RECORD_BYTES,
@@ -107,6 +108,7 @@ impl Frontier {
             hosts,
             by_key,
             journal,
+            events,
             ..
         } = inner;
         if journal.pending.is_empty() {
@@ -138,6 +140,7 @@ impl Frontier {
                 journal_bytes = journal.bytes,
                 "host journal checkpoint begun"
             );
+            journal.pending_begun = (keys.len() as u64, journal.bytes);
             journal.pending = keys.into();
             journal.pending_upto_seq = journal.next_seq;
             // journal bytes from here on count toward the next checkpoint
@@ -165,7 +168,11 @@ impl Frontier {
                 batch.cut();
             }
             journal.first_seq = journal.pending_upto_seq;
-            tracing::debug!("host journal checkpointed");
+            let (hosts, journal_bytes) = journal.pending_begun;
+            events.push(FrontierEvent::JournalCheckpointed {
+                hosts,
+                journal_bytes,
+            });
         }
     }
 }
@@ -174,7 +181,7 @@ impl Frontier {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use crate::store::{Batch, Kv, MemStore, Op, Store, StoreError};
+    use crate::store::{Batch, MemStore, Op, Store, StoreError};
     use crate::*;
 
     /// A memory store that remembers the `H` keys of every `apply`, in order.
@@ -185,38 +192,7 @@ mod tests {
     }
 
     impl Store for HostWrites {
-        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-            self.store.get(key)
-        }
-        fn read_with(
-            &self,
-            key: &[u8],
-            f: &mut dyn FnMut(Option<&[u8]>),
-        ) -> Result<(), StoreError> {
-            self.store.read_with(key, f)
-        }
-        fn contains(&self, key: &[u8]) -> Result<bool, StoreError> {
-            self.store.contains(key)
-        }
-        fn first_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError> {
-            self.store.first_in_range(from, to)
-        }
-        fn last_in_range(&self, from: &[u8], to: &[u8]) -> Result<Option<Kv>, StoreError> {
-            self.store.last_in_range(from, to)
-        }
-        fn scan_prefix<'a>(
-            &'a self,
-            prefix: &[u8],
-        ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
-            self.store.scan_prefix(prefix)
-        }
-        fn visit_prefix(
-            &self,
-            prefix: &[u8],
-            f: &mut dyn FnMut(&[u8], &[u8]),
-        ) -> Result<(), StoreError> {
-            self.store.visit_prefix(prefix, f)
-        }
+        crate::store::delegate_store_reads!(store);
         fn apply(&self, batch: Batch) -> Result<(), StoreError> {
             let ops = batch.clone().into_ops();
             let hosts: Vec<Vec<u8>> = ops
@@ -233,9 +209,6 @@ mod tests {
         }
         fn flush(&self) -> Result<(), StoreError> {
             self.store.flush()
-        }
-        fn size_on_disk(&self) -> Result<u64, StoreError> {
-            self.store.size_on_disk()
         }
     }
 
@@ -304,5 +277,23 @@ mod tests {
                     .collect::<Vec<_>>()
             );
         }
+        // each checkpoint is reported once it ends, with what it wrote
+        let reported: Vec<(u64, u64)> = f
+            .drain_events()
+            .into_iter()
+            .filter_map(|e| match e {
+                FrontierEvent::JournalCheckpointed {
+                    hosts,
+                    journal_bytes,
+                } => Some((hosts, journal_bytes)),
+                _ => None,
+            })
+            .collect();
+        assert!(reported.iter().all(|&(_, bytes)| bytes > 0), "{reported:?}");
+        assert_eq!(
+            reported.iter().map(|&(hosts, _)| hosts).max(),
+            Some(most as u64),
+            "{reported:?}"
+        );
     }
 }

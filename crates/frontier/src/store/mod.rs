@@ -108,6 +108,65 @@ impl Batch {
     }
 }
 
+/// Test stores wrap a [`MemStore`] and change only what they watch (writes, flushes):
+/// this writes the read half of [`Store`] for them, each call passed to `self.$field`.
+#[cfg(test)]
+macro_rules! delegate_store_reads {
+    ($field:ident) => {
+        fn get(
+            &self,
+            key: &[u8],
+        ) -> ::std::result::Result<Option<Vec<u8>>, $crate::store::StoreError> {
+            self.$field.get(key)
+        }
+        fn read_with(
+            &self,
+            key: &[u8],
+            f: &mut dyn FnMut(Option<&[u8]>),
+        ) -> ::std::result::Result<(), $crate::store::StoreError> {
+            self.$field.read_with(key, f)
+        }
+        fn contains(&self, key: &[u8]) -> ::std::result::Result<bool, $crate::store::StoreError> {
+            self.$field.contains(key)
+        }
+        fn first_in_range(
+            &self,
+            from: &[u8],
+            to: &[u8],
+        ) -> ::std::result::Result<Option<$crate::store::Kv>, $crate::store::StoreError> {
+            self.$field.first_in_range(from, to)
+        }
+        fn last_in_range(
+            &self,
+            from: &[u8],
+            to: &[u8],
+        ) -> ::std::result::Result<Option<$crate::store::Kv>, $crate::store::StoreError> {
+            self.$field.last_in_range(from, to)
+        }
+        fn scan_prefix<'a>(
+            &'a self,
+            prefix: &[u8],
+        ) -> Box<
+            dyn Iterator<Item = ::std::result::Result<$crate::store::Kv, $crate::store::StoreError>>
+                + 'a,
+        > {
+            self.$field.scan_prefix(prefix)
+        }
+        fn visit_prefix(
+            &self,
+            prefix: &[u8],
+            f: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> ::std::result::Result<(), $crate::store::StoreError> {
+            self.$field.visit_prefix(prefix, f)
+        }
+        fn size_on_disk(&self) -> ::std::result::Result<u64, $crate::store::StoreError> {
+            self.$field.size_on_disk()
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use delegate_store_reads;
+
 /// Key/value pairs returned by scans.
 pub type Kv = (Vec<u8>, Vec<u8>);
 

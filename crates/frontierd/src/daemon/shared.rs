@@ -16,7 +16,7 @@ use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
 use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
-use crate::internal_events::lifecycle::{LeasesReturned, RobotsTransition};
+use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
 use crate::internal_events::output::{
     CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, WarcWriteFailed,
@@ -262,8 +262,8 @@ impl Shared {
     }
 
     /// Take the frontier's events: drops go to the crawl log (then acknowledged, so they
-    /// are not reported again after a crash), robots transitions and returned leases are
-    /// logged and counted.
+    /// are not reported again after a crash), robots transitions, returned leases and
+    /// journal checkpoints are logged and counted.
     pub(crate) fn drain_events(&self) {
         let mut drops = Vec::new();
         for event in self.frontier.drain_events() {
@@ -278,6 +278,14 @@ impl Shared {
                 FrontierEvent::LeasesReturned { count } => {
                     LeasesReturned { count }.emit(&self.metrics)
                 }
+                FrontierEvent::JournalCheckpointed {
+                    hosts,
+                    journal_bytes,
+                } => JournalCheckpointed {
+                    hosts,
+                    journal_bytes,
+                }
+                .emit(&self.metrics),
             }
         }
         for d in &drops {

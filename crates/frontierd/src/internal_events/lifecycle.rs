@@ -51,3 +51,23 @@ impl InternalEvent for LeasesReturned {
         m.leases_returned.inc_by(self.count);
     }
 }
+
+/// A checkpoint of the frontier's host journal ended (its host records were written a
+/// slice per store batch; the memory and pause this takes at a million hosts is in
+/// docs/benchmarks.md).
+pub struct JournalCheckpointed {
+    pub hosts: u64,
+    pub journal_bytes: u64,
+}
+
+impl InternalEvent for JournalCheckpointed {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            hosts = self.hosts,
+            journal_bytes = self.journal_bytes,
+            "host journal checkpointed"
+        );
+        m.journal_checkpoints.inc();
+        m.journal_checkpoint_hosts.inc_by(self.hosts);
+    }
+}

@@ -10,7 +10,7 @@ use crawl::{FetchClass, Outcome};
 use super::admin::{AdminConnectionRefused, AdminTimedOut, AdminTimeout};
 use super::fetch::{PageFetched, PageRetried, RobotsFetched};
 use super::intake::{SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected};
-use super::lifecycle::{LeasesReturned, RobotsTransition};
+use super::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use super::output::{CrawlLogLineWritten, CrawlLogWriteFailed, WarcWriteFailed};
 use super::InternalEvent;
 use crate::metrics::{Format, Metrics};
@@ -224,7 +224,7 @@ fn admin_refusals_are_all_counted_and_logged_when_asked() {
 }
 
 #[test]
-fn robots_transitions_and_returned_leases_are_counted_once_and_logged_once() {
+fn robots_transitions_returned_leases_and_checkpoints_are_counted_once_and_logged_once() {
     let (log, scrape) = run(|m| {
         RobotsTransition {
             origin: "http://a.test",
@@ -233,6 +233,16 @@ fn robots_transitions_and_returned_leases_are_counted_once_and_logged_once() {
         }
         .emit(m);
         LeasesReturned { count: 3 }.emit(m);
+        JournalCheckpointed {
+            hosts: 1000,
+            journal_bytes: 268_435_600,
+        }
+        .emit(m);
+        JournalCheckpointed {
+            hosts: 24,
+            journal_bytes: 9000,
+        }
+        .emit(m);
     });
     assert!(has_sample(
         &scrape,
@@ -241,6 +251,15 @@ fn robots_transitions_and_returned_leases_are_counted_once_and_logged_once() {
     assert!(has_sample(&scrape, "frontierd_leases_returned_total 3"));
     assert_eq!(log.matches("robots state changed").count(), 1, "{log}");
     assert!(log.contains("returned to their queues"));
+    assert!(has_sample(
+        &scrape,
+        "frontierd_store_journal_checkpoints_total 2"
+    ));
+    assert!(has_sample(
+        &scrape,
+        "frontierd_store_journal_checkpoint_hosts_total 1024"
+    ));
+    assert_eq!(log.matches("host journal checkpointed").count(), 2, "{log}");
 }
 
 #[test]
