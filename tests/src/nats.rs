@@ -70,25 +70,44 @@ impl NatsServer {
 
     fn start_n(n: usize) -> Option<NatsServer> {
         let binary = binary_or_skip()?;
-        let mut s = NatsServer {
-            binary,
-            store: tempfile::tempdir().expect("temp dir"),
-            members: (0..n)
-                .map(|_| Member {
-                    port: free_port(),
-                    cluster_port: free_port(),
-                    child: None,
-                })
-                .collect(),
-            starts: 0,
-        };
-        for i in 0..n {
-            s.spawn(i);
+        // nats-server 2.9 (Debian 12's) sometimes never elects a JetStream meta leader when
+        // three fresh servers bootstrap at once on a loaded machine; the routes are up but
+        // RAFT stays leaderless. A fresh cluster (new ports, new stores) forms normally, so
+        // a cluster gets three attempts; one server gets one.
+        let attempts = if n > 1 { 3 } else { 1 };
+        let wait = Duration::from_secs(if n > 1 { 30 } else { 60 });
+        let mut failures = Vec::new();
+        for attempt in 1..=attempts {
+            let mut s = NatsServer {
+                binary: binary.clone(),
+                store: tempfile::tempdir().expect("temp dir"),
+                members: (0..n)
+                    .map(|_| Member {
+                        port: free_port(),
+                        cluster_port: free_port(),
+                        child: None,
+                    })
+                    .collect(),
+                starts: 0,
+            };
+            for i in 0..n {
+                s.spawn(i);
+            }
+            match (0..n).try_for_each(|i| s.wait_ready(i, wait)) {
+                Ok(()) => return Some(s),
+                Err(why) => {
+                    eprintln!("nats-server start, attempt {attempt} of {attempts}: {why}");
+                    let logs: Vec<String> = (0..n)
+                        .map(|i| format!("--- server {i} ---\n{}", s.logs_of(i)))
+                        .collect();
+                    failures.push(format!("attempt {attempt}: {why}\n{}", logs.join("\n")));
+                }
+            }
         }
-        for i in 0..n {
-            s.wait_ready(i);
-        }
-        Some(s)
+        panic!(
+            "nats-server did not start in {attempts} attempt(s):\n{}",
+            failures.join("\n")
+        );
     }
 
     /// Client URLs of every server, comma-separated (as `cluster.nats_url` takes them).
@@ -137,28 +156,34 @@ impl NatsServer {
     }
 
     /// Wait until server `i` says it is ready and takes connections (a cluster member is
-    /// ready once JetStream has a meta leader).
-    fn wait_ready(&mut self, i: usize) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+    /// ready once JetStream has a meta leader); Err says what was missing.
+    fn wait_ready(&mut self, i: usize, wait: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + wait;
         let port = self.members[i].port;
         loop {
             let logs = self.logs_of(i);
-            let ready = logs.contains("Server is ready")
-                && (self.members.len() == 1 || logs.contains("metadata leader"));
-            if ready && TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return;
+            let serving = logs.contains("Server is ready");
+            let has_leader = self.members.len() == 1 || logs.contains("metadata leader");
+            if serving && has_leader && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(());
             }
             if let Some(status) = self.members[i]
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
-                panic!("nats-server {i} exited ({status}): {logs}");
+                return Err(format!("server {i} exited ({status})"));
             }
-            assert!(
-                Instant::now() < deadline,
-                "nats-server {i} not ready after 60 s: {logs}"
-            );
+            if Instant::now() >= deadline {
+                let missing = if !serving {
+                    "not serving"
+                } else if !has_leader {
+                    "serving, but no JetStream metadata leader"
+                } else {
+                    "not accepting connections"
+                };
+                return Err(format!("server {i} after {wait:?}: {missing}"));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
