@@ -193,7 +193,8 @@ impl Frontier {
                 slice: cfg.journal_checkpoint_slice.max(1),
                 pending: VecDeque::new(),
                 pending_upto_seq: 0,
-                pending_begun: (0, 0),
+                pending_hosts: 0,
+                pending_journal_bytes: 0,
             },
             seen: SeenSet {
                 starts: vec![0],

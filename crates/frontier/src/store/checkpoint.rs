@@ -140,7 +140,8 @@ impl Frontier {
                 journal_bytes = journal.bytes,
                 "host journal checkpoint begun"
             );
-            journal.pending_begun = (keys.len() as u64, journal.bytes);
+            journal.pending_hosts = keys.len() as u64;
+            journal.pending_journal_bytes = journal.bytes;
             journal.pending = keys.into();
             journal.pending_upto_seq = journal.next_seq;
             // journal bytes from here on count toward the next checkpoint
@@ -168,10 +169,9 @@ impl Frontier {
                 batch.cut();
             }
             journal.first_seq = journal.pending_upto_seq;
-            let (hosts, journal_bytes) = journal.pending_begun;
             events.push(FrontierEvent::JournalCheckpointed {
-                hosts,
-                journal_bytes,
+                hosts: journal.pending_hosts,
+                journal_bytes: journal.pending_journal_bytes,
             });
         }
     }

@@ -32,9 +32,10 @@ pub(crate) struct Journal {
     pub(crate) pending: VecDeque<Arc<str>>,
     /// `J` records below this sequence go once `pending` is written.
     pub(crate) pending_upto_seq: u64,
-    /// The checkpoint in progress when it began: host records to write and journal bytes
-    /// it covers (reported when it ends).
-    pub(crate) pending_begun: (u64, u64),
+    /// Host records the checkpoint in progress writes in all (reported when it ends).
+    pub(crate) pending_hosts: u64,
+    /// Journal bytes the checkpoint in progress makes obsolete (reported when it ends).
+    pub(crate) pending_journal_bytes: u64,
 }
 
 /// Largest `J` value (bytes); a batch touching more hosts writes several. Kept under
