@@ -63,12 +63,19 @@ pub(crate) fn content_coding(headers: &HeaderMap) -> ContentCoding {
     }
 }
 
+/// The most a body's buffer is sized up front from its Content-Length.
+const PREALLOCATE_AT_MOST: usize = 1 << 20;
+
 pub(crate) async fn read_body(
     mut incoming: Incoming,
     coding: &ContentCoding,
     caps: Caps,
 ) -> Result<ReadBody, BodyError> {
-    let mut wire: Vec<u8> = Vec::new();
+    // Room for the announced length (capped: the header is the server's word), so a body
+    // of many frames is not copied again at each doubling.
+    let announced = http_body::Body::size_hint(&incoming).lower();
+    let mut wire: Vec<u8> =
+        Vec::with_capacity((announced.min(caps.wire as u64) as usize).min(PREALLOCATE_AT_MOST));
     let mut wire_truncated = false;
     let mut decoder = if coding.is_decoded() {
         Some(Decoder::Pending(

@@ -1,6 +1,7 @@
 //! One record as one gzip member, and the fields' formats: digests, record ids, dates.
 
 use std::cell::RefCell;
+use std::fmt::Write as _;
 use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,22 +29,34 @@ pub(crate) fn encode_record(
         block_digest.update(part);
         length += part.len();
     }
-    let mut head = format!("WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n");
+    // one buffer, sized for the usual head, written in place (no String per field)
+    let mut head = String::with_capacity(
+        400 + fields
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>(),
+    );
+    let _ = write!(
+        head,
+        "WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"
+    );
     for (name, value) in fields {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(head, "{name}: {value}\r\n");
     }
-    head.push_str(&format!(
+    let _ = write!(
+        head,
         "WARC-Block-Digest: {}\r\n",
         sha1_label(&block_digest.finalize())
-    ));
+    );
     if let Some(digest) = payload_digest {
-        head.push_str(&format!("WARC-Payload-Digest: {digest}\r\n"));
+        let _ = write!(head, "WARC-Payload-Digest: {digest}\r\n");
     }
-    head.push_str(&format!(
+    let _ = write!(
+        head,
         "Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
-    ));
+    );
 
-    let mut member = Vec::with_capacity(length / 2 + 512);
+    let mut member = Vec::with_capacity(head.len() + length / 2 + 512);
     gzip_member(
         std::iter::once(head.as_bytes())
             .chain(block.iter().copied())
