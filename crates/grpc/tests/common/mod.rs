@@ -160,20 +160,28 @@ pub fn known(url: &str, refetch: u64) -> pb::UrlItem {
     }
 }
 
+/// PutURLs of `items`, all acks read; a stream that stalls fails after 120 s instead of
+/// holding the suite until CI's limit.
 pub async fn put(
     c: &mut UrlFrontierClient<Channel>,
     items: Vec<pb::UrlItem>,
 ) -> Vec<pb::AckMessage> {
-    let mut s = c
-        .put_ur_ls(tokio_stream::iter(items))
+    let n = items.len();
+    let all = async {
+        let mut s = c
+            .put_ur_ls(tokio_stream::iter(items))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(a) = s.message().await.unwrap() {
+            out.push(a);
+        }
+        out
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(120), all)
         .await
-        .unwrap()
-        .into_inner();
-    let mut out = Vec::new();
-    while let Some(a) = s.message().await.unwrap() {
-        out.push(a);
-    }
-    out
+        .unwrap_or_else(|_| panic!("PutURLs of {n} items: not all acked after 120 s"))
 }
 
 pub fn params(delay: u32) -> pb::GetParams {
