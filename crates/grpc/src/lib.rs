@@ -105,8 +105,12 @@ pub enum GrpcEvent<'a> {
     LogLevelSet,
 }
 
-/// Receive window of a connection and of a stream, in bytes (see [`serve`]).
-const RECEIVE_WINDOW: u32 = 2 * 1024;
+/// Receive window of a stream, in bytes: HTTP/2's initial value, so the server's SETTINGS
+/// never shrink the window of a stream a client has already opened (see [`serve`]).
+const STREAM_RECEIVE_WINDOW: u32 = 65_535;
+/// Receive window of a connection, in bytes; h2 sizes its small-DATA-frame budget to half
+/// of it (see [`serve`]).
+const CONNECTION_RECEIVE_WINDOW: u32 = 16 * 1024 * 1024;
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -172,13 +176,18 @@ pub async fn serve(
     let extras = extras::QueuesService::new(frontier);
     let result = builder
         // h2 closes a connection (GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames") when the
-        // small DATA frames sitting unread cost more than 25 600 bytes of framing overhead
-        // (256 - payload each, h2 0.4.20); a PutURLs stream is one small frame per URL, and
-        // the reader falls behind under load. The windows bound what a client may send
-        // ahead: 2 KiB of frames of at least 22 bytes (5 + an item with any http URL) stay
-        // under the limit. It costs one window update per 2 KiB on the way in.
-        .initial_connection_window_size(RECEIVE_WINDOW)
-        .initial_stream_window_size(RECEIVE_WINDOW)
+        // small DATA frames sitting unread cost more framing overhead (256 - payload each)
+        // than its budget, half the connection window (at least 25 600 bytes; h2 0.4.20). A
+        // PutURLs stream from some clients is one small frame per URL, and the reader falls
+        // behind under load. The stream window bounds what one stream may send ahead: 64 KiB
+        // of frames of at least 22 bytes (5 + an item with any http URL) cost at most 700 KB
+        // of the 8 MiB budget, so a connection may carry a dozen such streams at once.
+        // The stream window stays at HTTP/2's initial 65 535: a smaller one (2 KiB before)
+        // shrinks, when the client acknowledges the SETTINGS, the window of a stream it
+        // opened and filled before them, and h2 then sends no window update for the data
+        // already read: the stream stalled for good (seen in CI).
+        .initial_connection_window_size(CONNECTION_RECEIVE_WINDOW)
+        .initial_stream_window_size(STREAM_RECEIVE_WINDOW)
         .add_service(
             pb::url_frontier_server::UrlFrontierServer::with_interceptor(svc, check.clone()),
         )
