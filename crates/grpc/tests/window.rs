@@ -63,6 +63,13 @@ fn grpc_item(url: &str) -> Vec<u8> {
     out
 }
 
+/// `n` gRPC messages, one discovered URL on `host` each.
+fn grpc_items(host: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| grpc_item(&format!("http://{host}/{i:04}")))
+        .collect()
+}
+
 /// Reads frames, keeping the client's view of its send window on stream 1 and the acks.
 struct Peer {
     tcp: TcpStream,
@@ -117,6 +124,22 @@ impl Peer {
         self.sent += payload.len() as i64;
         let f = frame(DATA, flags, 1, payload);
         self.send(&f);
+    }
+
+    /// Each item in its own DATA frame on stream 1, all in one write; END_STREAM on the
+    /// last if `end`.
+    fn send_items(&mut self, items: &[Vec<u8>], end: bool) {
+        let mut burst = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let flags = if end && i + 1 == items.len() {
+                END_STREAM
+            } else {
+                0
+            };
+            self.sent += item.len() as i64;
+            burst.extend(frame(DATA, flags, 1, item));
+        }
+        self.send(&burst);
     }
 
     /// Read one frame (None on timeout).
@@ -198,12 +221,8 @@ async fn items_sent_before_the_server_settings_do_not_stall_the_stream() {
     tokio::task::spawn_blocking(move || {
         // 3.3 KB of items before reading anything from the server
         let mut p = Peer::open_put_urls(addr);
-        let first: Vec<Vec<u8>> = (0..100)
-            .map(|i| grpc_item(&format!("http://early.test/{i:04}")))
-            .collect();
-        for item in &first {
-            p.send_data(item, 0);
-        }
+        let first = grpc_items("early.test", 100);
+        p.send_items(&first, false);
         // every item acked (so the server has read them all), still without our SETTINGS ACK
         p.pump(Duration::from_secs(30), |p| p.acks == first.len());
         assert_eq!(p.acks, first.len(), "acks before the SETTINGS ACK");
@@ -220,9 +239,7 @@ async fn items_sent_before_the_server_settings_do_not_stall_the_stream() {
             p.granted
         );
         // and the stream goes on: more items within the window, then the end
-        let more: Vec<Vec<u8>> = (0..20)
-            .map(|i| grpc_item(&format!("http://late.test/{i:04}")))
-            .collect();
+        let more = grpc_items("late.test", 20);
         for (i, item) in more.iter().enumerate() {
             p.pump(Duration::from_secs(5), |p| p.window() >= item.len() as i64);
             assert!(p.window() >= item.len() as i64, "no window for item {i}");
@@ -246,17 +263,10 @@ async fn a_full_window_of_one_item_frames_is_read_without_goaway() {
     let addr = s.addr;
     tokio::task::spawn_blocking(move || {
         let mut p = Peer::open_put_urls(addr);
-        let items: Vec<Vec<u8>> = (0..1_900)
-            .map(|i| grpc_item(&format!("http://small.test/{i:04}")))
-            .collect();
-        let mut burst = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            let flags = if i + 1 == items.len() { END_STREAM } else { 0 };
-            p.sent += item.len() as i64;
-            burst.extend(frame(DATA, flags, 1, item));
-        }
-        assert!(p.sent < 65_535, "within the initial window: {}", p.sent);
-        p.send(&burst);
+        let items = grpc_items("small.test", 1_900);
+        let bytes: usize = items.iter().map(Vec::len).sum();
+        assert!(bytes < 65_535, "within the initial window: {bytes}");
+        p.send_items(&items, true);
         p.pump(Duration::from_secs(5), |p| p.saw_settings);
         p.send(&frame(SETTINGS, ACK, 0, &[]));
         p.pump(Duration::from_secs(60), |p| p.acks == items.len());
