@@ -490,27 +490,26 @@ pub fn ingest(
             // largest single step, so its memory belongs in the figure
             let t1 = Instant::now();
             let mut robots = robots_fetches;
-            let mut checkpoints = (0, 0);
-            while (robots < hosts || checkpoints.0 == 0) && t1.elapsed() < limit {
+            let (mut checkpoints, mut checkpoint_hosts) = (0, 0);
+            while (robots < hosts || checkpoints == 0) && t1.elapsed() < limit {
                 std::thread::sleep(Duration::from_secs(1));
                 robots = d.get("/v1/stats")?["robots_fetches"]
                     .as_u64()
                     .unwrap_or(robots);
                 let metrics = d.get_text("/metrics")?;
-                checkpoints = (
-                    crate::scheduled::metric_sum(&metrics, &["store_journal_checkpoints_total"]),
-                    crate::scheduled::metric_sum(
-                        &metrics,
-                        &["store_journal_checkpoint_hosts_total"],
-                    ),
+                checkpoints =
+                    crate::scheduled::metric_sum(&metrics, &["store_journal_checkpoints_total"]);
+                checkpoint_hosts = crate::scheduled::metric_sum(
+                    &metrics,
+                    &["store_journal_checkpoint_hosts_total"],
                 );
             }
             tail.poll()?;
             Some(CrawlAfter {
                 secs: t1.elapsed().as_secs_f64(),
                 robots_fetches: robots,
-                checkpoints: checkpoints.0,
-                checkpoint_hosts: checkpoints.1,
+                checkpoints,
+                checkpoint_hosts,
                 pages: tail.fetched,
                 vm_hwm: procfs::vm_hwm(pid).unwrap_or(0),
                 vm_rss: procfs::vm_rss(pid).unwrap_or(0),
