@@ -409,7 +409,12 @@ impl Config {
             ));
         }
         range_u64("fetch.workers", c.fetch.workers.into(), 0, 4096)?;
-        range_u64("warc.gzip_level", c.warc.gzip_level.into(), 0, 9)?;
+        range_u64(
+            "warc.gzip_level",
+            c.warc.gzip_level.into(),
+            0,
+            warc::MAX_GZIP_LEVEL.into(),
+        )?;
         range_u64(
             "fetch.max_pooled_connections",
             c.fetch.max_pooled_connections.into(),

@@ -41,8 +41,8 @@ pub use record::{sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
     payload_digest, EncodedExchange, Exchange, Revisit, RevisitProfile, Truncated, WarcConfig,
-    WarcWriter, WrittenExchange, DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, OPEN_SUFFIX,
-    WARC_SUFFIX,
+    WarcWriter, WrittenExchange, DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, MAX_GZIP_LEVEL,
+    OPEN_SUFFIX, WARC_SUFFIX,
 };
 
 #[cfg(test)]

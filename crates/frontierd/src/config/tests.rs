@@ -135,9 +135,9 @@ fn pool_keys_reach_the_fetcher() {
     );
     let e = err("[fetch]\npool_idle_timeout = \"0s\"\n");
     assert!(e.contains("fetch.pool_idle_timeout"), "{e}");
-    let e = err("[warc]\ngzip_level = 10\n");
+    let e = err("[warc]\ngzip_level = 13\n");
     assert!(
-        e.contains("warc.gzip_level = 10") && e.contains("0 to 9"),
+        e.contains("warc.gzip_level = 13") && e.contains("0 to 12"),
         "{e}"
     );
     let e = err("[fetch]\nmax_pooled_connections = 99999999\n");
