@@ -23,6 +23,7 @@
 //!     response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n",
 //!     response_body: b"hello",
 //!     truncated: None,
+//!     payload_digest: None,
 //! })?;
 //! println!("{} at {}", written.file.display(), written.response_offset);
 //! writer.close()?;

@@ -99,6 +99,7 @@ fn exchange<'a>(uri: &'a str, head: &'a [u8], body: &'a [u8]) -> Exchange<'a> {
         response_head: head,
         response_body: body,
         truncated: None,
+        payload_digest: None,
     }
 }
 
@@ -614,6 +615,28 @@ fn gzip_level_is_honoured() {
         "level 12 is no larger than 1: {sizes:?}"
     );
 }
+/// A payload digest the caller already computed is the one written, and the records are
+/// those the writer makes when it computes the digest itself.
+#[test]
+fn a_given_payload_digest_is_written_as_computed() {
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+    let body = b"<p>hashed once by the caller</p>\n".repeat(50);
+    let given = payload_digest(&body);
+    for payload in [None, Some(given.as_str())] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+        let mut ex = exchange("https://example.org/given", head, &body);
+        ex.payload_digest = payload;
+        let done = w.write_exchange(&ex).unwrap();
+        assert_eq!(done.payload_digest, sha1_of(&body), "given {payload:?}");
+        let path = w.finish().unwrap().unwrap();
+        let records = read_records(&path);
+        assert_eq!(records[2].get("WARC-Payload-Digest"), sha1_of(&body));
+        assert!(records[2].block.ends_with(&body));
+        warcio_check(&[path]);
+    }
+}
+
 /// Both revisit profiles: a `revisit` record with the response head only, the profile,
 /// what it refers to, and a payload digest only where there is a payload to compare;
 /// warcio accepts them.

@@ -120,6 +120,10 @@ pub struct Exchange<'a> {
     pub response_body: &'a [u8],
     /// Set when the body was cut short.
     pub truncated: Option<Truncated>,
+    /// [`payload_digest`] of `response_body` when the caller has already computed it (to
+    /// compare with an earlier capture), so the body is not hashed twice; `None`: the
+    /// writer computes it.
+    pub payload_digest: Option<&'a str>,
 }
 
 /// Why an answer is archived as a `revisit` record (WARC 1.1 section 6.7).
@@ -316,7 +320,13 @@ impl WarcWriter {
         if let Some(reason) = exchange.truncated {
             response_fields.push(("WARC-Truncated", reason.as_str().to_string()));
         }
-        let payload_digest = payload_digest(exchange.response_body);
+        let payload_digest = match exchange.payload_digest {
+            Some(given) => {
+                debug_assert_eq!(given, payload_digest(exchange.response_body));
+                given.to_string()
+            }
+            None => payload_digest(exchange.response_body),
+        };
         let response = match revisit {
             None => encode_record(
                 "response",

@@ -117,6 +117,7 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                             response_head: &archived.head,
                             response_body: archived.body,
                             truncated: archived.truncated,
+                            payload_digest: None,
                         });
                     }
                 }
@@ -205,8 +206,9 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         let req_head = fetch.request.head_bytes();
         let response = archive_response(resp);
         let status = resp.status.as_u16();
-        // the digest to compare with (the writer computes its own): only when the URL
-        // was visited before or may be scheduled, so a one-pass crawl hashes a body once
+        // the digest to compare with, handed to the writer too: only when the URL was
+        // visited before or may be scheduled; either way the body is hashed once for the
+        // payload digest (and once more within the record's block digest)
         let schedulable = lease.revisit.is_some() || sh.frontier.config().recrawl.schedules_any();
         let digest = match schedulable {
             true => warc::payload_digest(response.body),
@@ -224,6 +226,8 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
                 response_head: &response.head,
                 response_body: response.body,
                 truncated: response.truncated,
+                // hashed above when there is something to compare with: not again
+                payload_digest: (!digest.is_empty()).then_some(digest.as_str()),
             },
             as_revisit.as_ref(),
         );
