@@ -184,3 +184,68 @@ pub(crate) fn file_timestamp(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s, ms) = utc_parts(t);
     format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}{ms:03}")
 }
+
+#[cfg(test)]
+mod gzip_member_tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Read;
+
+    /// What a gzip reader gets back from one member (flate2 checks its CRC-32 and length
+    /// trailer).
+    fn inflate(member: &[u8]) -> Vec<u8> {
+        let mut dec = flate2::read::GzDecoder::new(member);
+        let mut out = Vec::new();
+        dec.read_to_end(&mut out).expect("a valid gzip member");
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Any parts at any level: one member that inflates to the parts concatenated,
+        /// appended after what `out` already held (the reference model: `concat`).
+        #[test]
+        fn a_member_inflates_to_its_parts(
+            parts in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3000), 0..5),
+            repeat in 1usize..40,
+            level in 0u32..=MAX_GZIP_LEVEL,
+        ) {
+            // repeated parts make matches for the deflater, random bytes make none
+            let parts: Vec<Vec<u8>> = parts.iter().map(|p| p.repeat(repeat)).collect();
+            let mut out = b"earlier member".to_vec();
+            gzip_member(parts.iter().map(Vec::as_slice), level, &mut out).unwrap();
+            prop_assert!(out.starts_with(b"earlier member"));
+            prop_assert_eq!(inflate(&out[14..]), parts.concat());
+        }
+    }
+
+    /// The thread's compressor follows the level asked for, back and forth, and a member
+    /// bigger than the kept scratch limit leaves no oversized buffer behind.
+    #[test]
+    fn levels_alternate_and_large_members_round_trip() {
+        let text = b"<p>frontierd archives this paragraph again</p>\n".repeat(100_000);
+        for level in [1, 0, 12, 1, 6] {
+            let mut out = Vec::new();
+            gzip_member(std::iter::once(&text[..]), level, &mut out).unwrap();
+            assert_eq!(inflate(&out), text, "level {level}");
+            if level == 0 {
+                assert!(out.len() > text.len(), "level 0 stores");
+            } else {
+                assert!(
+                    out.len() * 50 < text.len(),
+                    "level {level} deflates: {}",
+                    out.len()
+                );
+            }
+        }
+        DEFLATE.with(|d| {
+            let cached = d.borrow();
+            let (_, _, input) = cached.as_ref().expect("a compressor is kept");
+            assert!(
+                input.capacity() <= 4 << 20,
+                "scratch kept: {}",
+                input.capacity()
+            );
+        });
+    }
+}
