@@ -124,6 +124,10 @@ struct ApiArgs {
     admin: Option<String>,
 }
 
+/// mimalloc instead of glibc malloc: why, and its settings, in daemon/memory.rs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -184,8 +188,8 @@ fn state_dir() -> Option<String> {
 }
 
 fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
-    // before the runtime's threads exist: arenas made before the limit stay
-    daemon::memory::tune_malloc();
+    // before the runtime's threads exist: mimalloc's options are not synchronized
+    daemon::memory::tune_allocator();
     let settings =
         match config::Config::load(config_path).and_then(|c| c.check(state_dir().as_deref())) {
             Ok(s) => s,

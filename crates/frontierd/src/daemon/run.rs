@@ -195,7 +195,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let spool_task = tokio::spawn(crate::daemon::intake::spool_loop(shared.clone()));
     let stats_task = tokio::spawn(crate::daemon::progress::stats_loop(shared.clone()));
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
-    let trim_task = tokio::spawn(crate::daemon::memory::trim_loop());
+    let collect_task = tokio::spawn(crate::daemon::memory::collect_loop());
     let cluster_task = cluster
         .as_ref()
         .map(|node| crate::daemon::cluster::start(shared.clone(), node.clone()));
@@ -257,7 +257,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     if let Some(t) = grpc_task {
         t.abort();
     }
-    for task in [admin_task, stats_task, drain_task, spool_task, trim_task] {
+    for task in [admin_task, stats_task, drain_task, spool_task, collect_task] {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`
     }
