@@ -2,12 +2,9 @@
 //! freed memory back to the system, and a periodic collection so that memory freed by a
 //! burst of intake goes back even when no thread allocates afterwards.
 //!
-//! Why mimalloc: with glibc malloc, `frontierd submit` of 1M URLs over 100k hosts while the
-//! crawl ran spent a fifth of the daemon's samples in `_int_malloc`, `malloc_consolidate`
-//! and `unlink_chunk` (a large, fragmented heap) and took 34-38 µs of CPU per URL; with
-//! mimalloc 18-20 µs, and 10M URLs over 1M hosts peaked 160 MB lower (docs/benchmarks.md,
-//! "Issue 13, session 13"). glibc's own knobs (more arenas, a higher mmap threshold) did
-//! not close the gap.
+//! Why mimalloc: with glibc malloc a large intake while crawling spent about a fifth of
+//! the daemon's CPU in the allocator (a large, fragmented heap), and glibc's own knobs did
+//! not close the gap; the figures are in docs/benchmarks.md, "Issue 13, session 13".
 
 use std::ffi::OsStr;
 use std::time::Duration;
@@ -18,9 +15,8 @@ use std::time::Duration;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// How long freed memory stays committed before mimalloc gives it back (ms). mimalloc 3
-/// waits a second, which let a 1M-URL intake peak 80 MB higher than giving it back at once;
-/// at once (0) cost 10-15 % more CPU per URL than 10 ms, whose peak was within 5 MB of it
-/// (docs/benchmarks.md, "Issue 13, session 13").
+/// waits a second, which raised the intake's peak; 0 cost more CPU per URL for about the
+/// same peak (docs/benchmarks.md, "Issue 13, session 13").
 pub const PURGE_DELAY_MS: i64 = 10;
 
 /// The allocator settings the daemon makes, each unless the operator's environment already
@@ -93,7 +89,8 @@ mod tests {
     }
 
     /// The option index is the purge delay: before the daemon sets it, it reads mimalloc's
-    /// default for that option (1000 ms, no other option's), and after, the daemon's.
+    /// default for that option (1000 ms, no other option's), and after, the daemon's. The
+    /// only test that sets it.
     #[test]
     fn the_purge_delay_set_is_mimallocs_purge_delay() {
         let _turn = RESIDENT_SIZE.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,20 +100,19 @@ mod tests {
         // SAFETY: reads one numeric option; the tests that set it hold RESIDENT_SIZE.
         let read = || unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) } as i64;
         let before = read();
-        assert!(
-            before == 1000 || before == PURGE_DELAY_MS,
-            "option {MI_OPTION_PURGE_DELAY} reads {before}: not mimalloc's purge delay"
+        assert_eq!(
+            before, 1000,
+            "option {MI_OPTION_PURGE_DELAY} is not mimalloc's purge delay"
         );
         assert_eq!(tune_allocator().purge_delay_ms, Some(PURGE_DELAY_MS));
         assert_eq!(read(), PURGE_DELAY_MS);
     }
 
-    /// Memory freed in the middle of the heap goes back to the system: 300 MB of small
-    /// blocks freed behind one that is kept.
+    /// Memory freed in the middle of the heap goes back to the system when collected,
+    /// whatever the purge delay: 300 MB of small blocks freed behind one that is kept.
     #[test]
     fn freed_blocks_in_the_middle_of_the_heap_are_given_back() {
         let _turn = RESIDENT_SIZE.lock().unwrap_or_else(|e| e.into_inner());
-        tune_allocator();
         let blocks: Vec<Vec<u8>> = (0..300_000).map(|i| vec![(i % 251) as u8; 1000]).collect();
         let pin = vec![1u8; 1000];
         let held = rss_kib();
