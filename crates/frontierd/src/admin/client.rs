@@ -20,7 +20,12 @@ pub struct Target {
 
 /// One HTTP/1.1 request to the admin API (a new connection each time); returns (status,
 /// body). Any answer is returned, a 413 included, even one sent before the body was read.
-pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Result<(u16, String)> {
+pub async fn request(
+    t: &Target,
+    method: &str,
+    path: &str,
+    body: impl Into<Bytes>,
+) -> Result<(u16, String)> {
     let stream = tokio::net::TcpStream::connect(&t.addr)
         .await
         .with_context(|| {
@@ -42,7 +47,7 @@ pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Resul
         req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {tok}"));
     }
     let req = req
-        .body(Full::new(Bytes::copy_from_slice(body)))
+        .body(Full::new(body.into()))
         .with_context(|| format!("building {method} {path}"))?;
     let resp = sender
         .send_request(req)
@@ -60,7 +65,7 @@ pub async fn request(t: &Target, method: &str, path: &str, body: &[u8]) -> Resul
 }
 
 pub(crate) async fn get_json(t: &Target, path: &str) -> Result<serde_json::Value> {
-    let (status, body) = request(t, "GET", path, b"").await?;
+    let (status, body) = request(t, "GET", path, Bytes::new()).await?;
     if status != 200 {
         bail!("GET {path}: HTTP {status}: {}", body.trim());
     }

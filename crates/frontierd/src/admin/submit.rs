@@ -1,11 +1,17 @@
 //! `frontierd submit FILE`: stream a URL list to a running daemon in batches, so a file of
 //! any size goes through the API's body limit in parts and is never held in memory whole.
+//! Two parts are posted at a time, on two connections: the daemon reads and parses one
+//! while it commits the other, and its answers are taken in the file's order.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use tokio::sync::mpsc;
 
 use crate::admin::client::{self, Target};
 use crate::admin::MAX_BODY;
@@ -73,14 +79,115 @@ impl Progress {
     }
 }
 
+/// One POST's worth of the file: line k of `body` is line `first + k - 1` of the file.
+struct Part {
+    first: usize,
+    /// lines in it (a line refused here still counts, sent as an empty line)
+    lines: usize,
+    body: Bytes,
+    /// lines refused here, by their number in the file
+    local_rejects: Vec<(u64, String)>,
+}
+
+impl Part {
+    fn last(&self) -> usize {
+        self.first + self.lines - 1
+    }
+}
+
+/// Read the file into parts on a thread of its own, so reading the next part overlaps
+/// the daemon's work on the last one.
+fn read_parts(
+    input: Box<dyn BufRead + Send>,
+    file: String,
+    tx: mpsc::Sender<Result<Part>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = LineReader::new(input);
+        loop {
+            match next_part(&mut reader, &file) {
+                Ok(None) => break,
+                // an error sending: the receiver stopped (a part was refused)
+                Ok(Some(p)) => {
+                    if tx.blocking_send(Ok(p)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    break;
+                }
+            }
+        }
+    })
+}
+
+/// The next part of the file, `None` at its end.
+fn next_part(reader: &mut LineReader<Box<dyn BufRead + Send>>, file: &str) -> Result<Option<Part>> {
+    let first = reader.lines_read() + 1;
+    // room for the largest part up front: grown by doubling, each of the parts held at
+    // once (posted, queued, being read) could keep twice what it uses
+    let mut body = Vec::with_capacity(BATCH_BYTES + crate::url_list::MAX_LINE_BYTES + 1);
+    let mut local_rejects = Vec::new();
+    while reader.lines_read() + 1 - first < BATCH_LINES && body.len() < BATCH_BYTES {
+        let read_so_far = reader.lines_read();
+        let Some(line) = reader
+            .next_line()
+            .with_context(|| format!("reading {file} after line {read_so_far}"))?
+        else {
+            break;
+        };
+        match classify(line.bytes, line.total_len) {
+            Line::Skip => {}
+            // too long to send whole: refused here, by the daemon's own rule
+            Line::Rejected { reason, input, .. } if line.total_len > line.bytes.len() => {
+                local_rejects.push((
+                    line.number as u64,
+                    format!("  line {}: {input} ({reason})", line.number),
+                ));
+            }
+            // sent as is: the daemon decides (a line that is not UTF-8 included)
+            _ => body.extend_from_slice(line.bytes),
+        }
+        body.push(b'\n');
+    }
+    let lines = reader.lines_read() + 1 - first;
+    Ok((lines > 0).then(|| Part {
+        first,
+        lines,
+        body: Bytes::from(body),
+        local_rejects,
+    }))
+}
+
+/// Parts posted and not answered yet, at most (the daemon parses one while it commits
+/// the other; each holds up to `BATCH_BYTES`).
+const PARTS_IN_FLIGHT: usize = 2;
+
+/// A part posted, its answer pending.
+struct Posted {
+    first: usize,
+    last: usize,
+    local_rejects: Vec<(u64, String)>,
+    answer: tokio::task::JoinHandle<Result<(u16, String)>>,
+}
+
+/// What the daemon said about a part that it did not take.
+fn refusal(status: u16, resp: &str) -> String {
+    let msg = serde_json::from_str::<serde_json::Value>(resp)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| resp.trim().to_string());
+    format!("HTTP {status}: {msg}")
+}
+
 pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
-    let input: Box<dyn BufRead> = if file == "-" {
+    let input: Box<dyn BufRead + Send> = if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         let f = std::fs::File::open(&file).with_context(|| format!("opening {file}"))?;
         Box::new(BufReader::new(f))
     };
-    let mut reader = LineReader::new(input);
     let mut progress = Progress {
         on_terminal: std::io::stderr().is_terminal(),
         started: Instant::now(),
@@ -90,72 +197,74 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
         duplicate: 0,
         rejected: 0,
     };
+    let t = Arc::new(t);
+    let (tx, mut parts) = mpsc::channel(1);
+    let reader = read_parts(input, file, tx);
+    let mut posted: VecDeque<Posted> = VecDeque::new();
+    // the first part that failed, and why; the parts after it still get their answers
+    // (one may be in the daemon already), so the error can say which lines went in
+    let mut failed: Option<(usize, usize, String)> = None;
+    let mut went_in_after: Vec<(usize, usize)> = Vec::new();
+    let mut read_error = None;
     let mut stdout = std::io::stdout().lock();
-    let mut body: Vec<u8> = Vec::new();
-    let mut local_rejects: Vec<(u64, String)> = Vec::new();
-    let mut eof = false;
-    while !eof {
-        // one batch: line k of the body is line `first + k - 1` of the file
-        let first = reader.lines_read() + 1;
-        body.clear();
-        local_rejects.clear();
-        while reader.lines_read() + 1 - first < BATCH_LINES && body.len() < BATCH_BYTES {
-            let read_so_far = reader.lines_read();
-            let Some(line) = reader
-                .next_line()
-                .with_context(|| format!("reading {file} after line {read_so_far}"))?
-            else {
-                eof = true;
-                break;
-            };
-            match classify(line.bytes, line.total_len) {
-                Line::Skip => {}
-                // too long to send whole: refused here, by the daemon's own rule
-                Line::Rejected { reason, input, .. } if line.total_len > line.bytes.len() => {
-                    local_rejects.push((
-                        line.number as u64,
-                        format!("  line {}: {input} ({reason})", line.number),
-                    ));
+    loop {
+        // keep PARTS_IN_FLIGHT posted while the file lasts and nothing failed
+        while failed.is_none() && read_error.is_none() && posted.len() < PARTS_IN_FLIGHT {
+            match parts.recv().await {
+                Some(Ok(part)) => {
+                    let t = t.clone();
+                    let body = part.body.clone();
+                    posted.push_back(Posted {
+                        first: part.first,
+                        last: part.last(),
+                        local_rejects: part.local_rejects,
+                        answer: tokio::spawn(async move {
+                            client::request(&t, "POST", "/v1/urls", body).await
+                        }),
+                    });
                 }
-                // sent as is: the daemon decides (a line that is not UTF-8 included)
-                _ => body.extend_from_slice(line.bytes),
+                Some(Err(e)) => read_error = Some(e),
+                None => break,
             }
-            body.push(b'\n');
         }
-        let sent = reader.lines_read() + 1 - first;
-        if sent == 0 {
+        let Some(p) = posted.pop_front() else {
             break;
-        }
-        let (status, resp) = client::request(&t, "POST", "/v1/urls", &body).await?;
-        if status != 200 {
-            progress.clear();
-            let msg = serde_json::from_str::<serde_json::Value>(&resp)
-                .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_string))
-                .unwrap_or_else(|| resp.trim().to_string());
-            let done = if first > 1 {
-                format!(" (lines 1-{} were submitted)", first - 1)
-            } else {
-                String::new()
-            };
-            bail!(
-                "POST /v1/urls, lines {first}-{}: HTTP {status}: {msg}{done}",
-                first + sent - 1
-            );
+        };
+        let answer = match p.answer.await {
+            Ok(a) => a.map_err(|e| format!("{e:#}")),
+            Err(e) => Err(format!("the request task failed: {e}")),
+        };
+        let resp = match answer {
+            Ok((200, resp)) => resp,
+            Ok((status, resp)) => {
+                if failed.is_none() {
+                    failed = Some((p.first, p.last, refusal(status, &resp)));
+                }
+                continue;
+            }
+            Err(e) => {
+                if failed.is_none() {
+                    failed = Some((p.first, p.last, e));
+                }
+                continue;
+            }
+        };
+        if failed.is_some() {
+            went_in_after.push((p.first, p.last));
         }
         let v: serde_json::Value = serde_json::from_str(&resp)
             .with_context(|| format!("answer to POST /v1/urls not JSON: {resp}"))?;
-        progress.lines += sent;
+        progress.lines += p.last + 1 - p.first;
         progress.accepted += v["accepted"].as_u64().unwrap_or(0);
         progress.duplicate += v["duplicate"].as_u64().unwrap_or(0);
         let rejections = v["rejections"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        progress.rejected += (rejections.len() + local_rejects.len()) as u64;
-        if !rejections.is_empty() || !local_rejects.is_empty() {
+        progress.rejected += (rejections.len() + p.local_rejects.len()) as u64;
+        if !rejections.is_empty() || !p.local_rejects.is_empty() {
             progress.clear();
             let mut out: Vec<(u64, String)> = rejections
                 .iter()
                 .map(|r| {
-                    let n = r["line"].as_u64().unwrap_or(0) + first as u64 - 1;
+                    let n = r["line"].as_u64().unwrap_or(0) + p.first as u64 - 1;
                     let line = format!(
                         "  line {n}: {} ({})",
                         r["url"].as_str().unwrap_or(""),
@@ -164,13 +273,35 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
                     (n, line)
                 })
                 .collect();
-            out.append(&mut local_rejects);
+            out.extend(p.local_rejects);
             out.sort_by_key(|(n, _)| *n);
             for (_, l) in out {
                 writeln!(stdout, "{l}").context("writing to stdout")?;
             }
         }
         progress.show();
+    }
+    // the reader stops at the end of the file, at a read error, or once nothing receives
+    drop(parts);
+    let _ = reader.join();
+    if let Some((first, last, why)) = failed {
+        progress.clear();
+        let mut done = Vec::new();
+        if first > 1 {
+            done.push(format!("lines 1-{} were submitted", first - 1));
+        }
+        for (a, b) in went_in_after {
+            done.push(format!("lines {a}-{b} were submitted too"));
+        }
+        let done = match done.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", done.join("; ")),
+        };
+        bail!("POST /v1/urls, lines {first}-{last}: {why}{done}");
+    }
+    if let Some(e) = read_error {
+        progress.clear();
+        return Err(e.context(format!("lines 1-{} were submitted", progress.lines)));
     }
     progress.finish();
     writeln!(
@@ -221,8 +352,84 @@ mod tests {
         });
         let t = Target { addr, token: None };
         let body = vec![b'a'; MAX_BODY + (8 << 20)];
-        let (status, answer) = request(&t, "POST", "/v1/urls", &body).await.unwrap();
+        let (status, answer) = request(&t, "POST", "/v1/urls", Bytes::from(body))
+            .await
+            .unwrap();
         assert_eq!(status, 413, "{answer}");
         assert!(answer.contains("too large"), "{answer}");
+    }
+
+    /// Parts go two at a time, so when one is refused the next may already be in: the
+    /// error names the refused lines, and every range that went in, before and after.
+    #[tokio::test]
+    async fn a_refused_part_is_named_with_the_parts_that_went_in_around_it() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let posted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = posted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            let body = http_body_util::BodyExt::collect(req.into_body())
+                                .await
+                                .unwrap()
+                                .to_bytes();
+                            let text = String::from_utf8_lossy(&body).into_owned();
+                            let first = text.lines().next().unwrap_or("").to_string();
+                            let lines = text.lines().count();
+                            seen.lock().unwrap().push(first.clone());
+                            // the second part (from line 10 001) is refused
+                            let (status, answer) = match first.ends_with("/p10001") {
+                                true => (
+                                    StatusCode::SERVICE_UNAVAILABLE,
+                                    "{\"error\":\"the daemon is stopping\"}".to_string(),
+                                ),
+                                false => (
+                                    StatusCode::OK,
+                                    format!("{{\"accepted\":{lines},\"duplicate\":0,\"rejections\":[]}}"),
+                                ),
+                            };
+                            let mut r = Response::new(Full::new(Bytes::from(answer)));
+                            *r.status_mut() = status;
+                            Ok::<_, Infallible>(r)
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("urls.txt");
+        let list: String = (1..=25_000)
+            .map(|i| format!("http://a.test/p{i}\n"))
+            .collect();
+        std::fs::write(&file, list).unwrap();
+        let t = Target { addr, token: None };
+        let err = super::submit(t, file.display().to_string())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "POST /v1/urls, lines 10001-20000: HTTP 503: the daemon is stopping \
+             (lines 1-10000 were submitted; lines 20001-25000 were submitted too)"
+        );
+        let mut posted = posted.lock().unwrap().clone();
+        posted.sort();
+        assert_eq!(
+            posted,
+            [
+                "http://a.test/p1",
+                "http://a.test/p10001",
+                "http://a.test/p20001"
+            ]
+        );
     }
 }
