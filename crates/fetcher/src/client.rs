@@ -6,7 +6,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT, ACCEPT_ENCODING, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION, USER_AGENT,
+    ACCEPT, ACCEPT_ENCODING, CONNECTION, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION,
+    USER_AGENT,
 };
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 use http_body_util::Empty;
@@ -42,6 +43,17 @@ pub struct Conditional {
     pub if_none_match: Option<String>,
     /// The last `Last-Modified`, sent as `If-Modified-Since`.
     pub if_modified_since: Option<String>,
+}
+
+/// What a page request carries beyond its URL.
+#[derive(Debug, Clone, Default)]
+pub struct PageOptions {
+    /// The last answer's validators: a conditional GET.
+    pub conditional: Conditional,
+    /// Nothing else is queued for the host: ask for the connection to close after this
+    /// answer (`Connection: close`) instead of keeping it idle in the pool, where it would
+    /// hold one of the capped slots until its idle timeout and a server socket with it.
+    pub last_for_host: bool,
 }
 
 /// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
@@ -169,7 +181,7 @@ impl Fetcher {
                     Purpose::Robots,
                     deadline,
                     started,
-                    &Conditional::default(),
+                    &PageOptions::default(),
                 )
                 .await?;
             exchanges.push(RobotsHop {
@@ -231,12 +243,26 @@ impl Fetcher {
         url: &Url,
         conditional: &Conditional,
     ) -> Result<PageFetch, FetchError> {
+        let options = PageOptions {
+            conditional: conditional.clone(),
+            last_for_host: false,
+        };
+        self.fetch_page_with(url, &options).await
+    }
+
+    /// [`Fetcher::fetch_page`] with [`PageOptions`]: conditional, and whether the
+    /// connection is to be closed after it.
+    pub async fn fetch_page_with(
+        &self,
+        url: &Url,
+        options: &PageOptions,
+    ) -> Result<PageFetch, FetchError> {
         check_url(url)?;
         let started = Instant::now();
         let started_at = SystemTime::now();
         let deadline = tokio::time::Instant::from_std(started + self.config.total_timeout);
         let exchange = self
-            .exchange(url, Purpose::Page, deadline, started, conditional)
+            .exchange(url, Purpose::Page, deadline, started, options)
             .await?;
         let fetch = PageFetch {
             url: url.clone(),
@@ -260,7 +286,7 @@ impl Fetcher {
         purpose: Purpose,
         deadline: tokio::time::Instant,
         started: Instant,
-        conditional: &Conditional,
+        options: &PageOptions,
     ) -> Result<Exchange, FetchError> {
         // busy connections do not count against the cap on kept ones
         let _in_flight = self.pool_cap.fetch_started();
@@ -285,12 +311,16 @@ impl Fetcher {
             HeaderValue::from_static("gzip, deflate, br"),
         );
         for (name, value) in [
-            (IF_NONE_MATCH, &conditional.if_none_match),
-            (IF_MODIFIED_SINCE, &conditional.if_modified_since),
+            (IF_NONE_MATCH, &options.conditional.if_none_match),
+            (IF_MODIFIED_SINCE, &options.conditional.if_modified_since),
         ] {
             if let Some(v) = value.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
                 headers.insert(name, v);
             }
+        }
+        if options.last_for_host {
+            // hyper then does not return the connection to the pool either
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
         let mut request = RequestRecord {
             method: Method::GET,

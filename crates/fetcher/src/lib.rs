@@ -22,7 +22,7 @@ mod outcome;
 mod pool_cap;
 mod resolve;
 
-pub use client::{Conditional, Fetcher};
+pub use client::{Conditional, Fetcher, PageOptions};
 pub use config::{
     FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_POOLED_CONNECTIONS,
     DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP, DEFAULT_ROBOTS_MAX_REDIRECTS,

@@ -528,3 +528,37 @@ async fn conditional_get_sends_validators_and_returns_304() {
     assert_eq!(third.outcome.status().map(|s| s.as_u16()), Some(200));
     assert!(third.request.headers.get("if-none-match").is_none());
 }
+
+/// A page its host has nothing after goes with `Connection: close`, and its connection is
+/// not kept: the next fetch opens a new one. Other pages keep theirs.
+#[tokio::test]
+async fn the_last_page_for_a_host_closes_its_connection() {
+    let server = HttpServer::start(|_req| async { respond(200, &[], PAGE) }).await;
+    let f = fetcher(test_config());
+    let last = fetcher::PageOptions {
+        last_for_host: true,
+        ..Default::default()
+    };
+    for path in ["/a", "/b"] {
+        let page = f.fetch_page(&server.url(path)).await.unwrap();
+        assert!(page.request.headers.get("connection").is_none());
+    }
+    let page = f.fetch_page_with(&server.url("/c"), &last).await.unwrap();
+    assert_eq!(page.outcome.status().map(|s| s.as_u16()), Some(200));
+    // the archived request says what was sent
+    assert_eq!(page.request.headers["connection"], "close");
+    f.fetch_page(&server.url("/d")).await.unwrap();
+    let seen = server.seen();
+    let peer = |path: &str| seen.iter().find(|r| r.path == path).unwrap().peer;
+    assert_eq!(peer("/a"), peer("/b"), "a kept connection is reused");
+    assert_eq!(
+        peer("/b"),
+        peer("/c"),
+        "the last page uses the kept connection"
+    );
+    assert_eq!(
+        seen.iter().find(|r| r.path == "/c").unwrap().headers["connection"],
+        "close"
+    );
+    assert_ne!(peer("/c"), peer("/d"), "and it was not kept after");
+}

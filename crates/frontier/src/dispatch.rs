@@ -321,6 +321,7 @@ impl Frontier {
                                 inner.ip_groups.charge(ip, now_ms);
                             }
                             h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+                            let last_queued = h.rec.counters.queued == 0;
                             h.rec.counters.dispatched += 1;
                             let client_delay = client_delay_ms(&inner.controls, &h.key);
                             h.rec.next_allowed_ms = now_ms
@@ -345,6 +346,7 @@ impl Frontier {
                                 kind: entry.kind,
                                 politeness_wait_ms,
                                 revisit: entry.recrawl,
+                                last_queued,
                             }));
                             self.schedule(inner, id);
                             continue 'hosts;

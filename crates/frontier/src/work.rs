@@ -41,6 +41,10 @@ pub struct PageLease {
     /// conditional GET, the last payload digest, when that payload was archived); None
     /// for a first visit.
     pub revisit: Option<crate::sched::recrawl::RevisitRecord>,
+    /// No other URL of its host was queued when it went: the fetch need not keep its
+    /// connection open for a next one (an idle kept socket to a host with nothing left
+    /// would hold one of the fetcher's capped slots until its idle timeout).
+    pub last_queued: bool,
 }
 
 /// A robots.txt fetch handed out for an origin.

@@ -784,3 +784,28 @@ fn events_and_origin_views() {
         "set_robots applies the caller's own outcomes: no events"
     );
 }
+
+/// A lease says when its host had nothing else queued (the fetcher then does not keep the
+/// connection); a URL queued later makes the host's last one the new one.
+#[test]
+fn a_lease_says_whether_it_was_its_hosts_last_queued_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open_mem(cfg(dir.path()));
+    f.set_robots(&[("http://g.com", allow_all())], T0).unwrap();
+    f.enqueue_batch(&["http://g.com/1", "http://g.com/2"], T0)
+        .unwrap();
+    let p1 = page(f.next(T0).unwrap());
+    assert!(!p1.last_queued, "/2 is still queued");
+    f.complete(p1.id, PageOutcome::Done { response_ms: 10 }, T0 + 10)
+        .unwrap();
+    let p2 = page(f.next(T0 + 60_000).unwrap());
+    assert_eq!(p2.url, "http://g.com/2");
+    assert!(p2.last_queued, "nothing else queued for g.com");
+    // found while /2 is in flight: the next lease is the last one, not /2's
+    f.enqueue_batch(&["http://g.com/3"], T0 + 60_001).unwrap();
+    f.complete(p2.id, PageOutcome::Done { response_ms: 10 }, T0 + 60_010)
+        .unwrap();
+    let p3 = page(f.next(T0 + 120_000).unwrap());
+    assert_eq!(p3.url, "http://g.com/3");
+    assert!(p3.last_queued);
+}

@@ -166,8 +166,12 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     };
     // a URL answered before is asked conditionally (its last validators)
     let previous = revisit::previous(lease.revisit.as_ref());
-    let conditional = revisit::conditional(previous);
-    let fetch = match sh.fetcher.fetch_page_conditional(&url, &conditional).await {
+    let options = fetcher::PageOptions {
+        conditional: revisit::conditional(previous),
+        // nothing else queued for the host: its socket is not kept idle for a next fetch
+        last_for_host: lease.last_queued,
+    };
+    let fetch = match sh.fetcher.fetch_page_with(&url, &options).await {
         Ok(f) => f,
         Err(e) => {
             PageFetchRefused {
