@@ -231,27 +231,13 @@ impl Fetcher {
     /// Fetches one page: no redirect following (a 3xx comes back with its Location
     /// resolved), body kept up to `page_body_cap`, request and response recorded.
     pub async fn fetch_page(&self, url: &Url) -> Result<PageFetch, FetchError> {
-        self.fetch_page_conditional(url, &Conditional::default())
-            .await
+        self.fetch_page_with(url, &PageOptions::default()).await
     }
 
-    /// [`Fetcher::fetch_page`] as a conditional GET: `If-None-Match` and
-    /// `If-Modified-Since` carry the validators of the last answer (a value that is not a
-    /// valid header value is not sent).
-    pub async fn fetch_page_conditional(
-        &self,
-        url: &Url,
-        conditional: &Conditional,
-    ) -> Result<PageFetch, FetchError> {
-        let options = PageOptions {
-            conditional: conditional.clone(),
-            last_for_host: false,
-        };
-        self.fetch_page_with(url, &options).await
-    }
-
-    /// [`Fetcher::fetch_page`] with [`PageOptions`]: conditional, and whether the
-    /// connection is to be closed after it.
+    /// [`Fetcher::fetch_page`] with [`PageOptions`]: as a conditional GET
+    /// (`If-None-Match` and `If-Modified-Since` carry the validators of the last answer; a
+    /// value that is not a valid header value is not sent), and with `Connection: close`
+    /// when nothing else is queued for the host.
     pub async fn fetch_page_with(
         &self,
         url: &Url,

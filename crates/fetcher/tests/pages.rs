@@ -512,19 +512,25 @@ async fn conditional_get_sends_validators_and_returns_304() {
     let plain = f.fetch_page(&url).await.unwrap();
     assert_eq!(plain.outcome.status().map(|s| s.as_u16()), Some(200));
     assert!(plain.request.headers.get("if-none-match").is_none());
-    let cond = fetcher::Conditional {
-        if_none_match: Some("\"v1\"".into()),
-        if_modified_since: Some("Mon, 23 Nov 2026 10:00:00 GMT".into()),
+    let cond = fetcher::PageOptions {
+        conditional: fetcher::Conditional {
+            if_none_match: Some("\"v1\"".into()),
+            if_modified_since: Some("Mon, 23 Nov 2026 10:00:00 GMT".into()),
+        },
+        ..Default::default()
     };
-    let again = f.fetch_page_conditional(&url, &cond).await.unwrap();
+    let again = f.fetch_page_with(&url, &cond).await.unwrap();
     assert_eq!(again.outcome.status().map(|s| s.as_u16()), Some(304));
     assert_eq!(again.request.headers["if-none-match"], "\"v1\"");
     // a validator that is no header value is not sent (and does not fail the fetch)
-    let bad = fetcher::Conditional {
-        if_none_match: Some("bad\nvalue".into()),
-        if_modified_since: None,
+    let bad = fetcher::PageOptions {
+        conditional: fetcher::Conditional {
+            if_none_match: Some("bad\nvalue".into()),
+            if_modified_since: None,
+        },
+        ..Default::default()
     };
-    let third = f.fetch_page_conditional(&url, &bad).await.unwrap();
+    let third = f.fetch_page_with(&url, &bad).await.unwrap();
     assert_eq!(third.outcome.status().map(|s| s.as_u16()), Some(200));
     assert!(third.request.headers.get("if-none-match").is_none());
 }
