@@ -17,7 +17,7 @@ use crate::sched::ipgroup::{IpGroupView, IpGroups, IpLimits};
 use crate::sched::lease::LeaseClock;
 use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
-use crate::seen::{HashSet128, IntakeLog, SeenSet};
+use crate::seen::{IntakeLog, SeenSet};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::commit::GroupCommit;
 use crate::store::control::QueueControl;
@@ -198,7 +198,7 @@ impl Frontier {
             },
             seen: SeenSet {
                 starts: vec![0],
-                recent: HashSet128::default(),
+                recent: Default::default(),
                 legacy: false,
             },
             intake: IntakeLog {

@@ -122,7 +122,9 @@ impl Frontier {
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
-            inner.seen.recent.extend(in_batch);
+            for h in in_batch {
+                inner.seen.recent.insert(h);
+            }
             if !deferred.is_empty() {
                 // Deferred URLs write no intake record, but their hashes join `recent` all
                 // the same, and only a fold empties it: count what they write (and the hash
@@ -360,8 +362,7 @@ impl Frontier {
             spill(&mut out, &mut held, bytes)?;
         }
         // seen buckets
-        let mut new: Vec<u128> = inner.seen.recent.drain().collect();
-        new.sort_unstable();
+        let new = inner.seen.recent.take_sorted();
         let mut added = Vec::new();
         let mut i = 0;
         while i < new.len() {
