@@ -561,7 +561,13 @@ impl Frontier {
         now_ms: u64,
     ) -> Result<std::collections::BTreeMap<&'static str, u64>> {
         let mut guard = self.inner.lock();
-        let inner = &mut *guard;
+        self.refresh_census(&mut guard, now_ms)?;
+        Ok(guard.census.counts())
+    }
+
+    /// Builds the robots census at the first call, then decodes again the origins whose
+    /// state may have changed with time alone by `now_ms`.
+    fn refresh_census(&self, inner: &mut Inner, now_ms: u64) -> Result<()> {
         let backend = inner.robots.backend().clone();
         if !inner.census.ready {
             for kv in self.store.scan_prefix(b"R") {
@@ -582,7 +588,7 @@ impl Frontier {
                 inner.census.set(&origin, &state.status(now_ms), now_ms);
             }
         }
-        Ok(inner.census.counts())
+        Ok(())
     }
 
     fn origins_where(&self, now_ms: u64, keep: impl Fn(&str) -> bool) -> Result<Vec<OriginView>> {
@@ -652,15 +658,32 @@ impl Frontier {
         Ok(out)
     }
 
-    /// Queued URLs split by what they wait for at `now_ms`, from the hosts in memory.
+    /// Queued URLs split by what they wait for at `now_ms`, from the hosts in memory. The
+    /// robots state of an origin holding URLs is the census's (an origin without a record
+    /// is unknown), not decoded from the store: at a million hosts waiting for robots.txt,
+    /// decoding each one's record made every metrics scrape hold the scheduler for most
+    /// of a second (docs/benchmarks.md, "Issue 13, session 15").
     pub fn queue_breakdown(&self, now_ms: u64) -> Result<QueueBreakdown> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
+        self.refresh_census(inner, now_ms)?;
         let mut out = QueueBreakdown::default();
-        let mut robots_of: Vec<(Arc<str>, u64)> = Vec::new();
+        let robots_kind = |origin: &str| {
+            inner
+                .census
+                .kind_of(origin)
+                .unwrap_or(robots_policy::state::RobotsStateKind::Unknown)
+                .as_str()
+        };
+        let held_by_robots = |origin: &str, n: u64, out: &mut QueueBreakdown| {
+            if n > 0 {
+                *out.robots.entry(robots_kind(origin)).or_default() += n;
+            }
+        };
+        let any_paused = !inner.paused.is_empty();
         for h in inner.hosts.values() {
             let queued = h.rec.counters.queued;
-            if inner.paused.contains(&h.key) {
+            if any_paused && inner.paused.contains(&h.key) {
                 out.paused += queued;
                 continue;
             }
@@ -673,19 +696,19 @@ impl Frontier {
                     rest -= n;
                     continue;
                 }
-                robots_of.push((origin.clone(), n));
+                held_by_robots(origin, n, &mut out);
                 rest -= n;
             }
             let delayed = (h.delayed.len() as u64).min(rest);
             out.politeness += delayed;
             rest -= delayed;
-            let blocking_origin = h
-                .robots_pending
-                .as_deref()
-                .map(Arc::from)
-                .or_else(|| h.held_origin.clone().filter(|_| h.hold_until_ms > now_ms));
+            let blocking_origin = h.robots_pending.as_deref().or_else(|| {
+                h.held_origin
+                    .as_deref()
+                    .filter(|_| h.hold_until_ms > now_ms)
+            });
             if let Some(origin) = blocking_origin {
-                robots_of.push((origin, rest));
+                held_by_robots(origin, rest, &mut out);
                 continue;
             }
             let ready = h.rec.next_allowed_ms.max(h.rec.backoff_until_ms);
@@ -697,13 +720,6 @@ impl Frontier {
             } else {
                 out.eligible += rest;
             }
-        }
-        for (origin, n) in robots_of {
-            if n == 0 {
-                continue;
-            }
-            let entry = self.cached_robots(inner, &origin)?;
-            *out.robots.entry(entry.state.kind()).or_default() += n;
         }
         Ok(out)
     }

@@ -172,6 +172,15 @@ impl RobotsCensus {
         out
     }
 
+    /// `origin`'s state at the last look (None: no robots record, or not counted).
+    pub(crate) fn kind_of(&self, origin: &str) -> Option<RobotsStateKind> {
+        let bytes = origin.as_bytes();
+        let slot = self
+            .slots
+            .find(hash(bytes), |s| text(&self.arena, s) == bytes)?;
+        RobotsStateKind::ALL.get(slot.kind as usize).copied()
+    }
+
     /// Origins per state (states with none left out).
     pub(crate) fn counts(&self) -> BTreeMap<&'static str, u64> {
         RobotsStateKind::ALL
@@ -312,5 +321,106 @@ mod tests {
         assert_eq!(c.counts().get("fresh"), Some(&n));
         let per_origin = c.heap_bytes() as f64 / n as f64;
         assert!(per_origin < 56.0, "{per_origin:.1} bytes an origin");
+    }
+
+    /// A store that counts reads of robots records (`R` keys).
+    #[derive(Default)]
+    struct CountingReads {
+        store: crate::store::MemStore,
+        robots_reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl crate::store::Store for CountingReads {
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, crate::store::StoreError> {
+            if key.first() == Some(&b'R') {
+                self.robots_reads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            self.store.get(key)
+        }
+        fn read_with(
+            &self,
+            key: &[u8],
+            f: &mut dyn FnMut(Option<&[u8]>),
+        ) -> Result<(), crate::store::StoreError> {
+            self.store.read_with(key, f)
+        }
+        fn contains(&self, key: &[u8]) -> Result<bool, crate::store::StoreError> {
+            self.store.contains(key)
+        }
+        fn first_in_range(
+            &self,
+            from: &[u8],
+            to: &[u8],
+        ) -> Result<Option<crate::store::Kv>, crate::store::StoreError> {
+            self.store.first_in_range(from, to)
+        }
+        fn last_in_range(
+            &self,
+            from: &[u8],
+            to: &[u8],
+        ) -> Result<Option<crate::store::Kv>, crate::store::StoreError> {
+            self.store.last_in_range(from, to)
+        }
+        fn scan_prefix<'a>(
+            &'a self,
+            prefix: &[u8],
+        ) -> Box<dyn Iterator<Item = Result<crate::store::Kv, crate::store::StoreError>> + 'a>
+        {
+            self.store.scan_prefix(prefix)
+        }
+        fn visit_prefix(
+            &self,
+            prefix: &[u8],
+            f: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> Result<(), crate::store::StoreError> {
+            self.store.visit_prefix(prefix, f)
+        }
+        fn apply(&self, batch: crate::store::Batch) -> Result<(), crate::store::StoreError> {
+            self.store.apply(batch)
+        }
+        fn flush(&self) -> Result<(), crate::store::StoreError> {
+            self.store.flush()
+        }
+        fn size_on_disk(&self) -> Result<u64, crate::store::StoreError> {
+            self.store.size_on_disk()
+        }
+    }
+
+    /// The queue breakdown (every metrics scrape and stats call) names the robots state
+    /// holding each host's URLs from the census, without reading a robots record per host:
+    /// at a million hosts waiting for robots.txt that read held the scheduler for most of a
+    /// second per scrape.
+    #[test]
+    fn the_queue_breakdown_reads_no_robots_record_per_host() {
+        use crate::*;
+        const T0: u64 = 1_700_000_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = FrontierConfig::new(dir.path()).without_gaps();
+        // more hosts waiting than the robots cache holds, as at a million hosts
+        cfg.robots_cache_origins = 10;
+        let store = std::sync::Arc::new(CountingReads::default());
+        let f = Frontier::open_store(cfg, store.clone(), RobotsEngine::default()).unwrap();
+        let urls: Vec<String> = (0..50)
+            .flat_map(|h| (0..2).map(move |k| format!("http://h{h}.test/{k}")))
+            .collect();
+        f.enqueue_batch(&urls, T0).unwrap();
+        // every host's robots.txt handed out: its two URLs wait for it
+        let leased = f.next_batch(T0, 100).unwrap();
+        assert_eq!(leased.len(), 50);
+        assert!(leased.iter().all(|w| matches!(w, WorkItem::Robots(_))));
+        for _ in 0..2 {
+            let before = store
+                .robots_reads
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let b = f.queue_breakdown(T0 + 1).unwrap();
+            assert_eq!(b.robots.get("unknown"), Some(&100), "{b:?}");
+            assert_eq!(b.total(), 100);
+            let reads = store
+                .robots_reads
+                .load(std::sync::atomic::Ordering::Relaxed)
+                - before;
+            assert_eq!(reads, 0, "robots records read for one breakdown");
+        }
     }
 }
