@@ -10,7 +10,6 @@ use crate::config::FrontierConfig;
 use crate::crawl::canonicalize_stored;
 use crate::error::{FrontierError, Result};
 use crate::events::{EventQueue, FrontierEvent, FrontierStats, HostTotals, OriginView};
-use crate::sched::aside::QueueBreakdown;
 use crate::sched::hosts;
 use crate::sched::hosts::HostMem;
 use crate::sched::ipgroup::{IpGroupView, IpGroups, IpLimits};
@@ -48,6 +47,8 @@ pub(crate) struct Inner {
     pub(crate) paused: HashSet<Arc<str>>,
     /// Origins per robots state (built at the first question).
     pub(crate) census: RobotsCensus,
+    /// The last [`Frontier::queue_gauges`] walk, reused while it is young enough.
+    pub(crate) gauges: Option<crate::QueueGauges>,
     /// Events not yet taken by [`Frontier::poll_event`] (bounded).
     pub(crate) events: EventQueue,
     pub(crate) journal: Journal,
@@ -183,6 +184,7 @@ impl Frontier {
             paused: HashSet::new(),
             events: EventQueue::default(),
             census: RobotsCensus::default(),
+            gauges: None,
             journal: Journal {
                 next_seq: 0,
                 first_seq: 0,
@@ -567,7 +569,7 @@ impl Frontier {
 
     /// Builds the robots census at the first call, then decodes again the origins whose
     /// state may have changed with time alone by `now_ms`.
-    fn refresh_census(&self, inner: &mut Inner, now_ms: u64) -> Result<()> {
+    pub(crate) fn refresh_census(&self, inner: &mut Inner, now_ms: u64) -> Result<()> {
         let backend = inner.robots.backend().clone();
         if !inner.census.ready {
             for kv in self.store.scan_prefix(b"R") {
@@ -653,72 +655,6 @@ impl Frontier {
         for seq in aside {
             if let Some(b) = self.entry_bytes(id, h, seq)? {
                 out.push(QueueEntry::decode(&b)?.url);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Queued URLs split by what they wait for at `now_ms`, from the hosts in memory. The
-    /// robots state of an origin holding URLs is the census's (an origin without a record
-    /// is unknown), not decoded from the store: at a million hosts waiting for robots.txt,
-    /// decoding each one's record made every metrics scrape hold the scheduler for most
-    /// of a second (docs/benchmarks.md, "Issue 13, session 15").
-    pub fn queue_breakdown(&self, now_ms: u64) -> Result<QueueBreakdown> {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        self.refresh_census(inner, now_ms)?;
-        let mut out = QueueBreakdown::default();
-        let robots_kind = |origin: &str| {
-            inner
-                .census
-                .kind_of(origin)
-                .unwrap_or(robots_policy::state::RobotsStateKind::Unknown)
-                .as_str()
-        };
-        let held_by_robots = |origin: &str, n: u64, out: &mut QueueBreakdown| {
-            if n > 0 {
-                *out.robots.entry(robots_kind(origin)).or_default() += n;
-            }
-        };
-        let any_paused = !inner.paused.is_empty();
-        for h in inner.hosts.values() {
-            let queued = h.rec.counters.queued;
-            if any_paused && inner.paused.contains(&h.key) {
-                out.paused += queued;
-                continue;
-            }
-            let mut rest = queued;
-            for (origin, p) in h.parked.iter() {
-                let n = (p.seqs.len() as u64).min(rest);
-                if crate::crawl::is_limit_park(origin) {
-                    // a client's crawl limit holds them, as a pause would
-                    out.paused += n;
-                    rest -= n;
-                    continue;
-                }
-                held_by_robots(origin, n, &mut out);
-                rest -= n;
-            }
-            let delayed = (h.delayed.len() as u64).min(rest);
-            out.politeness += delayed;
-            rest -= delayed;
-            let blocking_origin = h.robots_pending.as_deref().or_else(|| {
-                h.held_origin
-                    .as_deref()
-                    .filter(|_| h.hold_until_ms > now_ms)
-            });
-            if let Some(origin) = blocking_origin {
-                held_by_robots(origin, rest, &mut out);
-                continue;
-            }
-            let ready = h.rec.next_allowed_ms.max(h.rec.backoff_until_ms);
-            let ip_busy = h.ip.is_some_and(|ip| {
-                inner.ip_groups.gate(ip, now_ms) != crate::sched::ipgroup::IpGate::Go
-            });
-            if ready > now_ms || ip_busy || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
-                out.politeness += rest;
-            } else {
-                out.eligible += rest;
             }
         }
         Ok(out)

@@ -49,6 +49,16 @@ pub struct FrontierStats {
     pub ip_waits: u64,
 }
 
+/// What the gauges show about the queues, from one walk over the hosts in memory
+/// ([`crate::Frontier::queue_gauges`]).
+#[derive(Debug, Clone, Default)]
+pub struct QueueGauges {
+    pub totals: HostTotals,
+    pub breakdown: crate::QueueBreakdown,
+    /// When the walk was made (the caller's clock, unix ms).
+    pub computed_at_ms: u64,
+}
+
 /// Totals over the hosts with work, from [`crate::Frontier::host_totals`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostTotals {
