@@ -445,7 +445,7 @@ pub fn ingest(
     list: &Path,
     lines: u64,
     perf_out: Option<(&Path, &str)>,
-    then_crawl: Option<(u64, Duration)>,
+    then_crawl: Option<(u64, Duration, Duration)>,
 ) -> Result<IngestRun> {
     let d = Daemon::start(cfg, None)?;
     let pid = d.pid();
@@ -484,14 +484,16 @@ pub fn ingest(
     // each host's robots.txt was fetched (or the time is up)
     let after = match then_crawl {
         None => None,
-        Some((hosts, limit)) => {
+        Some((hosts, limit, at_least)) => {
             // ... and on until a checkpoint of the host journal (every host record
             // changed meanwhile rewritten) has ended: at 1M hosts it is the crawl's
             // largest single step, so its memory belongs in the figure
             let t1 = Instant::now();
             let mut robots = robots_fetches;
             let (mut checkpoints, mut checkpoint_hosts) = (0, 0);
-            while (robots < hosts || checkpoints == 0) && t1.elapsed() < limit {
+            while (robots < hosts || checkpoints == 0 || t1.elapsed() < at_least)
+                && t1.elapsed() < limit
+            {
                 std::thread::sleep(Duration::from_secs(1));
                 robots = d.get("/v1/stats")?["robots_fetches"]
                     .as_u64()

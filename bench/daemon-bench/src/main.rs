@@ -87,6 +87,10 @@ struct Cli {
     /// memory then (the "while crawling, robots.txt known for all of them").
     #[arg(long, value_parser = humantime::parse_duration)]
     then_crawl: Option<Duration>,
+    /// With --then-crawl: crawl on at least this long, even once robots.txt is known for
+    /// every host (memory over a longer crawl: more checkpoints, more hosts done).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    crawl_at_least: Option<Duration>,
     /// Scheduled mode: POST the N URLs to a fresh daemon (first --workers value) as JSON
     /// objects with `refetch_at` 30 days ahead, and report VmHWM/VmRSS idle (baseline),
     /// after the submit and after --after more seconds, with the fetches seen meanwhile
@@ -266,7 +270,8 @@ fn bench(cli: &Cli) -> Result<()> {
             &list,
             cli.urls,
             perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
-            cli.then_crawl.map(|limit| (hosts, limit)),
+            cli.then_crawl
+                .map(|limit| (hosts, limit, cli.crawl_at_least.unwrap_or_default())),
         )?;
         let load_end = procfs::loadavg();
         println!();
