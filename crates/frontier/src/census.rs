@@ -85,9 +85,11 @@ fn text<'a>(arena: &'a [Vec<u8>], s: &Slot) -> &'a [u8] {
 
 /// Append `bytes` to the arena; its offset, or None when the arena is full.
 fn push_text(arena: &mut Vec<Vec<u8>>, bytes: &[u8]) -> Option<u32> {
+    // against CHUNK_BYTES, not the capacity (which may be more): offsets index bytes of
+    // a chunk in CHUNK_BITS
     let fits = arena
         .last()
-        .is_some_and(|c| c.len() + bytes.len() <= c.capacity());
+        .is_some_and(|c| c.len() + bytes.len() <= CHUNK_BYTES);
     if !fits {
         if arena.len() >= MAX_CHUNKS {
             return None;
