@@ -340,52 +340,12 @@ mod tests {
             }
             self.store.get(key)
         }
-        fn read_with(
-            &self,
-            key: &[u8],
-            f: &mut dyn FnMut(Option<&[u8]>),
-        ) -> Result<(), crate::store::StoreError> {
-            self.store.read_with(key, f)
-        }
-        fn contains(&self, key: &[u8]) -> Result<bool, crate::store::StoreError> {
-            self.store.contains(key)
-        }
-        fn first_in_range(
-            &self,
-            from: &[u8],
-            to: &[u8],
-        ) -> Result<Option<crate::store::Kv>, crate::store::StoreError> {
-            self.store.first_in_range(from, to)
-        }
-        fn last_in_range(
-            &self,
-            from: &[u8],
-            to: &[u8],
-        ) -> Result<Option<crate::store::Kv>, crate::store::StoreError> {
-            self.store.last_in_range(from, to)
-        }
-        fn scan_prefix<'a>(
-            &'a self,
-            prefix: &[u8],
-        ) -> Box<dyn Iterator<Item = Result<crate::store::Kv, crate::store::StoreError>> + 'a>
-        {
-            self.store.scan_prefix(prefix)
-        }
-        fn visit_prefix(
-            &self,
-            prefix: &[u8],
-            f: &mut dyn FnMut(&[u8], &[u8]),
-        ) -> Result<(), crate::store::StoreError> {
-            self.store.visit_prefix(prefix, f)
-        }
+        crate::store::delegate_store_reads!(store, except get);
         fn apply(&self, batch: crate::store::Batch) -> Result<(), crate::store::StoreError> {
             self.store.apply(batch)
         }
         fn flush(&self) -> Result<(), crate::store::StoreError> {
             self.store.flush()
-        }
-        fn size_on_disk(&self) -> Result<u64, crate::store::StoreError> {
-            self.store.size_on_disk()
         }
     }
 

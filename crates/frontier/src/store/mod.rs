@@ -111,6 +111,7 @@ impl Batch {
 /// Test stores wrap a [`MemStore`] and change only what they watch (writes, flushes):
 /// this writes the read half of [`Store`] for them, each call passed to `self.$field`.
 #[cfg(test)]
+/// `delegate_store_reads!(store, except get)` leaves out `get`, for a store that watches it.
 macro_rules! delegate_store_reads {
     ($field:ident) => {
         fn get(
@@ -119,6 +120,9 @@ macro_rules! delegate_store_reads {
         ) -> ::std::result::Result<Option<Vec<u8>>, $crate::store::StoreError> {
             self.$field.get(key)
         }
+        $crate::store::delegate_store_reads!($field, except get);
+    };
+    ($field:ident, except get) => {
         fn read_with(
             &self,
             key: &[u8],
