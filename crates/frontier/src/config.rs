@@ -63,7 +63,8 @@ pub struct FrontierConfig {
     pub journal_checkpoint_bytes: u64,
     /// Host records a checkpoint writes per call, at most (default 4 096): a checkpoint of
     /// a million hosts is spread over the following calls instead of one batch holding
-    /// every record (hundreds of MB at once, and seconds under the lock).
+    /// every record (hundreds of MB at once, and seconds under the lock). Once they are
+    /// written it deletes the journal records it covered, a 64th as many per call.
     pub journal_checkpoint_slice: usize,
     /// Intake-log bytes after which it is folded into per-host queue segments (default
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this

@@ -103,6 +103,14 @@ impl Frontier {
     /// record is written, so a crash in between replays them over a partly written `H`
     /// (every record written is at least as new as the journal's, and any newer change
     /// is journaled after the checkpoint began, so the replay ends at the latest).
+    ///
+    /// The `J` records then go oldest first, [`journal_deletes_per_call`] per call: sled
+    /// reads each deleted record's leaf back from disk (long evicted from its cache) and
+    /// keeps every leaf a call touches until the call returns, so deleting a 256 MiB
+    /// journal (about 44 000 records) in one call took seconds under the lock
+    /// (docs/benchmarks.md, "Issue 13, session 16"). A crash in between leaves a suffix of
+    /// the old journal, whose replay (oldest first, then the newer records) still ends
+    /// at the latest record of every host.
     pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
         let Inner {
             hosts,
@@ -111,7 +119,8 @@ impl Frontier {
             events,
             ..
         } = inner;
-        if journal.pending.is_empty() {
+        let deleting = journal.first_seq < journal.pending_upto_seq;
+        if journal.pending.is_empty() && !deleting {
             let cost =
                 (journal.dirty.len() + journal.evicted.len()) as u64 * CHECKPOINT_BYTES_PER_HOST;
             // 0 means: after every batch (tests use it to exercise checkpoints)
@@ -163,12 +172,18 @@ impl Frontier {
             batch.put(keys::host(&key), value);
             batch.cut();
         }
-        if journal.pending.is_empty() {
-            for seq in journal.first_seq..journal.pending_upto_seq {
+        if journal.pending.is_empty() && journal.first_seq < journal.pending_upto_seq {
+            let upto = journal
+                .pending_upto_seq
+                .min(journal.first_seq + journal_deletes_per_call(journal.slice));
+            for seq in journal.first_seq..upto {
                 batch.del(keys::journal(seq));
                 batch.cut();
             }
-            journal.first_seq = journal.pending_upto_seq;
+            journal.first_seq = upto;
+            if upto < journal.pending_upto_seq {
+                return;
+            }
             events.push(FrontierEvent::JournalCheckpointed {
                 hosts: journal.pending_hosts,
                 journal_bytes: journal.pending_journal_bytes,
@@ -177,18 +192,37 @@ impl Frontier {
     }
 }
 
+/// `J` records a checkpoint deletes per call once its host records are written: a 64th of
+/// the host records it writes per call (64 at the default 4 096: about 400 KiB of journal
+/// for sled to read back, a few ms).
+pub(crate) fn journal_deletes_per_call(slice: usize) -> u64 {
+    (slice as u64 / 64).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use crate::store::{Batch, MemStore, Op, Store, StoreError};
+    use crate::store::{keys, Batch, MemStore, Op, Store, StoreError};
     use crate::*;
 
-    /// A memory store that remembers the `H` keys of every `apply`, in order.
+    /// A memory store that remembers the `H` keys of every `apply`, in order, and what
+    /// each `apply` wrote to and deleted from the journal.
     #[derive(Default)]
     struct HostWrites {
         store: MemStore,
         calls: Mutex<Vec<Vec<Vec<u8>>>>,
+        log: Mutex<Vec<Step>>,
+    }
+
+    /// One `apply`'s journal and host-record writes, or a checkpoint's end reported.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Step {
+        Apply {
+            hosts_written: usize,
+            journal_deleted: Vec<u64>,
+        },
+        Reported,
     }
 
     impl Store for HostWrites {
@@ -202,6 +236,19 @@ mod tests {
                     _ => None,
                 })
                 .collect();
+            let journal_deleted: Vec<u64> = batch
+                .clone()
+                .into_ops()
+                .into_iter()
+                .filter_map(|op| match op {
+                    Op::Del(k) => keys::parse_journal(&k),
+                    Op::Put(..) => None,
+                })
+                .collect();
+            self.log.lock().unwrap().push(Step::Apply {
+                hosts_written: hosts.len(),
+                journal_deleted,
+            });
             if !hosts.is_empty() {
                 self.calls.lock().unwrap().push(hosts);
             }
@@ -295,5 +342,119 @@ mod tests {
             Some(most as u64),
             "{reported:?}"
         );
+    }
+
+    /// A checkpoint deletes the journal records it made obsolete a few per call, oldest
+    /// first, after its host records, and is reported once the last is gone: sled reads
+    /// each deleted record back, so thousands in one call cost hundreds of MB at once.
+    #[test]
+    fn checkpoints_delete_the_journal_a_few_records_per_call_oldest_first() {
+        const T0: u64 = 1_700_000_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = FrontierConfig::new(dir.path()).without_gaps();
+        cfg.seed = Some(5);
+        // a checkpoint once the journal holds 2 KiB per host: tens of records for 3 hosts
+        cfg.journal_checkpoint_bytes = 1;
+        cfg.journal_checkpoint_slice = 128;
+        let per_call = super::journal_deletes_per_call(128) as usize;
+        assert_eq!(per_call, 2);
+        let store = Arc::new(HostWrites::default());
+        let f = Frontier::open_store(cfg, store.clone(), RobotsEngine::default()).unwrap();
+        let hosts = ["a.test", "b.test", "c.test"];
+        let urls: Vec<String> = hosts
+            .iter()
+            .flat_map(|h| (0..400).map(move |k| format!("http://{h}/{k}")))
+            .collect();
+        f.enqueue_batch(&urls, T0).unwrap();
+        let outs: Vec<(String, RobotsFetchOutcome)> = hosts
+            .iter()
+            .map(|h| {
+                (
+                    format!("http://{h}"),
+                    RobotsFetchOutcome::ClientError { status: 404 },
+                )
+            })
+            .collect();
+        let outs: Vec<(&str, RobotsFetchOutcome)> =
+            outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
+        f.set_robots(&outs, T0).unwrap();
+        let note_reports = |f: &Frontier| {
+            for e in f.drain_events() {
+                if matches!(e, FrontierEvent::JournalCheckpointed { .. }) {
+                    store.log.lock().unwrap().push(Step::Reported);
+                }
+            }
+        };
+        // one page at a time: every completion journals the host's record
+        loop {
+            let items = f.next_batch(T0, 1).unwrap();
+            note_reports(&f);
+            if items.is_empty() {
+                break;
+            }
+            let done: Vec<(LeaseId, PageOutcome)> = items
+                .into_iter()
+                .filter_map(|w| match w {
+                    WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 5 })),
+                    WorkItem::Robots(_) => None,
+                })
+                .collect();
+            f.complete_batch(&done, T0).unwrap();
+            note_reports(&f);
+        }
+        let log = store.log.lock().unwrap().clone();
+        let deleted: Vec<u64> = log
+            .iter()
+            .flat_map(|s| match s {
+                Step::Apply {
+                    journal_deleted, ..
+                } => journal_deleted.clone(),
+                Step::Reported => Vec::new(),
+            })
+            .collect();
+        assert!(
+            deleted.windows(2).all(|w| w[0] < w[1]),
+            "journal records deleted out of order or twice: {deleted:?}"
+        );
+        let reports = log.iter().filter(|s| **s == Step::Reported).count();
+        assert!(reports >= 2, "{reports} checkpoints ended");
+        assert!(deleted.len() >= 20 * reports, "{} deleted", deleted.len());
+        // per checkpoint: host records, then its deletions (at most `per_call` a call),
+        // then the report; no deletion between a report and the next host records
+        let mut phase = "idle";
+        for step in &log {
+            match step {
+                Step::Apply {
+                    hosts_written,
+                    journal_deleted,
+                } => {
+                    assert!(
+                        journal_deleted.len() <= per_call,
+                        "one call deleted {} journal records",
+                        journal_deleted.len()
+                    );
+                    if *hosts_written > 0 {
+                        assert_ne!(phase, "deleting", "host records written while deleting");
+                        phase = "written";
+                    }
+                    if !journal_deleted.is_empty() {
+                        assert_ne!(phase, "idle", "journal deleted before host records");
+                        phase = "deleting";
+                    }
+                }
+                Step::Reported => {
+                    assert_eq!(phase, "deleting", "reported before the deletions");
+                    phase = "idle";
+                }
+            }
+        }
+        // what is left of the journal is newer than everything deleted
+        let left: Vec<u64> = store
+            .store
+            .scan_prefix(b"J")
+            .map(|kv| keys::parse_journal(&kv.unwrap().0).unwrap())
+            .collect();
+        let newest_deleted = deleted.last().copied().unwrap_or(0);
+        assert!(left.iter().all(|&s| s > newest_deleted), "{left:?}");
     }
 }

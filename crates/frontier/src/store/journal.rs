@@ -12,7 +12,8 @@ use crate::store::codec::CodecError;
 pub(crate) struct Journal {
     /// Sequence of the next `J` record.
     pub(crate) next_seq: u64,
-    /// Oldest `J` record not yet checkpointed.
+    /// Oldest `J` record not yet deleted (below `pending_upto_seq` while a checkpoint that
+    /// wrote its host records is still deleting them).
     pub(crate) first_seq: u64,
     /// Bytes in `J` records since the last checkpoint.
     pub(crate) bytes: u64,
@@ -30,7 +31,8 @@ pub(crate) struct Journal {
     /// memory (`hosts`, or `evicted`: a pending host that leaves memory goes there whether
     /// dirty or not).
     pub(crate) pending: VecDeque<Arc<str>>,
-    /// `J` records below this sequence go once `pending` is written.
+    /// `J` records below this sequence go once `pending` is written, oldest first, a few
+    /// per call; the checkpoint ends when the last of them is gone.
     pub(crate) pending_upto_seq: u64,
     /// Host records the checkpoint in progress writes in all (reported when it ends).
     pub(crate) pending_hosts: u64,
