@@ -259,6 +259,30 @@ mod tests {
         }
     }
 
+    /// Every host's robots.txt answered 404 (allow all).
+    fn allow_all(f: &Frontier, hosts: &[impl AsRef<str>], now: u64) {
+        let origins: Vec<String> = hosts
+            .iter()
+            .map(|h| format!("http://{}", h.as_ref()))
+            .collect();
+        let outs: Vec<(&str, RobotsFetchOutcome)> = origins
+            .iter()
+            .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+            .collect();
+        f.set_robots(&outs, now).unwrap();
+    }
+
+    /// The pages among `items`, each fetched.
+    fn pages_done(items: Vec<WorkItem>) -> Vec<(LeaseId, PageOutcome)> {
+        items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 5 })),
+                WorkItem::Robots(_) => None,
+            })
+            .collect()
+    }
+
     /// A checkpoint writes host records in key order, whatever order the hosts were
     /// created in (ids) and whether they are in memory or evicted: sled's memory grows
     /// several times over when one call's keys are scattered over its tree.
@@ -287,28 +311,11 @@ mod tests {
             .flat_map(|h| (0..2).map(move |k| format!("http://{h}/{k}")))
             .collect();
         f.enqueue_batch(&urls, T0).unwrap();
-        let outs: Vec<(String, RobotsFetchOutcome)> = hosts
-            .iter()
-            .map(|h| {
-                (
-                    format!("http://{h}"),
-                    RobotsFetchOutcome::ClientError { status: 404 },
-                )
-            })
-            .collect();
-        let outs: Vec<(&str, RobotsFetchOutcome)> =
-            outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
-        f.set_robots(&outs, T0).unwrap();
+        allow_all(&f, &hosts, T0);
         // one URL of every host: all stay in memory; then the rest: all leave memory
         for _ in 0..2 {
             let items = f.next_batch(T0, 40).unwrap();
-            let done: Vec<(LeaseId, PageOutcome)> = items
-                .into_iter()
-                .filter_map(|w| match w {
-                    WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 5 })),
-                    WorkItem::Robots(_) => None,
-                })
-                .collect();
+            let done = pages_done(items);
             assert!(!done.is_empty());
             f.complete_batch(&done, T0).unwrap();
         }
@@ -366,18 +373,7 @@ mod tests {
             .flat_map(|h| (0..400).map(move |k| format!("http://{h}/{k}")))
             .collect();
         f.enqueue_batch(&urls, T0).unwrap();
-        let outs: Vec<(String, RobotsFetchOutcome)> = hosts
-            .iter()
-            .map(|h| {
-                (
-                    format!("http://{h}"),
-                    RobotsFetchOutcome::ClientError { status: 404 },
-                )
-            })
-            .collect();
-        let outs: Vec<(&str, RobotsFetchOutcome)> =
-            outs.iter().map(|(o, r)| (o.as_str(), r.clone())).collect();
-        f.set_robots(&outs, T0).unwrap();
+        allow_all(&f, &hosts, T0);
         let note_reports = |f: &Frontier| {
             for e in f.drain_events() {
                 if matches!(e, FrontierEvent::JournalCheckpointed { .. }) {
@@ -392,13 +388,7 @@ mod tests {
             if items.is_empty() {
                 break;
             }
-            let done: Vec<(LeaseId, PageOutcome)> = items
-                .into_iter()
-                .filter_map(|w| match w {
-                    WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 5 })),
-                    WorkItem::Robots(_) => None,
-                })
-                .collect();
+            let done = pages_done(items);
             f.complete_batch(&done, T0).unwrap();
             note_reports(&f);
         }
