@@ -1,6 +1,6 @@
 //! Signals as an operator sends them: SIGHUP after logrotate moved the crawl log (the
 //! daemon keeps running and continues in a new file), and SIGTERM to an idle daemon (it
-//! exits promptly).
+//! exits promptly, also with admin API connections open).
 
 use std::time::{Duration, Instant};
 
@@ -105,4 +105,54 @@ fn idle_daemon_closes_its_store_before_saying_stopped() {
         1,
         "\"frontierd stopped\" is the last line:\n{log}"
     );
+}
+
+/// The admin API runs on a thread of its own; the stop must still end its connections and
+/// let go of the store: a kept-alive connection that has answered a request and one that
+/// is in the middle of a POST body do not hold the exit or the store open.
+#[test]
+fn open_admin_connections_do_not_hold_the_stop() {
+    use std::io::{Read, Write};
+    let env = Env::new(&[]);
+    let mut daemon = env.start();
+    wait_until("the daemon to settle", Duration::from_secs(30), || {
+        env.daemon_log().contains("crawl drained")
+    });
+    // a kept-alive connection, after one answered request
+    let mut kept = std::net::TcpStream::connect(&daemon.admin).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = [0u8; 512];
+    let n = kept.read(&mut answer).unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    // a POST that announced 1 000 bytes and sent 10
+    let mut half = std::net::TcpStream::connect(&daemon.admin).unwrap();
+    write!(
+        half,
+        "POST /v1/urls HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nhttp://a."
+    )
+    .unwrap();
+    half.flush().unwrap();
+    let term = Instant::now();
+    daemon.signal(libc::SIGTERM);
+    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
+    eprintln!(
+        "daemon with two open admin connections exited {:?} after SIGTERM",
+        term.elapsed()
+    );
+    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
+    let log = env.daemon_log();
+    let closed = log
+        .find("store closed")
+        .unwrap_or_else(|| panic!("the admin connections kept the store open:\n{log}"));
+    let stopped = log
+        .find("frontierd stopped")
+        .expect("no \"frontierd stopped\" line");
+    assert!(closed < stopped, "store closed after \"stopped\":\n{log}");
+    drop((kept, half));
 }

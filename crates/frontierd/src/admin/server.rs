@@ -31,11 +31,68 @@ use crate::url_list::{self, Batch};
 /// (each one is counted).
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// The admin API on a thread and runtime of its own. On the daemon's runtime a request's
+/// tasks waited in the run queue behind every ready fetch task: `frontierd submit` of 1M
+/// URLs went at half the rate with 1 024 workers crawling as with 256 (a scrape waited
+/// the same way). Its own thread gets the kernel's share beside the runtime's threads,
+/// however many fetches are ready (docs/benchmarks.md, issue 13 session 17).
+pub struct AdminServer {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AdminServer {
+    /// Serve `listener` (bound, any blocking mode) until [`AdminServer::stop`].
+    pub fn start(listener: std::net::TcpListener, sh: Arc<Shared>) -> Result<AdminServer> {
+        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("frontierd-admin")
+            .build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("frontierd-admin".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            tracing::error!(error = %e, "admin API: registering the listener");
+                            return;
+                        }
+                    };
+                    // dropping `serve` at the stop drops every connection with it
+                    tokio::select! {
+                        _ = serve(listener, sh) => {}
+                        _ = stopped => {}
+                    }
+                });
+                // a submit's enqueue still on the blocking pool finishes (it is durable
+                // when it returns); nothing waits longer than that
+                runtime.shutdown_timeout(Duration::from_secs(5));
+            })?;
+        Ok(AdminServer {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Close the listener and every connection, and wait for the thread.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
 /// Serve the admin API. Every connection must send a whole request head within
 /// `admin.header_read_timeout` (also between requests on a kept-alive connection) and
 /// finish each request, body and answer, within `admin.request_timeout`; at most
 /// `admin.max_connections` are open at once, further ones get a 503 and are closed.
-pub async fn serve(listener: TcpListener, sh: Arc<Shared>) {
+async fn serve(listener: TcpListener, sh: Arc<Shared>) {
     let limits = &sh.settings.raw.admin;
     let max_connections = limits.max_connections as usize;
     let header_read_timeout = limits.header_read_timeout.0;

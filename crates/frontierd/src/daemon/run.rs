@@ -160,14 +160,14 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         .set(shared.settings.warnings().len() as i64);
 
     // admin listener
-    let listener = tokio::net::TcpListener::bind(shared.settings.admin_listen)
-        .await
+    let listener = std::net::TcpListener::bind(shared.settings.admin_listen)
         .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
     let admin_addr = listener.local_addr()?;
     // tell tools where we listen (useful with port 0)
     fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
     tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
-    let admin_task = tokio::spawn(crate::admin::server::serve(listener, shared.clone()));
+    let admin = crate::admin::server::AdminServer::start(listener, shared.clone())
+        .context("starting the admin API's thread")?;
 
     let grpc_task = match shared.settings.grpc.clone() {
         None => None,
@@ -257,7 +257,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     if let Some(t) = grpc_task {
         t.abort();
     }
-    for task in [admin_task, stats_task, drain_task, spool_task, collect_task] {
+    admin.stop().await;
+    for task in [stats_task, drain_task, spool_task, collect_task] {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`
     }
