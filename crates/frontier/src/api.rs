@@ -96,6 +96,23 @@ pub struct Frontier {
     pub(crate) reclaimer: Reclaimer,
 }
 
+impl Drop for Frontier {
+    /// A clean close writes what dispatches left unsettled, so the next open finds the
+    /// leases in flight as they were (a crash loses them, as it loses any unflushed write:
+    /// their URLs are served again).
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut();
+        if inner.journal.unsettled.is_empty() {
+            return;
+        }
+        let (mut batch, mut dead) = (crate::store::Batch::new(), Vec::new());
+        Self::settle_hosts(inner, Vec::new(), &mut batch, &mut dead);
+        if self.store.apply(batch).is_ok() && self.store.flush().is_ok() {
+            self.reclaimer.delete(dead);
+        }
+    }
+}
+
 impl Frontier {
     /// Put host `id` into the ready heap if it may go (see [`hosts::schedule`]).
     pub(crate) fn schedule(&self, inner: &mut Inner, id: u64) {
@@ -190,6 +207,7 @@ impl Frontier {
                 first_seq: 0,
                 bytes: 0,
                 dirty: HashSet::new(),
+                unsettled: HashSet::new(),
                 evicted: HashMap::new(),
                 min_bytes: cfg.journal_checkpoint_bytes,
                 slice: cfg.journal_checkpoint_slice.max(1),

@@ -21,6 +21,7 @@ use crate::sched::ipgroup::{IpGate, Resolve};
 use crate::sched::politeness;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
+use crate::store::journal::UNSETTLED_MAX;
 use crate::store::keys;
 use crate::store::packed::Segment;
 use crate::store::Batch;
@@ -359,6 +360,15 @@ impl Frontier {
             }
             for ip in visited_ips {
                 inner.ip_groups.arm(ip);
+            }
+            if batch.is_empty() && inner.journal.unsettled.len() + dirty.len() <= UNSETTLED_MAX {
+                // Nothing else to write: the hosts' records wait for the next call that
+                // writes, in the same batch as it (a lease's completion at the latest). A
+                // store write per dispatch cost 13 % of the CPU per page at 64 workers
+                // (sled wakes its I/O threads for each). A crash loses no more than the
+                // unflushed write did: the leased URLs are served again.
+                inner.journal.unsettled.extend(dirty);
+                return Ok(items);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {

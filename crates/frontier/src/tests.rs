@@ -377,6 +377,45 @@ fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
         .collect()
 }
 
+/// Dispatches leave the hosts they lease unsettled (nothing written) only up to
+/// `UNSETTLED_MAX` hosts: leases an external fetcher never completes cannot grow that set
+/// without bound; past it, a dispatch writes every unsettled host's record.
+#[test]
+fn leases_never_completed_are_written_past_the_unsettled_bound() {
+    use crate::store::journal::UNSETTLED_MAX;
+    let sim = std::sync::Arc::new(CrashSim::default());
+    let f = open_sim(sim.clone());
+    let hosts: Vec<String> = (0..UNSETTLED_MAX + 100)
+        .map(|i| format!("http://h{i}.test"))
+        .collect();
+    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
+        .iter()
+        .map(|h| (h.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let urls: Vec<String> = hosts.iter().map(|h| format!("{h}/page")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    sim.unflushed.lock().clear();
+    let first = pages(f.next_batch(T0, 1000).unwrap());
+    assert_eq!(first.len(), 1000);
+    assert!(
+        sim.unflushed.lock().is_empty(),
+        "under the bound nothing is written"
+    );
+    assert_eq!(f.inner.lock().journal.unsettled.len(), 1000);
+    let mut leased = first.len();
+    while leased < hosts.len() {
+        let more = pages(f.next_batch(T0, 1000).unwrap());
+        assert!(!more.is_empty(), "{leased} of {} leased", hosts.len());
+        leased += more.len();
+        assert!(f.inner.lock().journal.unsettled.len() <= UNSETTLED_MAX);
+    }
+    assert!(
+        !sim.unflushed.lock().is_empty(),
+        "past the bound the leases are written"
+    );
+}
+
 /// Handing out leases does not flush; a crash before any later flush loses the leases only:
 /// every acknowledged URL is handed out again. A completion's flush carries the leases
 /// before it, so after a crash then the completed URL stays done and the others return.
@@ -398,8 +437,8 @@ fn lease_not_flushed_is_served_again_after_crash() {
     assert_eq!(leased.len(), 3, "all three URLs handed out");
     assert_eq!(f.flushes(), flushes, "handing out leases does not flush");
     assert!(
-        !sim.unflushed.lock().is_empty(),
-        "the leases are written, waiting for a flush"
+        sim.unflushed.lock().is_empty(),
+        "the leases wait in memory for the next write"
     );
 
     // crash now: what was flushed is the state before the leases

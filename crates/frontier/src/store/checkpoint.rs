@@ -17,6 +17,10 @@ impl Frontier {
     /// only in the journal, it stays there (and in `journal.evicted`) until the next
     /// checkpoint writes it to `H`: one write per host per checkpoint, not per eviction.
     pub(crate) fn maybe_evict(inner: &mut Inner, id: u64) {
+        if inner.journal.unsettled.contains(&id) {
+            // its latest record is not written yet; the next settle writes it first
+            return;
+        }
         let idle = inner.hosts.get(&id).is_some_and(|h| {
             h.rec.counters.queued == 0
                 && h.rec.in_flight == 0
@@ -42,15 +46,17 @@ impl Frontier {
         }
     }
 
-    /// After a dispatch or completion changed the hosts `dirty`: their segments nothing
-    /// points into go to `dead` (deleted once `batch` is durable), their records to the
-    /// journal; hosts left without work leave memory; the journal is checkpointed if due.
+    /// After a dispatch or completion changed the hosts `dirty` (and earlier dispatches
+    /// the hosts they left unsettled): their segments nothing points into go to `dead`
+    /// (deleted once `batch` is durable), their records to the journal; hosts left without
+    /// work leave memory; the journal is checkpointed if due.
     pub(crate) fn settle_hosts(
         inner: &mut Inner,
         mut dirty: Vec<u64>,
         batch: &mut Batch,
         dead: &mut Vec<Vec<u8>>,
     ) {
+        dirty.extend(inner.journal.unsettled.drain());
         dirty.sort_unstable();
         dirty.dedup();
         for id in &dirty {

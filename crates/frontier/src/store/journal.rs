@@ -19,6 +19,10 @@ pub(crate) struct Journal {
     pub(crate) bytes: u64,
     /// In-memory hosts whose latest record is only in the journal.
     pub(crate) dirty: HashSet<u64>,
+    /// In-memory hosts a dispatch changed (a lease, a head moved) and left unsettled: their
+    /// records, dead segments and eviction wait for the next call that writes (at the
+    /// latest the completion of the lease). At most [`UNSETTLED_MAX`].
+    pub(crate) unsettled: HashSet<u64>,
     /// Hosts that left memory while their latest record was only in the journal: that
     /// record (the stored value), until a checkpoint writes it to `H`.
     pub(crate) evicted: HashMap<Arc<str>, Vec<u8>>,
@@ -39,6 +43,10 @@ pub(crate) struct Journal {
     /// Journal bytes the checkpoint in progress makes obsolete (reported when it ends).
     pub(crate) pending_journal_bytes: u64,
 }
+
+/// Hosts left unsettled by dispatches, at most: past it a dispatch writes its own (so
+/// leases that are never completed, e.g. by an external fetcher, cannot grow the set).
+pub(crate) const UNSETTLED_MAX: usize = 4096;
 
 /// Largest `J` value (bytes); a batch touching more hosts writes several. Kept under
 /// sled's blob threshold so the page cache can evict journal leaves (see
