@@ -364,9 +364,9 @@ impl Frontier {
             if batch.is_empty() && inner.journal.unsettled.len() + dirty.len() <= UNSETTLED_MAX {
                 // Nothing else to write: the hosts' records wait for the next call that
                 // writes, in the same batch as it (a lease's completion at the latest). A
-                // store write per dispatch cost 13 % of the CPU per page at 64 workers
-                // (sled wakes its I/O threads for each). A crash loses no more than the
-                // unflushed write did: the leased URLs are served again.
+                // store write per dispatch cost a tenth of the daemon's CPU per page at 64
+                // workers, a third at 16 (sled wakes its I/O threads for each write). A
+                // crash loses no more than the unflushed write did: the URLs go again.
                 inner.journal.unsettled.extend(dirty);
                 return Ok(items);
             }

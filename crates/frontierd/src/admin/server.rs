@@ -50,6 +50,7 @@ impl AdminServer {
             .thread_name("frontierd-admin")
             .build()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (registered, outcome) = std::sync::mpsc::sync_channel::<std::io::Result<()>>(1);
         let thread = std::thread::Builder::new()
             .name("frontierd-admin".into())
             .spawn(move || {
@@ -57,10 +58,11 @@ impl AdminServer {
                     let listener = match TcpListener::from_std(listener) {
                         Ok(l) => l,
                         Err(e) => {
-                            tracing::error!(error = %e, "admin API: registering the listener");
+                            let _ = registered.send(Err(e));
                             return;
                         }
                     };
+                    let _ = registered.send(Ok(()));
                     // dropping `serve` at the stop drops every connection with it
                     tokio::select! {
                         _ = serve(listener, sh) => {}
@@ -71,10 +73,16 @@ impl AdminServer {
                 // when it returns); nothing waits longer than that
                 runtime.shutdown_timeout(Duration::from_secs(5));
             })?;
-        Ok(AdminServer {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        // the daemon does not start without its API: the listener's registration is
+        // waited for (a moment, once)
+        match outcome.recv() {
+            Ok(Ok(())) => Ok(AdminServer {
+                stop: Some(stop),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => anyhow::bail!("the admin API's thread ended before it listened"),
+        }
     }
 
     /// Close the listener and every connection, and wait for the thread.
@@ -84,6 +92,16 @@ impl AdminServer {
         }
         if let Some(thread) = self.thread.take() {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+impl Drop for AdminServer {
+    /// Left without [`AdminServer::stop`] (a start-up step after it failed): the thread is
+    /// told to stop, not waited for.
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
     }
 }

@@ -163,11 +163,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let listener = std::net::TcpListener::bind(shared.settings.admin_listen)
         .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
     let admin_addr = listener.local_addr()?;
+    let admin = crate::admin::server::AdminServer::start(listener, shared.clone())
+        .context("starting the admin API's thread")?;
     // tell tools where we listen (useful with port 0)
     fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
     tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
-    let admin = crate::admin::server::AdminServer::start(listener, shared.clone())
-        .context("starting the admin API's thread")?;
 
     let grpc_task = match shared.settings.grpc.clone() {
         None => None,
