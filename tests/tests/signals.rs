@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use frontierd_e2e::{crawl_log, logged, wait_until, Env, Reply, Site};
+use frontierd_e2e::{crawl_log, logged, wait_until, Daemon, Env, Reply, Site};
 
 #[test]
 fn sighup_reopens_the_crawl_log_after_rotation() {
@@ -78,28 +78,43 @@ fn sighup_reopens_the_crawl_log_after_rotation() {
     assert!(status.success(), "{status:?}\n{}", env.daemon_log());
 }
 
+/// A daemon started on the default test config, its first crawl drained.
+fn settled_daemon(env: &Env) -> Daemon {
+    let daemon = env.start();
+    wait_until("the daemon to settle", Duration::from_secs(30), || {
+        env.daemon_log().contains("crawl drained")
+    });
+    daemon
+}
+
+/// SIGTERM, a clean exit, and "store closed" logged before "frontierd stopped" (`unclosed`
+/// says what a missing "store closed" line means); the daemon's log and the position of
+/// "frontierd stopped" in it.
+fn stop_closing_the_store(env: &Env, mut daemon: Daemon, unclosed: &str) -> (String, usize) {
+    let term = Instant::now();
+    daemon.signal(libc::SIGTERM);
+    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
+    eprintln!("daemon exited {:?} after SIGTERM", term.elapsed());
+    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
+    let log = env.daemon_log();
+    let closed = log
+        .find("store closed")
+        .unwrap_or_else(|| panic!("{unclosed}:\n{log}"));
+    let stopped = log
+        .find("frontierd stopped")
+        .expect("no \"frontierd stopped\" line");
+    assert!(closed < stopped, "store closed after \"stopped\":\n{log}");
+    (log, stopped)
+}
+
 /// The store is closed (sled flushes and fsyncs its file) inside the stop sequence, before
 /// "frontierd stopped", not by the runtime's teardown after it, which held the exit for up
 /// to its 1 s shutdown timeout.
 #[test]
 fn idle_daemon_closes_its_store_before_saying_stopped() {
     let env = Env::new(&[]);
-    let mut daemon = env.start();
-    wait_until("the daemon to settle", Duration::from_secs(30), || {
-        env.daemon_log().contains("crawl drained")
-    });
-    let term = Instant::now();
-    daemon.signal(libc::SIGTERM);
-    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
-    let took = term.elapsed();
-    eprintln!("idle daemon exited {took:?} after SIGTERM");
-    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
-    let log = env.daemon_log();
-    let closed = log.find("store closed").expect("no \"store closed\" line");
-    let stopped = log
-        .find("frontierd stopped")
-        .expect("no \"frontierd stopped\" line");
-    assert!(closed < stopped, "store closed after \"stopped\":\n{log}");
+    let daemon = settled_daemon(&env);
+    let (log, stopped) = stop_closing_the_store(&env, daemon, "no \"store closed\" line");
     assert_eq!(
         log[stopped..].lines().count(),
         1,
@@ -114,10 +129,7 @@ fn idle_daemon_closes_its_store_before_saying_stopped() {
 fn open_admin_connections_do_not_hold_the_stop() {
     use std::io::{Read, Write};
     let env = Env::new(&[]);
-    let mut daemon = env.start();
-    wait_until("the daemon to settle", Duration::from_secs(30), || {
-        env.daemon_log().contains("crawl drained")
-    });
+    let daemon = settled_daemon(&env);
     // a kept-alive connection, after one answered request
     let mut kept = std::net::TcpStream::connect(&daemon.admin).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(30)))
@@ -138,21 +150,6 @@ fn open_admin_connections_do_not_hold_the_stop() {
     )
     .unwrap();
     half.flush().unwrap();
-    let term = Instant::now();
-    daemon.signal(libc::SIGTERM);
-    let status = daemon.wait_exit(Duration::from_secs(30)).expect("no exit");
-    eprintln!(
-        "daemon with two open admin connections exited {:?} after SIGTERM",
-        term.elapsed()
-    );
-    assert!(status.success(), "{status:?}\n{}", env.daemon_log());
-    let log = env.daemon_log();
-    let closed = log
-        .find("store closed")
-        .unwrap_or_else(|| panic!("the admin connections kept the store open:\n{log}"));
-    let stopped = log
-        .find("frontierd stopped")
-        .expect("no \"frontierd stopped\" line");
-    assert!(closed < stopped, "store closed after \"stopped\":\n{log}");
+    stop_closing_the_store(&env, daemon, "the admin connections kept the store open");
     drop((kept, half));
 }

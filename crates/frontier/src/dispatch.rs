@@ -363,10 +363,10 @@ impl Frontier {
             }
             if batch.is_empty() && inner.journal.unsettled.len() + dirty.len() <= UNSETTLED_MAX {
                 // Nothing else to write: the hosts' records wait for the next call that
-                // writes, in the same batch as it (a lease's completion at the latest). A
-                // store write per dispatch cost a tenth of the daemon's CPU per page at 64
-                // workers, a third at 16 (sled wakes its I/O threads for each write). A
-                // crash loses no more than the unflushed write did: the URLs go again.
+                // writes, in the same batch as it (a lease's completion at the latest): a
+                // store write per dispatch woke sled's I/O threads each time, a large share
+                // of the CPU per page at few workers (docs/benchmarks.md, issue 13 session
+                // 17). A crash loses no more than the unflushed write did: the URLs go again.
                 inner.journal.unsettled.extend(dirty);
                 return Ok(items);
             }

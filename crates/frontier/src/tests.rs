@@ -367,6 +367,19 @@ fn open_sim(store: std::sync::Arc<dyn Store>) -> Frontier {
     Frontier::open_store(c, store, RobotsEngine::default()).unwrap()
 }
 
+/// Every host's robots.txt answered 404 (allow all); `hosts` are names (`a.test`).
+pub(crate) fn allow_all(f: &Frontier, hosts: &[impl AsRef<str>], now: u64) {
+    let origins: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("http://{}", h.as_ref()))
+        .collect();
+    let outs: Vec<(&str, RobotsFetchOutcome)> = origins
+        .iter()
+        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&outs, now).unwrap();
+}
+
 fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
     items
         .into_iter()
@@ -386,14 +399,10 @@ fn leases_never_completed_are_written_past_the_unsettled_bound() {
     let sim = std::sync::Arc::new(CrashSim::default());
     let f = open_sim(sim.clone());
     let hosts: Vec<String> = (0..UNSETTLED_MAX + 100)
-        .map(|i| format!("http://h{i}.test"))
+        .map(|i| format!("h{i}.test"))
         .collect();
-    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
-        .iter()
-        .map(|h| (h.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
-        .collect();
-    f.set_robots(&robots, T0).unwrap();
-    let urls: Vec<String> = hosts.iter().map(|h| format!("{h}/page")).collect();
+    allow_all(&f, &hosts, T0);
+    let urls: Vec<String> = hosts.iter().map(|h| format!("http://{h}/page")).collect();
     f.enqueue_batch(&urls, T0).unwrap();
     sim.unflushed.lock().clear();
     let first = pages(f.next_batch(T0, 1000).unwrap());
@@ -423,14 +432,10 @@ fn leases_never_completed_are_written_past_the_unsettled_bound() {
 fn lease_not_flushed_is_served_again_after_crash() {
     let sim = std::sync::Arc::new(CrashSim::default());
     let f = open_sim(sim.clone());
-    let hosts = ["http://a.test", "http://b.test", "http://c.test"];
-    let robots: Vec<(&str, RobotsFetchOutcome)> = hosts
-        .iter()
-        .map(|h| (*h, RobotsFetchOutcome::ClientError { status: 404 }))
-        .collect();
-    f.set_robots(&robots, T0).unwrap();
+    let hosts = ["a.test", "b.test", "c.test"];
+    allow_all(&f, &hosts, T0);
     // one URL per host: one lease each at once
-    let urls: Vec<String> = hosts.iter().map(|h| format!("{h}/page")).collect();
+    let urls: Vec<String> = hosts.iter().map(|h| format!("http://{h}/page")).collect();
     f.enqueue_batch(&urls, T0).unwrap();
     let flushes = f.flushes();
     let leased = pages(f.next_batch(T0, 10).unwrap());

@@ -210,6 +210,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use crate::store::{keys, Batch, MemStore, Op, Store, StoreError};
+    use crate::tests::allow_all;
     use crate::*;
 
     /// A memory store that remembers the `H` keys of every `apply`, in order, and what
@@ -263,19 +264,6 @@ mod tests {
         fn flush(&self) -> Result<(), StoreError> {
             self.store.flush()
         }
-    }
-
-    /// Every host's robots.txt answered 404 (allow all).
-    fn allow_all(f: &Frontier, hosts: &[impl AsRef<str>], now: u64) {
-        let origins: Vec<String> = hosts
-            .iter()
-            .map(|h| format!("http://{}", h.as_ref()))
-            .collect();
-        let outs: Vec<(&str, RobotsFetchOutcome)> = origins
-            .iter()
-            .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
-            .collect();
-        f.set_robots(&outs, now).unwrap();
     }
 
     /// The pages among `items`, each fetched.

@@ -32,10 +32,10 @@ use crate::url_list::{self, Batch};
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The admin API on a thread and runtime of its own. On the daemon's runtime a request's
-/// tasks waited in the run queue behind every ready fetch task: `frontierd submit` of 1M
-/// URLs went at half the rate with 1 024 workers crawling as with 256 (a scrape waited
-/// the same way). Its own thread gets the kernel's share beside the runtime's threads,
-/// however many fetches are ready (docs/benchmarks.md, issue 13 session 17).
+/// tasks waited in the run queue behind every ready fetch task, so submits and scrapes
+/// slowed with the number of workers. Its own thread gets the kernel's share beside the
+/// runtime's threads, however many fetches are ready (docs/benchmarks.md, issue 13
+/// session 17).
 pub struct AdminServer {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
