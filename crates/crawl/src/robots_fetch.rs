@@ -137,6 +137,7 @@ mod tests {
         let fetcher = Fetcher::new(FetcherConfig {
             resolve,
             total_timeout: Duration::from_secs(10),
+            addresses: fetcher::AddressPolicy::allowing_loopback(),
             ..FetcherConfig::default()
         })
         .expect("fetcher");

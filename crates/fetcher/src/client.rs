@@ -19,11 +19,12 @@ use tokio::time::timeout_at;
 use tracing::debug;
 use url::Url;
 
+use crate::address::{AddressRule, GuardedConnector, RefusalCounters, SharedPolicy};
 use crate::body::{content_coding, read_body, Caps, ReadBody};
 use crate::config::FetcherConfig;
 use crate::dns::{DnsCache, DnsResult, DnsStats};
 use crate::error::{
-    classify_body_error, classify_request_error, describe, FetchError, FetcherError,
+    classify_body_error, classify_request_error, describe, find_refusal, FetchError, FetcherError,
 };
 use crate::headers::{max_age_from_headers, retry_after_from_headers};
 use crate::outcome::{
@@ -33,8 +34,10 @@ use crate::outcome::{
 use crate::pool_cap::{CappedConnector, PoolCap};
 use crate::resolve::TableResolver;
 
-type HttpClient =
-    Client<CappedConnector<HttpsConnector<HttpConnector<TableResolver>>>, Empty<Bytes>>;
+type HttpClient = Client<
+    CappedConnector<HttpsConnector<GuardedConnector<HttpConnector<TableResolver>>>>,
+    Empty<Bytes>,
+>;
 
 /// Validators of the last answer, sent back on a revisit (RFC 9110 section 13.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,6 +67,9 @@ pub struct Fetcher {
     user_agent: HeaderValue,
     config: FetcherConfig,
     dns: DnsCache,
+    /// `config.addresses`, plus the own listeners added once bound.
+    policy: SharedPolicy,
+    refusals: RefusalCounters,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -98,9 +104,11 @@ impl Fetcher {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|_| FetcherError::InvalidUserAgent(config.user_agent.clone()))?;
         let dns = DnsCache::new(config.dns.clone());
+        let policy: SharedPolicy = Arc::new(std::sync::RwLock::new(config.addresses.clone()));
         let mut http = HttpConnector::new_with_resolver(TableResolver::new(
             config.resolve.clone(),
             dns.clone(),
+            policy.clone(),
         ));
         http.enforce_http(false); // the TLS layer hands https URLs down too
         http.set_connect_timeout(Some(config.connect_timeout));
@@ -110,7 +118,7 @@ impl Fetcher {
             .https_or_http()
             .enable_http1()
             .enable_http2()
-            .wrap_connector(http);
+            .wrap_connector(GuardedConnector::new(http, policy.clone()));
         let pool_cap = PoolCap::new(config.max_pooled_connections);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.pool_idle_timeout)
@@ -121,11 +129,33 @@ impl Fetcher {
             user_agent,
             config,
             dns,
+            policy,
+            refusals: RefusalCounters::default(),
         })
     }
 
     pub fn config(&self) -> &FetcherConfig {
         &self.config
+    }
+
+    /// Adds one of the daemon's own listening addresses (once bound, so with its real
+    /// port): never connected to, whatever `allow` says. Clones share it.
+    pub fn add_own_listener(&self, addr: SocketAddr) {
+        let mut policy = self.policy.write().unwrap_or_else(|e| e.into_inner());
+        if !policy.own_listeners.contains(&addr) {
+            policy.own_listeners.push(addr);
+        }
+    }
+
+    /// Fetches refused by the address policy since the fetcher was built, by rule
+    /// (indexed like [`AddressRule::ALL`]).
+    pub fn address_refusals(&self) -> [(AddressRule, u64); 16] {
+        let counts = self.refusals.snapshot();
+        let mut out = [(AddressRule::Loopback, 0); 16];
+        for (i, (o, rule)) in out.iter_mut().zip(AddressRule::ALL).enumerate() {
+            *o = (rule, counts[i]);
+        }
+        out
     }
 
     /// Connections open now: kept for reuse, in use, or closing.
@@ -351,6 +381,14 @@ impl Fetcher {
                 ))
             }
             Ok(Err(e)) => {
+                if let Some(refused) = find_refusal(&e) {
+                    debug!(%url, %refused, "address refused");
+                    self.refusals.count(refused.rule);
+                    return Err(FetchError::AddressRefused {
+                        url: url.clone(),
+                        refused,
+                    });
+                }
                 let kind = classify_request_error(&e);
                 return Ok(network(request, kind, describe(&e), None));
             }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::address::AddressPolicy;
 use crate::dns::DnsConfig;
 use crate::resolve::ResolveTable;
 
@@ -62,6 +63,10 @@ pub struct FetcherConfig {
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
     /// or a test server's self-signed certificate). Default empty.
     pub extra_root_certificates: Vec<Vec<u8>>,
+    /// Which addresses may be connected to. Default: the built-in refusals (loopback,
+    /// private, link-local, ...; see [`AddressPolicy`]) with nothing allowed: a fetcher
+    /// pointed at the open web never reads this machine's or its network's services.
+    pub addresses: AddressPolicy,
 }
 
 impl Default for FetcherConfig {
@@ -79,6 +84,7 @@ impl Default for FetcherConfig {
             pool_idle_timeout: Duration::from_secs(90),
             max_pooled_connections: DEFAULT_MAX_POOLED_CONNECTIONS,
             extra_root_certificates: Vec::new(),
+            addresses: AddressPolicy::default(),
         }
     }
 }

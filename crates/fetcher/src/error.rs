@@ -6,6 +6,7 @@ use std::io;
 
 use url::Url;
 
+use crate::address::AddressRefused;
 use crate::body::BodyError;
 use crate::outcome::NetworkErrorKind;
 use crate::resolve::ResolveError;
@@ -44,6 +45,27 @@ pub enum FetchError {
         #[source]
         source: http::Error,
     },
+    /// The address policy refused every address of the URL's host (after `[resolve]` and
+    /// DNS), or its IP literal: no connection was attempted.
+    #[error("{url}: {refused}")]
+    AddressRefused { url: Url, refused: AddressRefused },
+}
+
+impl FetchError {
+    /// The refusal, when the address policy is why nothing was sent.
+    pub fn address_refused(&self) -> Option<&AddressRefused> {
+        match self {
+            FetchError::AddressRefused { refused, .. } => Some(refused),
+            _ => None,
+        }
+    }
+}
+
+/// The address policy's refusal, if it is why a request failed.
+pub(crate) fn find_refusal(err: &hyper_util::client::legacy::Error) -> Option<AddressRefused> {
+    causes(err)
+        .iter()
+        .find_map(|e| e.downcast_ref::<AddressRefused>().copied())
 }
 
 /// Walks an error and its causes, looking inside `io::Error` wrappers too (their

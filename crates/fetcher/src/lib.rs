@@ -7,11 +7,17 @@
 //! `Content-Encoding` decoding, and the one-time parsing of `Retry-After` and
 //! `Cache-Control: max-age`.
 //!
+//! It also owns the address policy ([`AddressPolicy`]): which IP addresses a connection
+//! may be made to, checked on the address actually connected to (after `[resolve]` and
+//! DNS, for every request and redirect hop), refusing loopback, private, link-local and the
+//! other special-purpose ranges unless allowed.
+//!
 //! It must never decide robots policy (what a 5xx or a redirect overflow *means* belongs
 //! to robots-policy), never touch storage, and never depend on another crate of ours.
 //!
 //! See `docs/fetcher.md` for the classification table and the defaults.
 
+mod address;
 mod body;
 mod client;
 mod config;
@@ -22,6 +28,7 @@ mod outcome;
 mod pool_cap;
 mod resolve;
 
+pub use address::{builtin_rule, AddressPolicy, AddressRefused, AddressRule, IpNet};
 pub use client::{Conditional, Fetcher, PageOptions};
 pub use config::{
     FetcherConfig, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_POOLED_CONNECTIONS,

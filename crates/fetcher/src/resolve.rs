@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 use hyper_util::client::legacy::connect::dns::Name;
 use tower_service::Service;
 
+use crate::address::{check_shared, AddressRefused, SharedPolicy, CONNECT_PORT};
 use crate::dns::{DnsCache, DnsResult};
 
 /// Host names pinned to IP addresses, consulted before the system resolver.
@@ -116,28 +117,58 @@ pub(crate) struct ResolveError {
     source: std::io::Error,
 }
 
-/// The resolver plugged into `HttpConnector`: the table first, then the DNS cache.
+/// The resolver plugged into `HttpConnector`: the table first, then the DNS cache; the
+/// answer is then passed through the address policy, so refused addresses never reach
+/// the connector (a name whose every address is refused fails with [`AddressRefused`]).
 #[derive(Clone)]
 pub(crate) struct TableResolver {
     table: Arc<ResolveTable>,
     dns: DnsCache,
+    policy: SharedPolicy,
 }
 
 impl TableResolver {
-    pub(crate) fn new(table: ResolveTable, dns: DnsCache) -> Self {
+    pub(crate) fn new(table: ResolveTable, dns: DnsCache, policy: SharedPolicy) -> Self {
         TableResolver {
             table: Arc::new(table),
             dns,
+            policy,
         }
     }
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 type ResolveFuture =
-    Pin<Box<dyn Future<Output = Result<std::vec::IntoIter<SocketAddr>, ResolveError>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<std::vec::IntoIter<SocketAddr>, BoxError>> + Send>>;
+
+/// The addresses of `ips` the policy allows on `port`; when it allows none, the first
+/// refusal.
+fn allowed(
+    policy: &SharedPolicy,
+    ips: &[IpAddr],
+    port: u16,
+) -> Result<std::vec::IntoIter<SocketAddr>, BoxError> {
+    let mut first_refusal: Option<AddressRefused> = None;
+    let mut addrs = Vec::with_capacity(ips.len());
+    for ip in ips {
+        match check_shared(policy, *ip, port) {
+            // Port 0: HttpConnector puts the URL's port (or the scheme default) in.
+            Ok(()) => addrs.push(SocketAddr::new(*ip, 0)),
+            Err(refused) => {
+                first_refusal.get_or_insert(refused);
+            }
+        }
+    }
+    match (addrs.is_empty(), first_refusal) {
+        (true, Some(refused)) => Err(Box::new(refused)),
+        _ => Ok(addrs.into_iter()),
+    }
+}
 
 impl Service<Name> for TableResolver {
     type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = ResolveError;
+    type Error = BoxError;
     type Future = ResolveFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -147,28 +178,26 @@ impl Service<Name> for TableResolver {
 
     fn call(&mut self, name: Name) -> Self::Future {
         let host = name.as_str().to_owned();
+        // Set by the guarded connector around this call; without it (never, in the
+        // fetcher) port 0 still meets every range rule, only an own listener is missed.
+        let port = CONNECT_PORT.try_with(|p| *p).unwrap_or(0);
         if let Some(ips) = self.table.lookup(&host) {
             tracing::trace!(%host, ?ips, "resolved from the resolve table");
             self.dns.count(DnsResult::Table);
-            // Port 0: HttpConnector puts the URL's port (or the scheme default) in.
-            let addrs: Vec<SocketAddr> = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
-            return Box::pin(std::future::ready(Ok(addrs.into_iter())));
+            return Box::pin(std::future::ready(allowed(&self.policy, ips, port)));
         }
         let dns = self.dns.clone();
+        let policy = self.policy.clone();
         Box::pin(async move {
             match dns.lookup(&host).await {
-                Ok(ips) => {
-                    let addrs: Vec<SocketAddr> =
-                        ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
-                    Ok(addrs.into_iter())
-                }
-                Err(failure) => Err(ResolveError {
+                Ok(ips) => allowed(&policy, &ips, port),
+                Err(failure) => Err(Box::new(ResolveError {
                     source: std::io::Error::other(format!(
                         "{}: {}",
                         failure.result, failure.detail
                     )),
                     host,
-                }),
+                }) as BoxError),
             }
         })
     }

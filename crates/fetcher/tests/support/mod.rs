@@ -345,11 +345,13 @@ pub fn respond(
     builder.body(ScriptedBody::full(body)).expect("response")
 }
 
-/// A config with short timeouts for tests.
+/// A config with short timeouts for tests, allowed to reach the servers they start on
+/// loopback (the default address policy refuses loopback).
 pub fn test_config() -> FetcherConfig {
     FetcherConfig {
         connect_timeout: std::time::Duration::from_secs(2),
         total_timeout: std::time::Duration::from_secs(10),
+        addresses: fetcher::AddressPolicy::allowing_loopback(),
         ..FetcherConfig::default()
     }
 }
