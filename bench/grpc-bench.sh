@@ -54,6 +54,9 @@ max_in_flight_per_host = 64
 # (ip_delay, 250 ms by default) would pace every host together
 max_in_flight_per_ip = 100000
 ip_delay = "0s"
+# the sites are on loopback, which the address policy refuses unless allowed
+[addresses]
+allow = ["127.0.0.0/8"]
 [resolve]
 "*.bench.test" = ["127.0.0.1"]
 TOML

@@ -55,6 +55,9 @@ nats_url = "nats://127.0.0.1:$PORT"
 shards = 64
 owned_shards = "$first-$last"
 publish_events = false
+# the sites are on loopback, which the address policy refuses unless allowed
+[addresses]
+allow = ["127.0.0.0/8"]
 [resolve]
 "*.bench.test" = ["127.0.0.1"]
 TOML

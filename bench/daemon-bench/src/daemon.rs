@@ -80,6 +80,9 @@ listen = "127.0.0.1:0"
 [log]
 level = "warn"
 
+# the sites are on loopback, which the address policy refuses unless allowed
+[addresses]
+allow = ["127.0.0.0/8"]
 [resolve]
 "*.test" = ["127.0.0.1"]
 

@@ -25,17 +25,21 @@ pub enum Outcome {
     GivenUp,
     /// A submitted line the canonicalizer refused.
     Rejected,
+    /// Not fetched: the address policy refuses the address its host is on (the reason
+    /// names the address and the rule).
+    BlockedAddress,
 }
 
 impl Outcome {
     /// Every outcome, in the order of docs/crawl-log.md.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Fetched,
         Outcome::Redirected,
         Outcome::RedirectLimit,
         Outcome::BlockedByRobots,
         Outcome::GivenUp,
         Outcome::Rejected,
+        Outcome::BlockedAddress,
     ];
 
     /// The word written in the `outcome` field.
@@ -47,6 +51,7 @@ impl Outcome {
             Outcome::BlockedByRobots => "blocked-by-robots",
             Outcome::GivenUp => "given-up",
             Outcome::Rejected => "rejected",
+            Outcome::BlockedAddress => "blocked-address",
         }
     }
 
@@ -324,7 +329,8 @@ mod tests {
                 "redirect-limit",
                 "blocked-by-robots",
                 "given-up",
-                "rejected"
+                "rejected",
+                "blocked-address"
             ]
         );
         assert_eq!(

@@ -29,5 +29,5 @@ pub use class::FetchClass;
 pub use crawl_log::{media_type, Archived, Found, LogLine, Outcome};
 pub use links::{extract_links, LinkConfig, PageLinks, RobotsDirectives};
 pub use page::{judge_page, FollowRules, Page, PageVerdict, RedirectStopped};
-pub use robots_fetch::{refused_fetch_result, robots_fetch_result};
+pub use robots_fetch::{address_refused_result, refused_fetch_result, robots_fetch_result};
 pub use scope::{Scope, ScopeMode};

@@ -71,6 +71,13 @@ impl PageVerdict {
         PageVerdict::retried(PageOutcome::Failed { reason })
     }
 
+    /// A page the address policy refused (nothing was sent): final, logged
+    /// `blocked-address` with the refusal as its reason. Not a failure of the host: it is
+    /// not retried and backs nothing off.
+    pub fn address_refused(refused: &fetcher::AddressRefused) -> PageVerdict {
+        PageVerdict::done(0, Outcome::BlockedAddress, refused.to_string())
+    }
+
     fn done(response_ms: u64, outcome: Outcome, reason: String) -> PageVerdict {
         PageVerdict {
             outcome: PageOutcome::Done { response_ms },

@@ -21,6 +21,12 @@ pub fn refused_fetch_result() -> RobotsFetchResult {
     }
 }
 
+/// A robots.txt fetch the address policy refused (nothing was sent): see
+/// [`RobotsFetchResult::AddressRefused`].
+pub fn address_refused_result() -> RobotsFetchResult {
+    RobotsFetchResult::AddressRefused
+}
+
 fn outcome_to_result(outcome: &FetchOutcome) -> RobotsFetchResult {
     match outcome {
         FetchOutcome::Success {

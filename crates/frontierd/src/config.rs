@@ -41,6 +41,7 @@ pub struct Config {
     pub sitemaps: sitemaps::SitemapsSection,
     pub dns: network::DnsSection,
     pub cluster: cluster::ClusterSection,
+    pub addresses: addresses::AddressesSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -645,6 +646,7 @@ impl Config {
         )?;
         network::check_ip_keys(&c.politeness)?;
         c.dns.check()?;
+        c.addresses.check()?;
         // resolve
         for (name, ips) in &c.resolve {
             if ips.is_empty() {
@@ -854,11 +856,13 @@ impl Settings {
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             dns: self.raw.dns.fetcher_config(),
+            addresses: self.raw.addresses.policy(),
             ..fetcher::FetcherConfig::default()
         })
     }
 }
 
+pub mod addresses;
 pub mod cluster;
 pub mod grpc;
 mod recrawl;

@@ -85,6 +85,7 @@ pub struct Metrics {
     dns_lookups_seen: [AtomicU64; 6],
     pub dns_cache_entries: Gauge,
     pub fetch_dns_failures: Family<Labels, Counter>,
+    pub address_refusals: Family<Labels, Counter>,
     pub ip_groups: Gauge,
     pub ip_waits: Counter,
     /// The frontier's cumulative IP waits already added to `ip_waits`.
@@ -154,6 +155,7 @@ impl Metrics {
             dns_lookups_seen: Default::default(),
             dns_cache_entries: Gauge::default(),
             fetch_dns_failures: Family::default(),
+            address_refusals: Family::default(),
             ip_groups: Gauge::default(),
             ip_waits: Counter::default(),
             ip_waits_seen: AtomicU64::new(0),
@@ -412,6 +414,11 @@ impl Metrics {
             "dns_lookups",
             "Host name lookups by how they were answered: table ([resolve]), cached, cached-failure (negative cache), resolved, nxdomain (no such name or no address), failed (timeout, server failure)",
             m.dns_lookups.clone(),
+        );
+        registry.register(
+            "address_refusals",
+            "Fetches not sent because the address policy ([addresses]) refuses the address their host is on, by fetch (robots, page) and rule (loopback, private, link-local, cgnat, deny, own-listener, ...)",
+            m.address_refusals.clone(),
         );
         registry.register(
             "dns_cache_entries",

@@ -217,7 +217,18 @@ pub enum RobotsFetchResult {
     },
     /// A network-class failure: treated as a server error.
     Network { kind: NetworkErrorKind },
+    /// Nothing was sent: the crawler's own address policy refuses the address robots.txt
+    /// (or a redirect hop of it) is on. Every URL of the origin on that address will be
+    /// refused the same way, so its rules cannot matter; it allows all for
+    /// [`ADDRESS_REFUSED_FRESHNESS`] only (so the pages reach their own refusal and are
+    /// logged), after which robots.txt is asked again: a name that now points elsewhere
+    /// gets its real rules read before any page.
+    AddressRefused,
 }
+
+/// How long an [`RobotsFetchResult::AddressRefused`] answer allows all (at most
+/// `freshness_default`).
+pub const ADDRESS_REFUSED_FRESHNESS: Duration = Duration::from_secs(10 * 60);
 
 /// Why a fresh copy allows everything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -226,6 +237,9 @@ pub enum AllowAllCause {
     ClientError { status: u16 },
     /// Redirects went past the hop limit (treated as a 404).
     RedirectLimitExceeded,
+    /// Not fetched: the address policy refuses its address (see
+    /// [`RobotsFetchResult::AddressRefused`]).
+    AddressRefused,
 }
 
 impl fmt::Display for AllowAllCause {
@@ -234,6 +248,9 @@ impl fmt::Display for AllowAllCause {
             AllowAllCause::ClientError { status } => write!(f, "robots.txt answered {status}"),
             AllowAllCause::RedirectLimitExceeded => {
                 f.write_str("robots.txt redirects exceeded the hop limit")
+            }
+            AllowAllCause::AddressRefused => {
+                f.write_str("robots.txt not fetched: its address is refused by the address policy")
             }
         }
     }
@@ -445,6 +462,8 @@ pub enum FetchSummary {
     RedirectLimitExceeded,
     /// A network-class failure.
     Network(NetworkErrorKind),
+    /// Not sent: the address policy refused the address.
+    AddressRefused,
 }
 
 impl fmt::Display for FetchSummary {
@@ -452,6 +471,7 @@ impl fmt::Display for FetchSummary {
         match self {
             FetchSummary::Status(s) => write!(f, "{s}"),
             FetchSummary::RedirectLimitExceeded => f.write_str("redirect limit exceeded"),
+            FetchSummary::AddressRefused => f.write_str("address refused"),
             FetchSummary::Network(k) => write!(f, "network error ({})", k.as_str()),
         }
     }
@@ -467,6 +487,7 @@ impl RobotsFetchResult {
             RobotsFetchResult::RedirectLimitExceeded => FetchSummary::RedirectLimitExceeded,
             RobotsFetchResult::TooManyRequests { .. } => FetchSummary::Status(429),
             RobotsFetchResult::Network { kind } => FetchSummary::Network(*kind),
+            RobotsFetchResult::AddressRefused => FetchSummary::AddressRefused,
         }
     }
 }
@@ -712,6 +733,15 @@ impl OriginRobots {
                 format!(
                     "{cause}: treated as 404, allow all for {}",
                     fmt_duration(cfg.freshness_default)
+                )
+            }
+            RobotsFetchResult::AddressRefused => {
+                let cause = AllowAllCause::AddressRefused;
+                let lifetime = cfg.freshness_default.min(ADDRESS_REFUSED_FRESHNESS);
+                self.become_fresh(CopyContent::AllowAll(cause), now, lifetime);
+                format!(
+                    "{cause}: allow all for {} (its pages are refused the same way)",
+                    fmt_duration(lifetime)
                 )
             }
             RobotsFetchResult::TooManyRequests { retry_after } => self.fail(

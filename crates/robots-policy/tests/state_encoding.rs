@@ -381,6 +381,7 @@ fn arb_copy() -> impl Strategy<Value = RobotsCopy> {
         any::<u16>()
             .prop_map(|status| CopyContent::AllowAll(AllowAllCause::ClientError { status })),
         Just(CopyContent::AllowAll(AllowAllCause::RedirectLimitExceeded)),
+        Just(CopyContent::AllowAll(AllowAllCause::AddressRefused)),
     ];
     (content, arb_instant()).prop_map(|(content, fetched_at)| RobotsCopy {
         content,
@@ -427,6 +428,7 @@ fn arb_origin() -> impl Strategy<Value = OriginRobots> {
     let outcome = prop_oneof![
         any::<u16>().prop_map(FetchSummary::Status),
         Just(FetchSummary::RedirectLimitExceeded),
+        Just(FetchSummary::AddressRefused),
         Just(FetchSummary::Network(NetworkErrorKind::BrokenChunking)),
     ];
     let last = proptest::option::of(

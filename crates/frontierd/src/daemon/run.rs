@@ -163,6 +163,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let listener = std::net::TcpListener::bind(shared.settings.admin_listen)
         .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
     let admin_addr = listener.local_addr()?;
+    // a page linking to our own API must never make us read it (before any worker runs)
+    shared.fetcher.add_own_listener(admin_addr);
     let admin = crate::admin::server::AdminServer::start(listener, shared.clone())
         .context("starting the admin API's thread")?;
     // tell tools where we listen (useful with port 0)
@@ -173,6 +175,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         None => None,
         Some(g) => {
             let (addr, task) = crate::grpc::start(&shared, &g).await?;
+            shared.fetcher.add_own_listener(addr);
             fs::write(data_dir.join("grpc.addr"), format!("{addr}\n")).ok();
             tracing::info!(grpc_addr = %addr, "url-frontier gRPC API listening");
             Some(task)

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crawl::revisit;
 use crawl::{
-    archive_response, judge_page, media_type, refused_fetch_result, robots_fetch_result,
-    FetchClass, Found, LogLine, Page, PageVerdict,
+    address_refused_result, archive_response, judge_page, media_type, refused_fetch_result,
+    robots_fetch_result, FetchClass, Found, LogLine, Page, PageVerdict,
 };
 use fetcher::Url;
 use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
@@ -21,7 +21,7 @@ use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
     RobotsFetchRefused, RobotsFetched, RobotsRefusal,
 };
-use crate::internal_events::network::{DnsLookupFailed, FetchKind};
+use crate::internal_events::network::{AddressRefused, DnsLookupFailed, FetchKind};
 use crate::internal_events::InternalEvent;
 
 /// One fetch worker, until the daemon stops.
@@ -84,6 +84,18 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
             (refused_fetch_result(), 0)
         }
         Ok(url) => match sh.fetcher.fetch_robots(&url).await {
+            // nothing was sent: not a failure of the origin
+            Err(e) if e.address_refused().is_some() => {
+                if let Some(refused) = e.address_refused() {
+                    AddressRefused {
+                        url: &lease.url,
+                        fetch: FetchKind::Robots,
+                        refused,
+                    }
+                    .emit(m);
+                }
+                (address_refused_result(), 0)
+            }
             Err(e) => {
                 RobotsFetchRefused {
                     url: &lease.url,
@@ -173,6 +185,9 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     };
     let fetch = match sh.fetcher.fetch_page_with(&url, &options).await {
         Ok(f) => f,
+        Err(fetcher::FetchError::AddressRefused { refused, .. }) => {
+            return address_refused(sh, &lease, found, &refused).await;
+        }
         Err(e) => {
             PageFetchRefused {
                 url: &lease.url,
@@ -325,6 +340,27 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             archived: archived.as_ref(),
             visit: visit_outcome,
         });
+    }
+}
+
+/// A page the address policy refused: final (no retry, no back-off), one crawl log line.
+async fn address_refused(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    found: Found<'_>,
+    refused: &fetcher::AddressRefused,
+) {
+    AddressRefused {
+        url: &lease.url,
+        fetch: FetchKind::Page,
+        refused,
+    }
+    .emit(&sh.metrics);
+    let verdict = PageVerdict::address_refused(refused);
+    complete(sh, lease, verdict.outcome, None, None).await;
+    sh.metrics.pages_completed.inc();
+    if let Some((outcome, reason)) = verdict.log {
+        sh.log_line(&LogLine::unfetched(&lease.url, outcome, &reason, found));
     }
 }
 

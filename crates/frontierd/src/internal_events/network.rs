@@ -23,6 +23,41 @@ impl FetchKind {
     }
 }
 
+/// A fetch was not sent: the address policy refuses the address its host is on. Not a
+/// failure of the host (nothing backs off); a page is logged `blocked-address`, a robots.txt
+/// allows all for a short while so its pages reach their own refusal.
+pub struct AddressRefused<'a> {
+    pub url: &'a str,
+    pub fetch: FetchKind,
+    pub refused: &'a fetcher::AddressRefused,
+}
+
+impl InternalEvent for AddressRefused<'_> {
+    fn emit(self, m: &Metrics) {
+        match self.fetch {
+            // one per origin (then its pages, each in the crawl log)
+            FetchKind::Robots => tracing::info!(
+                url = %self.url,
+                addr = %self.refused.addr,
+                rule = self.refused.rule.as_str(),
+                "robots.txt not fetched: address refused by the address policy"
+            ),
+            FetchKind::Page => tracing::debug!(
+                url = %self.url,
+                addr = %self.refused.addr,
+                rule = self.refused.rule.as_str(),
+                "page not fetched: address refused by the address policy"
+            ),
+        }
+        m.address_refusals
+            .get_or_create(&vec![
+                ("fetch".to_string(), self.fetch.as_str().to_string()),
+                ("rule".to_string(), self.refused.rule.as_str().to_string()),
+            ])
+            .inc();
+    }
+}
+
 /// A fetch failed because its host name did not resolve: the host backs off (a page is
 /// retried, a robots.txt failure holds the origin), other hosts go on.
 pub struct DnsLookupFailed<'a> {

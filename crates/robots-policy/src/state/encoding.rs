@@ -71,12 +71,14 @@ mod copy_code {
     pub const BODY: u8 = 1;
     pub const ALLOW_ALL_CLIENT_ERROR: u8 = 2;
     pub const ALLOW_ALL_REDIRECT_LIMIT: u8 = 3;
+    pub const ALLOW_ALL_ADDRESS_REFUSED: u8 = 4;
 }
 
 mod outcome_code {
     pub const STATUS: u8 = 1;
     pub const REDIRECT_LIMIT: u8 = 2;
     pub const NETWORK: u8 = 3;
+    pub const ADDRESS_REFUSED: u8 = 4;
 }
 
 /// Why bytes could not be decoded.
@@ -160,6 +162,13 @@ pub fn encode(origin: &OriginRobots) -> Vec<u8> {
                     &[copy_code::ALLOW_ALL_REDIRECT_LIMIT],
                 );
             }
+            CopyContent::AllowAll(AllowAllCause::AddressRefused) => {
+                put(
+                    &mut out,
+                    tag::COPY_KIND,
+                    &[copy_code::ALLOW_ALL_ADDRESS_REFUSED],
+                );
+            }
         }
         put(
             &mut out,
@@ -184,6 +193,7 @@ pub fn encode(origin: &OriginRobots) -> Vec<u8> {
                 v.extend_from_slice(&s.to_be_bytes());
             }
             FetchSummary::RedirectLimitExceeded => v.push(outcome_code::REDIRECT_LIMIT),
+            FetchSummary::AddressRefused => v.push(outcome_code::ADDRESS_REFUSED),
             FetchSummary::Network(k) => {
                 v.push(outcome_code::NETWORK);
                 v.push(network_code(k));
@@ -337,6 +347,8 @@ fn decode_outcome(v: &[u8]) -> Result<FetchSummary, DecodeError> {
         }
         Some((&outcome_code::REDIRECT_LIMIT, [])) => Ok(FetchSummary::RedirectLimitExceeded),
         Some((&outcome_code::REDIRECT_LIMIT, _)) => Err(bad_len("1")),
+        Some((&outcome_code::ADDRESS_REFUSED, [])) => Ok(FetchSummary::AddressRefused),
+        Some((&outcome_code::ADDRESS_REFUSED, _)) => Err(bad_len("1")),
         Some((&outcome_code::NETWORK, [k])) => Ok(FetchSummary::Network(network_from_code(*k))),
         Some((&outcome_code::NETWORK, _)) => Err(bad_len("2")),
         Some((&other, _)) => Err(DecodeError::InvalidValue {
@@ -432,6 +444,9 @@ impl<'a> Fields<'a> {
             }
             copy_code::ALLOW_ALL_REDIRECT_LIMIT => {
                 CopyContent::AllowAll(AllowAllCause::RedirectLimitExceeded)
+            }
+            copy_code::ALLOW_ALL_ADDRESS_REFUSED => {
+                CopyContent::AllowAll(AllowAllCause::AddressRefused)
             }
             other => {
                 return Err(DecodeError::InvalidValue {

@@ -197,6 +197,23 @@ fn redirect_overflow_is_like_a_404() {
 }
 
 #[test]
+fn address_refused_allows_all_for_ten_minutes_then_asks_again() {
+    let now = at(0);
+    let o = after(RobotsFetchResult::AddressRefused, now);
+    assert_eq!(o.kind(), RobotsStateKind::Fresh);
+    assert_eq!(
+        o.verdict(&cfg(), now),
+        Directive::AllowAll {
+            source: RulesSource::Fresh,
+            cause: Some(AllowAllCause::AddressRefused)
+        }
+    );
+    // a name that now points at an allowed address has its real robots.txt read soon
+    assert_eq!(o.next_fetch_at(now), at(10 * 60 * 1000));
+    assert_eq!(o.last_fetch.unwrap().outcome, FetchSummary::AddressRefused);
+}
+
+#[test]
 fn max_age_within_bounds_is_used() {
     let o = after(ok_max_age(BODY, Duration::from_secs(6 * 3600)), at(0));
     assert_eq!(o.next_fetch_at(at(0)), at(6 * HOUR_MS));
