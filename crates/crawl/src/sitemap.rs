@@ -4,12 +4,19 @@
 //! The parser reads `urlset` and `sitemapindex` documents, plain or gzip-compressed, with
 //! quick-xml as a stream: the body is inflated and parsed piece by piece, and it stops at
 //! [`SitemapLimits::max_bytes`] of uncompressed XML, so a gzip bomb costs the cap, not its
-//! inflated size. Past [`SitemapLimits::max_urls`] entries it keeps reading only to count
-//! what it cut. Malformed XML ends the parse with its position; the entries read before it
+//! inflated size. One XML event (a text run such as whitespace between entries, a tag with
+//! its attributes, a comment, a CDATA section) is held whole while it is read, so no event
+//! may be longer than [`MAX_EVENT_BYTES`]: a longer one ends the parse ([`Cut::EventTooLarge`]).
+//! The parse holds at most the 64 KiB read buffer, the gzip window, one event and the
+//! entries kept (their text is part of the bytes read, so at most `max_bytes` of it);
+//! measured in docs/benchmarks.md ("Hostile input"). Past [`SitemapLimits::max_urls`]
+//! entries it keeps reading only to count what it cut. Malformed XML ends the parse with its position; the entries read before it
 //! are kept. Nothing here panics on any input (tests/sitemap_props.rs, fuzz/).
 
+use std::cell::Cell;
 use std::fmt;
 use std::io::{self, BufReader, Read};
+use std::rc::Rc;
 use std::time::Duration;
 
 use flate2::read::MultiGzDecoder;
@@ -31,6 +38,11 @@ pub const PROTOCOL_MAX_BYTES: u64 = 50 * 1024 * 1024;
 /// (sitemaps.org: under 2,048 characters); its entry is invalid. Bounds what one field
 /// holds in memory.
 pub const MAX_FIELD_BYTES: usize = 4096;
+/// The longest XML event read (text between two tags, one tag with its attributes, a
+/// comment, a CDATA section). A real sitemap's longest is its root tag with a few
+/// namespace declarations (about a kilobyte); the parser holds one whole event in memory,
+/// so without a bound 50 MiB of whitespace between two entries cost 50 MiB.
+pub const MAX_EVENT_BYTES: u64 = 256 * 1024;
 
 /// What one sitemap may cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +105,9 @@ pub enum Cut {
     /// The document does not start with `urlset` or `sitemapindex`: `start` is what it
     /// starts with (`<html>`, or `text`).
     NotASitemap { start: String },
+    /// One XML event (a text run, a tag, a comment) starting at `position` is longer than
+    /// `limit` bytes ([`MAX_EVENT_BYTES`]): hostile or broken, not read further.
+    EventTooLarge { position: u64, limit: u64 },
 }
 
 impl Cut {
@@ -104,6 +119,7 @@ impl Cut {
             Cut::Malformed { .. } => "malformed",
             Cut::Gzip { .. } => "bad-gzip",
             Cut::NotASitemap { .. } => "not-a-sitemap",
+            Cut::EventTooLarge { .. } => "event-too-large",
         }
     }
 }
@@ -128,6 +144,10 @@ impl fmt::Display for Cut {
             Cut::NotASitemap { start } => {
                 write!(f, "the document starts with {start}, not <urlset> or <sitemapindex>")
             }
+            Cut::EventTooLarge { position, limit } => write!(
+                f,
+                "an XML text run, tag or comment at byte {position} is longer than {limit} bytes: not read further"
+            ),
         }
     }
 }
@@ -150,17 +170,30 @@ pub struct ParsedSitemap {
 }
 
 /// Reads at most `left` bytes from `inner`, then ends; remembers whether more was there
-/// and whether the inner reader (the gzip decoder) failed.
+/// and whether the inner reader (the gzip decoder) failed. Never hands out a byte past
+/// `event_limit` (set by the event loop to the current event's start plus
+/// [`MAX_EVENT_BYTES`]): the event being read can hold no more.
 struct CappedReader<R> {
     inner: R,
     left: u64,
     read: u64,
     over_cap: bool,
     inner_error: Option<String>,
+    event_limit: Rc<Cell<u64>>,
+    event_over_limit: bool,
 }
 
 impl<R: Read> Read for CappedReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let event_room = self.event_limit.get().saturating_sub(self.read);
+        if event_room == 0 && self.left > 0 {
+            self.event_over_limit = true;
+            return Err(io::Error::other("XML event over its size limit"));
+        }
+        let room = buf
+            .len()
+            .min(usize::try_from(event_room).unwrap_or(usize::MAX));
+        let buf = &mut buf[..room];
         if self.left == 0 {
             if !self.over_cap {
                 // one byte more tells a body of exactly the cap from a longer one
@@ -277,12 +310,15 @@ pub fn parse_sitemap(body: &[u8], limits: &SitemapLimits) -> ParsedSitemap {
     } else {
         Box::new(body)
     };
+    let event_limit = Rc::new(Cell::new(MAX_EVENT_BYTES));
     let capped = CappedReader {
         inner: source,
         left: limits.max_bytes,
         read: 0,
         over_cap: false,
         inner_error: None,
+        event_limit: event_limit.clone(),
+        event_over_limit: false,
     };
     let mut reader = Reader::from_reader(BufReader::with_capacity(64 * 1024, capped));
     let mut out = ParsedSitemap {
@@ -290,10 +326,23 @@ pub fn parse_sitemap(body: &[u8], limits: &SitemapLimits) -> ParsedSitemap {
         ..ParsedSitemap::default()
     };
     let mut over: u64 = 0;
-    let error = read_entries(&mut reader, limits, &mut out, &mut over);
+    let mut event_start = 0;
+    let error = read_entries(
+        &mut reader,
+        limits,
+        &mut out,
+        &mut over,
+        &event_limit,
+        &mut event_start,
+    );
     let capped = reader.get_ref().get_ref();
     out.bytes = capped.read;
-    out.cut = if capped.over_cap {
+    out.cut = if capped.event_over_limit {
+        Some(Cut::EventTooLarge {
+            position: event_start,
+            limit: MAX_EVENT_BYTES,
+        })
+    } else if capped.over_cap {
         Some(Cut::TooLarge {
             limit: limits.max_bytes,
         })
@@ -321,6 +370,8 @@ fn read_entries<R: io::BufRead>(
     limits: &SitemapLimits,
     out: &mut ParsedSitemap,
     over: &mut u64,
+    event_limit: &Cell<u64>,
+    event_start: &mut u64,
 ) -> Option<Cut> {
     let mut buf = Vec::new();
     // element depth: 1 = the root, 2 = an entry, 3 = an entry's field
@@ -329,6 +380,10 @@ fn read_entries<R: io::BufRead>(
     let mut field: Option<Field> = None;
     loop {
         buf.clear();
+        // a buffer that once held a long event does not stay that long
+        buf.shrink_to(4096);
+        *event_start = reader.buffer_position();
+        event_limit.set(event_start.saturating_add(MAX_EVENT_BYTES));
         let event = match reader.read_event_into(&mut buf) {
             Ok(e) => e,
             Err(e) => {

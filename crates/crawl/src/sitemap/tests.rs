@@ -126,15 +126,16 @@ fn past_fifty_thousand_urls_the_rest_is_counted_and_cut() {
 #[test]
 fn a_gzip_bomb_is_cut_at_the_uncompressed_cap() {
     // 16 MiB of inflated XML from a gzip body of well under 1 MiB
-    let mut xml = urlset(&["http://a.test/first"]).replace("</urlset>", "");
-    xml.push_str("<!--");
+    // (comments of 1 KiB each: one event over MAX_EVENT_BYTES is another cut, below)
+    let xml = urlset(&["http://a.test/first"]).replace("</urlset>", "");
     let mut bomb = GzEncoder::new(Vec::new(), Compression::fast());
     bomb.write_all(xml.as_bytes()).unwrap();
-    let chunk = vec![b' '; 1 << 20];
+    let comment = format!("<!--{}-->\n", " ".repeat(1016));
+    let chunk = comment.repeat(1024);
     for _ in 0..16 {
-        bomb.write_all(&chunk).unwrap();
+        bomb.write_all(chunk.as_bytes()).unwrap();
     }
-    bomb.write_all(b"--></urlset>").unwrap();
+    bomb.write_all(b"</urlset>").unwrap();
     let body = bomb.finish().unwrap();
     assert!(body.len() < 1 << 20, "{}", body.len());
     let limits = SitemapLimits {
@@ -154,6 +155,69 @@ fn a_gzip_bomb_is_cut_at_the_uncompressed_cap() {
         },
     );
     assert_eq!(whole.cut, None);
+}
+
+/// Whitespace between entries, one giant text node, a giant attribute, a giant comment:
+/// each is one XML event, held whole while read; past MAX_EVENT_BYTES the parse ends there
+/// with what came before kept.
+#[test]
+fn an_event_longer_than_its_limit_ends_the_parse_where_it_starts() {
+    let limit = MAX_EVENT_BYTES as usize;
+    let head = urlset(&["http://a.test/1"]).replace("</urlset>", "");
+    let cases = [
+        (
+            "whitespace",
+            format!(
+                "{head}{}<url><loc>http://a.test/2</loc></url></urlset>",
+                " ".repeat(limit + 1)
+            ),
+        ),
+        (
+            "text",
+            format!(
+                "{head}<url><loc>http://a.test/{}</loc></url></urlset>",
+                "x".repeat(limit + 1)
+            ),
+        ),
+        (
+            "attribute",
+            format!(
+                "{head}<url a=\"{}\"><loc>http://a.test/2</loc></url></urlset>",
+                "y".repeat(limit + 1)
+            ),
+        ),
+        (
+            "comment",
+            format!("{head}<!--{}--></urlset>", "<>".repeat(limit / 2 + 1)),
+        ),
+    ];
+    for (what, xml) in cases {
+        for body in [xml.as_bytes().to_vec(), gzip(xml.as_bytes())] {
+            let p = parse_sitemap(&body, &SitemapLimits::default());
+            match &p.cut {
+                Some(Cut::EventTooLarge { position, limit: l }) => {
+                    assert_eq!(*l, MAX_EVENT_BYTES, "{what}");
+                    assert!(*position >= head.len() as u64 - 1, "{what}: {position}");
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+            assert_eq!(locs(&p), ["http://a.test/1"], "{what}");
+            // not read much past the event's limit
+            assert!(
+                p.bytes <= head.len() as u64 + 2 * MAX_EVENT_BYTES,
+                "{what}: {}",
+                p.bytes
+            );
+        }
+    }
+    // just under the limit is read
+    let xml = format!(
+        "{head}{}<url><loc>http://a.test/2</loc></url></urlset>",
+        " ".repeat(limit - 64)
+    );
+    let p = parse_sitemap(xml.as_bytes(), &SitemapLimits::default());
+    assert_eq!(p.cut, None);
+    assert_eq!(locs(&p), ["http://a.test/1", "http://a.test/2"]);
 }
 
 #[test]
