@@ -200,12 +200,26 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
         head.truncate(head.len() - "</urlset>\n".len());
         let mut e = GzEncoder::new(Vec::new(), Compression::fast());
         e.write_all(&head).unwrap();
-        e.write_all(b"<!--").unwrap();
-        let spaces = vec![b' '; 1 << 20];
+        // comments of 1 KiB: each one event, so the byte cap is what cuts it
+        let comments = format!("<!--{}-->\n", " ".repeat(1016)).repeat(1024);
         for _ in 0..64 {
-            e.write_all(&spaces).unwrap();
+            e.write_all(comments.as_bytes()).unwrap();
         }
-        e.write_all(b"--></urlset>").unwrap();
+        e.write_all(b"</urlset>").unwrap();
+        e.finish().unwrap()
+    };
+    // one run of 8 MiB of whitespace between two entries: one XML event, past its limit
+    let spaces = {
+        let mut head = urlset(&[format!("{}/before-the-spaces", base("spaces"))]);
+        head.truncate(head.len() - "</urlset>\n".len());
+        let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+        e.write_all(&head).unwrap();
+        let run = vec![b' '; 1 << 20];
+        for _ in 0..8 {
+            e.write_all(&run).unwrap();
+        }
+        e.write_all(format!("<url><loc>{}/after</loc></url></urlset>", base("spaces")).as_bytes())
+            .unwrap();
         e.finish().unwrap()
     };
     assert!(bomb.len() < 1 << 20);
@@ -218,6 +232,7 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
                 b(host)
             )),
             ("bomb", "/sitemap.xml") => gz_file(bomb.clone()),
+            ("spaces", "/sitemap.xml") => gz_file(spaces.clone()),
             ("many", "/sitemap.xml") => xml(many.clone()),
             ("broken", "/sitemap.xml") => {
                 let mut body = urlset(&[
@@ -253,7 +268,7 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
         ("scope", "exclude", "[\"/u/\"]"),
     ]);
     let d = env.start();
-    let hosts = ["bomb", "broken", "other", "nest", "endless"];
+    let hosts = ["bomb", "spaces", "broken", "other", "nest", "endless"];
     d.submit(
         &hosts
             .iter()
@@ -270,9 +285,11 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
         "every hostile sitemap logged",
         Duration::from_secs(90),
         || {
-            ["bomb", "broken", "other", "nest", "many", "endless"]
-                .iter()
-                .all(|h| reason(&sitemap(h)).is_some())
+            [
+                "bomb", "spaces", "broken", "other", "nest", "many", "endless",
+            ]
+            .iter()
+            .all(|h| reason(&sitemap(h)).is_some())
                 && reason(&format!("{}/level1.xml", base("nest"))).is_some()
         },
     );
@@ -281,6 +298,12 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
         bomb_reason.contains("(gzip): 8388608 bytes, 1 queued")
             && bomb_reason.contains("cut: more than 8388608 uncompressed bytes"),
         "{bomb_reason}"
+    );
+    let spaces_reason = reason(&sitemap("spaces")).unwrap();
+    assert!(
+        spaces_reason.contains("1 queued")
+            && spaces_reason.contains("is longer than 262144 bytes: not read further"),
+        "{spaces_reason}"
     );
     // the 60,000-URL sitemap came from sitemaps.urls (a seed), not from its robots.txt
     // line (which found it already queued)
@@ -330,6 +353,7 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
             let log = env.crawl_log();
             [
                 format!("{}/before-the-bomb", base("bomb")),
+                format!("{}/before-the-spaces", base("spaces")),
                 format!("{}/ok1", base("broken")),
                 format!("{}/ok2", base("broken")),
                 format!("{}/mine", base("other")),
@@ -339,6 +363,10 @@ fn hostile_sitemaps_are_cut_with_reasons_and_the_crawl_goes_on() {
         },
     );
     let hits = site.hits();
+    assert!(
+        hits.iter().all(|h| h.path != "/after"),
+        "an entry after the over-long whitespace run was read"
+    );
     assert!(
         hits.iter().all(|h| h.host != "elsewhere.site.test"),
         "another host was pushed"
