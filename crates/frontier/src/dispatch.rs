@@ -11,7 +11,7 @@ use crate::external::{client_delay_ms, LeaseTerms};
 use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
-use crate::sched::dispatch::{Step, DROPS_PER_VISIT};
+use crate::sched::dispatch::{Step, DROPS_PER_CALL, DROPS_PER_VISIT};
 
 /// Dead URLs (of deleted crawl queues) discarded per host visit, at most (bounds the time
 /// under the lock; the host is scheduled again at once).
@@ -64,7 +64,8 @@ impl Frontier {
             // the IP groups of the hosts visited: re-armed after the visits, so a woken
             // waiter that found nothing to do does not leave its line asleep
             let mut visited_ips = Vec::new();
-            'hosts: while items.len() < max {
+            let mut dropped_in_call = 0usize;
+            'hosts: while items.len() < max && dropped_in_call < DROPS_PER_CALL {
                 let Some(&Reverse((ready, id))) = inner.heap.peek() else {
                     break;
                 };
@@ -225,7 +226,8 @@ impl Frontier {
                             inner.stats.dropped += 1;
                             dirty.push(id);
                             drops += 1;
-                            if drops >= DROPS_PER_VISIT {
+                            dropped_in_call += 1;
+                            if drops >= DROPS_PER_VISIT || dropped_in_call >= DROPS_PER_CALL {
                                 self.schedule(inner, id);
                                 continue 'hosts;
                             }

@@ -127,6 +127,43 @@ fn robots_first_then_rules_drop_and_allow() {
     assert!(f.robots_record("http://a.com").unwrap().is_some());
 }
 
+/// A host whose long queue robots.txt disallows (a sitemap's 45,000 entries) is emptied a
+/// bounded slice per dispatch call: each call writes its drops in one store batch and
+/// reports them as events, so one call must not hold them all. The allowed URL behind them
+/// is still reached, call after call, with no stall.
+#[test]
+fn a_disallowed_queue_is_dropped_a_bounded_slice_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open_mem(cfg(dir.path()));
+    let disallowed: Vec<String> = (0..3_500)
+        .map(|i| format!("http://d.com/private/{i}"))
+        .collect();
+    f.enqueue_batch(&disallowed, T0).unwrap();
+    f.enqueue_batch(&["http://d.com/ok"], T0).unwrap();
+    let r = robots_item(f.next(T0).unwrap());
+    f.complete_robots(&r, &robots("User-agent: *\nDisallow: /private\n"), 5, T0)
+        .unwrap();
+    let now = T0 + 60_000;
+    let mut calls = 0;
+    let mut dropped = 0;
+    let found = loop {
+        calls += 1;
+        assert!(calls < 100, "the allowed URL was never reached");
+        let items = f.next_batch(now, 8).unwrap();
+        let drops = take_drops(&f);
+        assert!(drops.len() <= 1_000, "one call dropped {}", drops.len());
+        f.drops_logged(&drops).unwrap();
+        dropped += drops.len();
+        if let Some(item) = items.into_iter().next() {
+            break page(Some(item));
+        }
+    };
+    assert_eq!(found.url, "http://d.com/ok");
+    assert_eq!(dropped, 3_500);
+    assert!(calls >= 4, "{calls} calls");
+    assert_eq!(f.stats().dropped, 3_500);
+}
+
 #[test]
 fn server_error_robots_holds_without_dropping() {
     let dir = tempfile::tempdir().unwrap();
