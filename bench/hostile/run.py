@@ -155,9 +155,12 @@ def main():
                     help="frontierd binary (relative paths are from the repo root)")
     ap.add_argument("--seconds", type=int, default=60, help="how long to sample")
     ap.add_argument("--good-hosts", type=int, default=20)
-    ap.add_argument("--bound-mib", type=float, default=256,
+    ap.add_argument("--bound-mib", type=float, default=160,
                     help="largest VmHWM growth that passes")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (data, logs)")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="hostile hosts to seed, comma-separated (empty: the good hosts "
+                         "alone, the baseline the growth is judged against)")
     args = ap.parse_args()
 
     binary = args.bin if os.path.isabs(args.bin) else os.path.join(REPO, args.bin)
@@ -215,7 +218,8 @@ def main():
         admin_port = int(admin_port)
         before = mem_kib(daemon.pid)
 
-        seeds = ([f"http://{k}.hostile.test:{port}/" for k in KINDS]
+        kinds = [k for k in args.kinds.split(",") if k]
+        seeds = ([f"http://{k}.hostile.test:{port}/" for k in kinds]
                  + [f"http://good{n}.hostile.test:{port}/p0" for n in range(args.good_hosts)])
         status, body = request(admin_port, "POST", "/v1/urls", body=json.dumps(seeds))
         if status != 200:

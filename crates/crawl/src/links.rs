@@ -22,6 +22,11 @@ use url::Url;
 /// Default cap on the bytes of a page that are scanned: 4 MiB.
 pub const DEFAULT_MAX_SCAN_BYTES: usize = 4 << 20;
 
+/// Default cap on the links taken from one page: Heritrix's `maxOutlinks` (6,000). Each
+/// link costs a few hundred bytes until it is queued (its URL, the page's URL as its `via`,
+/// its hop path), so a page of a million links must not be taken whole.
+pub const DEFAULT_MAX_LINKS: usize = 6_000;
+
 /// How links are extracted.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
@@ -32,15 +37,19 @@ pub struct LinkConfig {
     pub keep_nofollow_links: bool,
     /// Only the first this many bytes of the body are scanned.
     pub max_scan_bytes: usize,
+    /// Only the first this many link targets (`href`/`src` of links, areas and frames) of a
+    /// page are taken; the rest are counted in [`PageLinks::links_cut`].
+    pub max_links: usize,
 }
 
 impl LinkConfig {
-    /// Defaults: nofollow links skipped, first 4 MiB scanned.
+    /// Defaults: nofollow links skipped, first 4 MiB scanned, first 6,000 links taken.
     pub fn new(product_token: impl Into<String>) -> Self {
         LinkConfig {
             product_token: product_token.into(),
             keep_nofollow_links: false,
             max_scan_bytes: DEFAULT_MAX_SCAN_BYTES,
+            max_links: DEFAULT_MAX_LINKS,
         }
     }
 }
@@ -104,6 +113,8 @@ pub struct PageLinks {
     pub base: String,
     /// True when the body was longer than `max_scan_bytes` and only its start was scanned.
     pub scan_truncated: bool,
+    /// Link targets past `max_links`, not taken.
+    pub links_cut: u64,
 }
 
 /// Extracts the links of an HTML page and its robots directives.
@@ -125,6 +136,7 @@ pub fn extract_links(
     let sink = Sink {
         token: config.product_token.to_ascii_lowercase(),
         keep_nofollow: config.keep_nofollow_links,
+        max_links: config.max_links,
         state: RefCell::new(Scan::default()),
     };
     let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
@@ -171,6 +183,7 @@ pub fn extract_links(
         robots,
         base: base.into(),
         scan_truncated,
+        links_cut: scan.hrefs_cut,
     }
 }
 
@@ -204,6 +217,8 @@ pub fn apply_x_robots_tag(robots: &mut RobotsDirectives, value: &str, product_to
 #[derive(Default)]
 struct Scan {
     hrefs: Vec<String>,
+    /// Link targets past the cap, counted only.
+    hrefs_cut: u64,
     base_href: Option<String>,
     robots: RobotsDirectives,
 }
@@ -212,6 +227,7 @@ struct Sink {
     /// Lower-cased product token.
     token: String,
     keep_nofollow: bool,
+    max_links: usize,
     state: RefCell<Scan>,
 }
 
@@ -264,7 +280,11 @@ impl Sink {
             _ => None,
         };
         if let Some(href) = href {
-            scan.hrefs.push(href.to_string());
+            if scan.hrefs.len() < self.max_links {
+                scan.hrefs.push(href.to_string());
+            } else {
+                scan.hrefs_cut += 1;
+            }
         }
     }
 }
@@ -677,5 +697,31 @@ mod tests {
         config.max_scan_bytes = DEFAULT_MAX_SCAN_BYTES;
         let got = extract_with("https://example.org/", &html, &[], &config);
         assert!(got.links.is_empty() && !got.robots.follow && !got.scan_truncated);
+    }
+
+    #[test]
+    fn links_past_the_cap_are_counted_not_taken() {
+        let page = Url::parse("http://a.test/").unwrap();
+        let body: String = (0..100).map(|i| format!("<a href=/l{i}>x</a>")).collect();
+        let mut config = LinkConfig::new("frontierd");
+        config.max_links = 10;
+        let found = extract_links(
+            &page,
+            format!("<meta name=robots content=nofollow>{body}").as_bytes(),
+            &[],
+            &config,
+        );
+        assert!(!found.robots.follow, "directives still read");
+        let found = extract_links(&page, body.as_bytes(), &[], &config);
+        assert_eq!(found.links.len(), 10);
+        assert_eq!(found.links[9].as_str(), "http://a.test/l9");
+        assert_eq!(found.links_cut, 90);
+        // a robots META tag after the cap still counts
+        let late = format!("{body}<meta name=robots content=nofollow>");
+        assert!(
+            !extract_links(&page, late.as_bytes(), &[], &config)
+                .robots
+                .follow
+        );
     }
 }

@@ -114,7 +114,17 @@ pub fn judge_page(
         FetchOutcome::Success { headers, body, .. } => {
             let mut verdict = PageVerdict::done(response_ms, Outcome::Fetched, String::new());
             if is_html(headers) && rules.follow_links && page.depth < rules.max_depth {
-                verdict.discovered = links_to_follow(rules, page, headers, body);
+                let (links, cut) = links_to_follow(rules, page, headers, body);
+                verdict.discovered = links;
+                if cut > 0 {
+                    verdict.log = Some((
+                        Outcome::Fetched,
+                        format!(
+                            "links past the first {} not taken: {cut} (scope.max_links_per_page)",
+                            rules.links.max_links
+                        ),
+                    ));
+                }
             }
             verdict
         }
@@ -171,13 +181,13 @@ pub fn is_html(headers: &HeaderMap) -> bool {
 }
 
 /// The page's links that are followed: none when its robots directives say `nofollow`,
-/// else those within scope, one level deeper.
+/// else those within scope, one level deeper; and how many were past the cap.
 fn links_to_follow(
     rules: &FollowRules,
     page: &Page<'_>,
     headers: &HeaderMap,
     body: &[u8],
-) -> Vec<EnqueueItem> {
+) -> (Vec<EnqueueItem>, u64) {
     let x_robots_tag: Vec<&str> = headers
         .get_all("x-robots-tag")
         .iter()
@@ -185,10 +195,10 @@ fn links_to_follow(
         .collect();
     let found = extract_links(page.parsed, body, &x_robots_tag, &rules.links);
     if !found.robots.follow {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
     let hops = discovery::extend(page.hops, Hop::Link);
-    found
+    let items = found
         .links
         .into_iter()
         .filter(|link| rules.scope.admits(page.parsed, link))
@@ -199,7 +209,8 @@ fn links_to_follow(
             hops: hops.clone(),
             ..EnqueueItem::default()
         })
-        .collect()
+        .collect();
+    (items, found.links_cut)
 }
 
 /// A page answered with a redirect: its target enters the frontier like a discovered URL,

@@ -189,6 +189,7 @@ pub struct ScopeSection {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub keep_nofollow_links: bool,
+    pub max_links_per_page: u64,
 }
 
 impl Default for ScopeSection {
@@ -201,6 +202,7 @@ impl Default for ScopeSection {
             include: Vec::new(),
             exclude: Vec::new(),
             keep_nofollow_links: false,
+            max_links_per_page: crawl::links::DEFAULT_MAX_LINKS as u64,
         }
     }
 }
@@ -580,6 +582,12 @@ impl Config {
             ],
         )?;
         range_u64("scope.max_depth", c.scope.max_depth.into(), 0, 1000)?;
+        range_u64(
+            "scope.max_links_per_page",
+            c.scope.max_links_per_page,
+            1,
+            1_000_000,
+        )?;
         // a chain is counted on the hop path kept with the URL, which holds the last 50 hops
         range_u64(
             "scope.max_redirect_hops",
@@ -779,6 +787,7 @@ impl Settings {
         let scope = &self.raw.scope;
         let mut links = crawl::LinkConfig::new(self.product_token.clone());
         links.keep_nofollow_links = scope.keep_nofollow_links;
+        links.max_links = usize::try_from(scope.max_links_per_page).unwrap_or(usize::MAX);
         crawl::FollowRules {
             follow_links: scope.follow_links,
             max_depth: scope.max_depth,
