@@ -21,6 +21,115 @@ const ROBOTS_RETRY_AFTER_STORE_ERROR_MS: u64 = 5_000;
 impl Frontier {
     // ---------------------------------------------------------------- completion
 
+    /// A report of an expired lease whose URL waits at `at` in its host's delayed list. Done:
+    /// the URL is completed there (taken off the list, its `T` entry deleted). A failure:
+    /// the expiry already counted the attempt and the URL waits its turn; nothing changes.
+    fn complete_late(
+        h: &mut crate::sched::hosts::HostMem,
+        at: usize,
+        id: u64,
+        seq: u64,
+        outcome: &PageOutcome,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) {
+        let PageOutcome::Done { response_ms } = outcome else {
+            return;
+        };
+        h.delayed.swap_remove(at);
+        if h.forget_retry(seq) {
+            batch.del(keys::retry(id, seq));
+        }
+        batch.cut();
+        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+        h.rec.counters.completed += 1;
+        h.rec.last_response_ms = *response_ms;
+        h.rec.backoff_level = 0;
+        tracing::debug!(host = %h.key, seq, now_ms, "late report of an expired lease: completed");
+    }
+
+    /// One expired page lease (see [`Frontier::expire_leases`]): its slots freed, one
+    /// attempt counted, then behind the host's queued URLs or given up. False when the
+    /// lease is no longer out (completed meanwhile).
+    pub(crate) fn expire_one(
+        &self,
+        inner: &mut Inner,
+        batch: &mut Batch,
+        lease: LeaseId,
+        now_ms: u64,
+        revisits: &mut Vec<(QueueEntry, Option<&Visit>)>,
+    ) -> Result<bool> {
+        let (id, seq) = (lease.host_id, lease.seq);
+        let recrawl_on = inner.revisit_records;
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return Ok(false);
+        };
+        let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
+            return Ok(false);
+        };
+        let entry = match self.entry_bytes(id, h, seq)? {
+            Some(v) => QueueEntry::decode(&v)?,
+            None => {
+                tracing::error!(host = %h.key, seq, "expired lease has no entry; forgotten");
+                h.leased.swap_remove(pos);
+                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+                if let Some(ip) = h.ip {
+                    inner.ip_groups.release(ip);
+                }
+                return Ok(true);
+            }
+        };
+        h.leased.swap_remove(pos);
+        h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+        // the address's slot too: left taken, four expiries filled a default group for good
+        if let Some(ip) = h.ip {
+            inner.ip_groups.release(ip);
+        }
+        h.free_since_ms = now_ms;
+        h.hold_until_ms = 0;
+        let mut entry = entry;
+        entry.attempts += 1;
+        if entry.attempts >= self.cfg.max_attempts {
+            if h.forget_retry(seq) {
+                batch.del(keys::retry(id, seq));
+            }
+            h.timeouts.retain(|&s| s != seq);
+            tracing::info!(url = %entry.url, attempts = entry.attempts, "URL given up: its lease expired");
+            if recrawl_on {
+                revisits.push((entry.clone(), None));
+            }
+            let hash = url_hash(&entry.url);
+            let detail = format!(
+                "{} attempts, last: lease expired without a report",
+                entry.attempts
+            );
+            let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
+            batch.put(keys::dropped(hash), rec.encode());
+            batch.put(keys::unlogged(hash), Vec::new());
+            batch.cut();
+            h.rec.counters.given_up += 1;
+            inner.stats.given_up += 1;
+            inner.push_drop(rec);
+            return Ok(true);
+        }
+        // behind the URLs queued now, with no wait of its own: the others go first
+        batch.put(keys::retry(id, seq), entry.encode());
+        batch.cut();
+        if !h.retries.contains(&seq) {
+            h.retries.push(seq);
+        }
+        h.delayed.push(Delayed {
+            seq,
+            due_ms: now_ms,
+            behind: h.pending.end(),
+            expired: true,
+        });
+        h.rec.counters.queued += 1;
+        h.rec.counters.retried += 1;
+        inner.stats.retried += 1;
+        Ok(true)
+    }
+
     /// Report how a page lease ended. Durable on return.
     pub fn complete(&self, lease: LeaseId, outcome: PageOutcome, now_ms: u64) -> Result<()> {
         self.complete_batch(&[(lease, outcome)], now_ms)
@@ -52,10 +161,9 @@ impl Frontier {
             // repeated) lease changes nothing, so the caller can retry the others
             let mut given = std::collections::HashSet::with_capacity(done.len());
             for (lease, _) in done {
-                let known = inner
-                    .hosts
-                    .get(&lease.host_id)
-                    .is_some_and(|h| h.leased.contains(&lease.seq));
+                let known = inner.hosts.get(&lease.host_id).is_some_and(|h| {
+                    h.leased.contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
+                });
                 if !known || !given.insert(*lease) {
                     return Err(FrontierError::UnknownLease(*lease));
                 }
@@ -69,6 +177,27 @@ impl Frontier {
                     return Err(FrontierError::UnknownLease(*lease));
                 };
                 let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
+                    // a report of a lease that expired and has not been handed out again
+                    // (a fetch slower than its lease): it completes the URL, no refetch
+                    if let Some(at) = h.expired_waiting(seq) {
+                        let done_ok = matches!(outcome, PageOutcome::Done { .. });
+                        // a recrawled URL gets its next visit from this answer too
+                        if done_ok && recrawl_on {
+                            if let Some(Ok(e)) = self
+                                .entry_bytes(id, h, seq)?
+                                .map(|v| QueueEntry::decode(&v))
+                            {
+                                revisits.push((e, visits.get(i).and_then(Option::as_ref)));
+                            }
+                        }
+                        Self::complete_late(h, at, id, seq, outcome, now_ms, &mut batch);
+                        if done_ok {
+                            inner.stats.completed += 1;
+                            inner.stats.late_reports += 1;
+                        }
+                        dirty.push(id);
+                        continue;
+                    }
                     return Err(FrontierError::UnknownLease(*lease));
                 };
                 let done_ok = matches!(outcome, PageOutcome::Done { .. });
@@ -198,10 +327,16 @@ impl Frontier {
                         h.retries.push(seq);
                     }
                     match scope {
-                        // the URL was not at fault: back to the front of its queue
+                        // the host backs off; when it may go again, its first request is a
+                        // URL that has not just failed (a probe that can succeed): this one
+                        // goes behind the host's queued URLs, with no wait of its own
                         FailureScope::Host => {
-                            let at = h.front.partition_point(|&s| s < seq);
-                            h.front.insert(at, seq);
+                            h.delayed.push(Delayed {
+                                seq,
+                                due_ms: now_ms,
+                                behind: h.pending.end(),
+                                expired: false,
+                            });
                         }
                         // the URL's own back-off, behind the URLs queued before it failed
                         FailureScope::Url => {
@@ -216,6 +351,7 @@ impl Frontier {
                                 seq,
                                 due_ms: now_ms + wait,
                                 behind: h.pending.end(),
+                                expired: false,
                             });
                         }
                     }

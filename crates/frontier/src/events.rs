@@ -20,6 +20,9 @@ pub struct FrontierStats {
     pub robots_fetches: u64,
     /// Page leases completed.
     pub completed: u64,
+    /// Of those, reports that came after their lease had expired (the URL not handed out
+    /// again meanwhile): completed all the same, not fetched again.
+    pub late_reports: u64,
     /// URLs dropped (robots rules or skipped host).
     pub dropped: u64,
     /// URLs given up.

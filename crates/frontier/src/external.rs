@@ -72,9 +72,13 @@ impl Frontier {
         )
     }
 
-    /// Return every page lease whose deadline passed by `now_ms` to the front of its queue
-    /// (served again, its attempts unchanged). Not flushed: after a crash the lease returns
-    /// at open anyway. Returns the leases returned.
+    /// Take back every page lease whose deadline passed by `now_ms`. An expiry counts as an
+    /// attempt of its URL (a fetcher that keeps losing it must not hold it forever): the
+    /// URL goes behind the host's other queued URLs (not to the front, where it would be
+    /// served again before them), and after `max_attempts` it is given up (a
+    /// [`FrontierEvent::Dropped`](crate::FrontierEvent) with reason `gave-up`). The host's
+    /// slot and its address's slot are freed; the host keeps its gap. Not flushed: after a
+    /// crash the lease returns at open anyway. Returns the leases taken back.
     pub fn expire_leases(&self, now_ms: u64) -> Result<Vec<LeaseId>> {
         let mut batch = Batch::new();
         let mut dead = Vec::new();
@@ -86,23 +90,15 @@ impl Frontier {
                 return Ok(returned);
             }
             let mut dirty = Vec::new();
+            let mut revisits = Vec::new();
             for lease in inner.lease_clock.take_expired(now_ms) {
-                let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
-                    continue;
-                };
-                let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
-                    continue;
-                };
-                h.leased.swap_remove(pos);
-                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-                let at = h.front.partition_point(|&s| s < lease.seq);
-                h.front.insert(at, lease.seq);
-                h.rec.counters.queued += 1;
-                h.free_since_ms = now_ms;
-                h.hold_until_ms = 0;
-                dirty.push(lease.host_id);
-                returned.push(lease);
+                if self.expire_one(inner, &mut batch, lease, now_ms, &mut revisits)? {
+                    dirty.push(lease.host_id);
+                    returned.push(lease);
+                }
             }
+            self.reschedule_all(inner, &mut batch, revisits, now_ms);
+            batch.cut();
             for &id in &dirty {
                 self.schedule(inner, id);
             }

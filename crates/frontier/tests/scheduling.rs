@@ -407,8 +407,8 @@ fn throttling_retry_after_backoff_and_give_up() {
     c.max_attempts = 3;
     let f = open_mem(c);
     f.set_robots(&[("http://t.com", allow_all())], T0).unwrap();
-    f.enqueue_batch(&["http://t.com/1", "http://t.com/2"], T0)
-        .unwrap();
+    // one URL: with others queued, a host-blamed URL goes behind them (fairness.rs)
+    f.enqueue_batch(&["http://t.com/1"], T0).unwrap();
     // 429 with Retry-After 2 h: honoured
     let p = page(f.next(T0).unwrap());
     assert_eq!(p.attempt, 1);
@@ -424,7 +424,10 @@ fn throttling_retry_after_backoff_and_give_up() {
     .unwrap();
     assert_eq!(f.next(T0 + 7_199_999).unwrap(), None);
     let p = page(f.next(T0 + 7_200_000).unwrap());
-    assert_eq!(p.url, "http://t.com/1", "retried URL is back at the head");
+    assert_eq!(
+        p.url, "http://t.com/1",
+        "the host's only URL, retried after the back-off"
+    );
     assert_eq!(p.attempt, 2);
     // 503 without Retry-After: exponential back-off, level 2 = 120 s (+ <25 % jitter)
     let t1 = T0 + 7_200_000;
@@ -458,6 +461,7 @@ fn throttling_retry_after_backoff_and_give_up() {
     assert_eq!(d.reason, DropReason::GaveUp);
     assert!(d.detail.contains("reset"));
     // Retry-After is capped at 24 h
+    f.enqueue_batch(&["http://t.com/2"], t2).unwrap();
     let t3 = f.host_record("t.com").unwrap().unwrap().backoff_until_ms;
     let p = page(f.next(t3).unwrap());
     assert_eq!(p.url, "http://t.com/2");

@@ -176,7 +176,7 @@ impl Metrics {
         );
         registry.register(
             "grpc_leases_expired",
-            "GetURLs leases not reported by PutURLs within delay_requestable, returned to their queues",
+            "GetURLs leases not reported by PutURLs within delay_requestable: taken back (one attempt counted, the URL behind its host's queued URLs, given up after politeness.max_attempts)",
             m.grpc_leases_expired.clone(),
         );
         registry.register(

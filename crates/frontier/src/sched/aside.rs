@@ -83,6 +83,9 @@ pub(crate) struct Delayed {
     pub(crate) due_ms: u64,
     /// The queue's tail when it failed: it goes behind the URLs queued before it failed.
     pub(crate) behind: u64,
+    /// Taken back from an external fetcher whose lease expired: a report of that lease
+    /// arriving late still completes it ([`crate::Frontier::complete_visits`]).
+    pub(crate) expired: bool,
 }
 
 /// Where the next URL of a host comes from.

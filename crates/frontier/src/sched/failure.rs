@@ -19,7 +19,7 @@ pub enum PageOutcome {
         response_ms: u64,
     },
     /// 429, 503, or any status with `Retry-After`: the host backs off, the URL is retried
-    /// first.
+    /// behind the host's queued URLs.
     Throttled {
         /// Status code.
         status: u16,
@@ -29,7 +29,7 @@ pub enum PageOutcome {
         response_ms: u64,
     },
     /// The host could not be reached (connection refused or reset, name resolution, TLS):
-    /// the host backs off, the URL is retried first.
+    /// the host backs off, the URL is retried behind the host's queued URLs.
     Unreachable {
         /// What went wrong.
         reason: String,
@@ -51,7 +51,8 @@ pub enum PageOutcome {
 /// Whom a failure is blamed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureScope {
-    /// The host: it backs off, the URL is retried at the front of its queue.
+    /// The host: it backs off; the URL is retried behind the host's queued URLs, so the
+    /// first request after the back-off is one that has not just failed.
     Host,
     /// The URL: it is retried behind the queue with its own back-off.
     Url,

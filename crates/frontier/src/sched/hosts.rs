@@ -222,6 +222,12 @@ impl HostMem {
 
     /// `seq` is leaving the places the host record lists: whether it needs a `T` entry
     /// written (it has none yet; it is counted as having one from now on).
+    /// Where `seq` waits in the delayed list after its lease expired (not handed out
+    /// again since), if it does.
+    pub(crate) fn expired_waiting(&self, seq: u64) -> Option<usize> {
+        self.delayed.iter().position(|d| d.seq == seq && d.expired)
+    }
+
     pub(crate) fn keep_entry(&mut self, seq: u64) -> bool {
         if self.retries.contains(&seq) {
             return false;

@@ -331,6 +331,7 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
         seq: 0,
         due_ms: T0 + 100,
         behind: 4,
+        expired: false,
     });
     h.rec.head_seq = 1;
     assert_eq!(h.due_retry(T0 + 50), None, "back-off not over");
@@ -348,6 +349,7 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
         seq: 0,
         due_ms: T0,
         behind: 99,
+        expired: false,
     });
     assert!(h.head_exhausted());
     assert_eq!(h.due_retry(T0), Some(0));
@@ -358,11 +360,13 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
         seq: 3,
         due_ms: T0 + 20,
         behind: 0,
+        expired: false,
     });
     h.delayed.push(Delayed {
         seq: 1,
         due_ms: T0 + 10,
         behind: 0,
+        expired: false,
     });
     assert_eq!(h.delayed[h.due_retry(T0 + 30).unwrap()].seq, 1);
 }

@@ -225,6 +225,7 @@ impl Frontier {
                     seq,
                     due_ms: 0,
                     behind: end,
+                    expired: false,
                 })
                 .collect();
             // queued: the front, plus everything stored or pending from the head on

@@ -134,6 +134,7 @@ impl Snapshot {
             "dispatched": s.dispatched,
             "robots_fetches": s.robots_fetches,
             "completed": s.completed,
+            "late_reports": s.late_reports,
             "dropped": s.dropped,
             "given_up": s.given_up,
             "retried": s.retried,

@@ -93,11 +93,13 @@ impl UrlFrontierService {
         }
         tracing::info!(
             count = expired.len(),
-            "leases not reported within delay_requestable returned to their queues"
+            "leases not reported within delay_requestable taken back: behind their queues, or given up after max_attempts"
         );
         self.hooks.event(GrpcEvent::LeasesExpired {
             count: expired.len() as u64,
         });
+        // a URL given up after its last expiry is a drop event: logged in the crawl log
+        self.hooks.frontier_changed();
         Ok(())
     }
 
