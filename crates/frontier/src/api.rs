@@ -390,6 +390,19 @@ impl Frontier {
     // ---------------------------------------------------------------- inspection
 
     /// Whether a URL (any spelling) is in the seen-set.
+    /// Whether an external fetcher reported `url` (stored form, as [`Frontier::is_seen`])
+    /// done for good: its lease completed with no next fetch date, and it was not queued
+    /// again since ([`Frontier::enqueue_again`]).
+    pub fn fetcher_done(&self, url: &str) -> Result<bool> {
+        match canonicalize_stored(url, self.cfg.max_url_len) {
+            Err(_) => Ok(false),
+            Ok((_, stored)) => Ok(self
+                .store
+                .get(&keys::fetcher_done(url_hash(&stored)))?
+                .is_some()),
+        }
+    }
+
     pub fn is_seen(&self, url: &str) -> Result<bool> {
         match canonicalize_stored(url, self.cfg.max_url_len) {
             Err(_) => Ok(false),

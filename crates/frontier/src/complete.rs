@@ -181,13 +181,19 @@ impl Frontier {
                     // (a fetch slower than its lease): it completes the URL, no refetch
                     if let Some(at) = h.expired_waiting(seq) {
                         let done_ok = matches!(outcome, PageOutcome::Done { .. });
-                        // a recrawled URL gets its next visit from this answer too
-                        if done_ok && recrawl_on {
+                        let visit = visits.get(i).and_then(Option::as_ref);
+                        let fetchers_time = visit.is_some_and(|v| v.refetch_at_ms.is_some());
+                        if done_ok {
                             if let Some(Ok(e)) = self
                                 .entry_bytes(id, h, seq)?
                                 .map(|v| QueueEntry::decode(&v))
                             {
-                                revisits.push((e, visits.get(i).and_then(Option::as_ref)));
+                                if fetchers_time || recrawl_on {
+                                    // its next visit from this answer, as on time
+                                    revisits.push((e, visit));
+                                } else {
+                                    batch.put(keys::fetcher_done(url_hash(&e.url)), Vec::new());
+                                }
                             }
                         }
                         Self::complete_late(h, at, id, seq, outcome, now_ms, &mut batch);
@@ -205,9 +211,16 @@ impl Frontier {
                     .get(i)
                     .and_then(Option::as_ref)
                     .is_some_and(|v| v.refetch_at_ms.is_some());
+                // an external fetcher's lease (it has a deadline) done with no next date:
+                // marked done for good, so a KnownURLItem with a date can queue it again
+                // (with [recrawl] on the configuration schedules it instead)
+                let fetcher_done_for_good = done_ok
+                    && !fetchers_time
+                    && !recrawl_on
+                    && inner.lease_clock.deadline(*lease).is_some();
                 // a retry needs the entry (attempts, URL); a success does not, unless
-                // it is to be scheduled for a revisit
-                let entry = if done_ok && !recrawl_on && !fetchers_time {
+                // it is to be scheduled for a revisit or marked done
+                let entry = if done_ok && !recrawl_on && !fetchers_time && !fetcher_done_for_good {
                     None
                 } else if done_ok {
                     // only for its next visit: an entry that cannot be read costs the URL
@@ -245,6 +258,9 @@ impl Frontier {
                 if let PageOutcome::Done { response_ms } = outcome {
                     if h.forget_retry(seq) {
                         batch.del(keys::retry(id, seq));
+                    }
+                    if let Some(e) = entry.as_ref().filter(|_| fetcher_done_for_good) {
+                        batch.put(keys::fetcher_done(url_hash(&e.url)), Vec::new());
                     }
                     batch.cut();
                     h.rec.last_response_ms = *response_ms;

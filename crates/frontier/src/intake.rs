@@ -36,6 +36,23 @@ impl Frontier {
     /// [`Frontier::enqueue_batch`] with where each URL came from (link depth, via, hop
     /// path), kept in the queue entry and returned on the page lease.
     pub fn enqueue_items(&self, items: &[EnqueueItem], now_ms: u64) -> Result<Vec<EnqueueResult>> {
+        self.enqueue_with(items, now_ms, false)
+    }
+
+    /// Queue again URLs an external fetcher reported done for good (url-frontier's
+    /// KnownURLItem with a `refetchable_from_date` for a URL it completed with date 0; see
+    /// [`Frontier::fetcher_done`]): queued although seen, at their `refetch_at_ms` (in the
+    /// due index until then), and no longer marked done. Durable on return.
+    pub fn enqueue_again(&self, items: &[EnqueueItem], now_ms: u64) -> Result<Vec<EnqueueResult>> {
+        self.enqueue_with(items, now_ms, true)
+    }
+
+    fn enqueue_with(
+        &self,
+        items: &[EnqueueItem],
+        now_ms: u64,
+        again: bool,
+    ) -> Result<Vec<EnqueueResult>> {
         // canonicalize and hash outside the lock
         // (a URL of a crawl other than the default keeps its crawl tag: crawl.rs)
         type Prepared<'a> = (CanonicalUrl, String, u128, &'a EnqueueItem);
@@ -74,12 +91,16 @@ impl Frontier {
                     }
                     Ok(x) => x,
                 };
-                if in_batch.contains(&hash) || seen.contains(&hash) {
+                if in_batch.contains(&hash) || (seen.contains(&hash) && !again) {
                     inner.stats.duplicates += 1;
                     results.push(EnqueueResult::Duplicate);
                     continue;
                 }
                 in_batch.insert(hash);
+                if again {
+                    extra.del(keys::fetcher_done(hash));
+                    extra.cut();
+                }
                 // a URL not to be fetched before a later time waits in the due index, not
                 // in its queue (its host is not loaded for it)
                 let deferred_url = item.refetch_at_ms.is_some_and(|at| at > now_ms);

@@ -183,6 +183,65 @@ async fn a_known_url_with_a_refetch_date_is_served_again_from_then_on() {
     );
 }
 
+/// Issue 33, upstream's meaning of KnownURLItem for a URL not out: one reported done for
+/// good (date 0) and put again later with a date is served again at that date
+/// (StormCrawler's status updater schedules recrawls so); a new URL put as known with a
+/// date is served from that date; a new one with date 0 is skipped; a report that comes
+/// after its lease expired completes the URL (it is not served again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_items_for_urls_not_out_follow_upstream() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    put(
+        &mut c,
+        vec![
+            discovered(info("http://a.test/done", &[])),
+            discovered(info("http://b.test/slow", &[])),
+        ],
+    )
+    .await;
+    let first = get_until(&mut c, params(1), |u| u.len() >= 2).await;
+    assert_eq!(first.len(), 2, "{first:?}");
+    put(&mut c, vec![known("http://a.test/done", 0)]).await;
+    // b.test/slow: its 1 s lease expires, then its report comes (a slow fetch)
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let at = now_ms() / 1000 + 2;
+    let acks = put(
+        &mut c,
+        vec![
+            known("http://b.test/slow", 0),
+            known("http://a.test/done", at),
+            known("http://c.test/new", at),
+            known("http://d.test/never", 0),
+        ],
+    )
+    .await;
+    let st: Vec<i32> = acks.iter().map(|a| a.status).collect();
+    assert_eq!(st, vec![0, 0, 0, 1], "{acks:?}");
+    // nothing before the date: the late-reported URL is done, the others wait
+    while now_ms() < (at - 1) * 1000 {
+        let early = get(&mut c, params(60)).await;
+        assert!(early.is_empty(), "served before the date: {early:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = get_until(&mut c, params(60), |u| u.len() >= 2).await;
+    let mut urls: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
+    urls.sort();
+    assert_eq!(urls, vec!["http://a.test/done", "http://c.test/new"]);
+    assert!(now_ms() >= at * 1000);
+    put(
+        &mut c,
+        vec![
+            known("http://a.test/done", 0),
+            known("http://c.test/new", 0),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let none = get(&mut c, params(60)).await;
+    assert!(none.is_empty(), "{none:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_params_limit_queues_urls_per_queue_and_key() {
     let s = start(None, |c| c.max_in_flight_per_host = 10).await;

@@ -161,6 +161,13 @@ pub fn queue_control(key: &str) -> Vec<u8> {
 pub fn crawl(kind: u8, name: &[u8]) -> Vec<u8> {
     tagged(b'c', &[&[kind], name])
 }
+/// A URL an external fetcher reported done for good (a lease completed with no next
+/// fetch date: url-frontier's KnownURLItem with date 0): `e` + 128-bit hash of the stored
+/// URL -> empty. A KnownURLItem with a date put later queues it again
+/// ([`crate::Frontier::enqueue_again`], which deletes this key).
+pub fn fetcher_done(hash: u128) -> Vec<u8> {
+    tagged(b'e', &[&hash.to_be_bytes()])
+}
 /// A client's metadata for a URL: `m` + 128-bit hash of the canonical URL -> the bytes the
 /// client gave (opaque to the frontier).
 pub fn metadata(hash: u128) -> Vec<u8> {

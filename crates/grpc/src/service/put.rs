@@ -27,6 +27,9 @@ impl UrlFrontierService {
         let mut discovered: Vec<(usize, String)> = Vec::new();
         let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
         let mut done: Vec<Done> = Vec::new();
+        // (item, stored URL, not before unix ms): Known items queued again / anew
+        let mut again: Vec<(usize, String, u64)> = Vec::new();
+        let mut fresh: Vec<(usize, String, u64)> = Vec::new();
         let mut crawls: Vec<&str> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let (info, known) = match &item.item {
@@ -82,13 +85,24 @@ impl UrlFrontierService {
                                 key: self.key_of(&canon),
                             });
                         }
+                        // done for good earlier, now with a next date (StormCrawler's
+                        // recrawl): queued again, due at that date
+                        None if refetch > 0
+                            && self.frontier.fetcher_done(&stored).map_err(internal)? =>
+                        {
+                            again.push((i, stored, refetch.saturating_mul(1000)));
+                        }
                         None if self.frontier.is_seen(&stored).map_err(internal)? => {
-                            // not out (its lease expired, or it was reported already):
+                            // not out and not done for good (queued, scheduled, given up):
                             // known, nothing to update but its metadata
                             acks[i] = Some(AckStatus::Ok);
                         }
+                        // new, with a date: queued, not served before it (url-frontier)
+                        None if refetch > 0 => {
+                            fresh.push((i, stored, refetch.saturating_mul(1000)));
+                        }
                         None => {
-                            tracing::info!(url = %info.url, crawl, "KnownURLItem for a URL frontierd never had: skipped");
+                            tracing::info!(url = %info.url, crawl, "KnownURLItem with date 0 for a URL frontierd never had: skipped");
                             acks[i] = Some(AckStatus::Skipped);
                         }
                     }
@@ -101,7 +115,8 @@ impl UrlFrontierService {
             .map(|(u, m)| (u.as_str(), m.as_slice()))
             .collect();
         // flushed by the enqueue or the completions below when there are any
-        let flush_here = discovered.is_empty() && done.is_empty();
+        let flush_here =
+            discovered.is_empty() && done.is_empty() && again.is_empty() && fresh.is_empty();
         self.frontier
             .put_metadata(&meta_refs, flush_here)
             .map_err(internal)?;
@@ -121,6 +136,29 @@ impl UrlFrontierService {
                         tracing::info!(%url, reason = why.code(), "PutURLs URL refused");
                         AckStatus::Skipped
                     }
+                });
+            }
+        }
+        for (known, is_again) in [(&again, true), (&fresh, false)] {
+            if known.is_empty() {
+                continue;
+            }
+            let items: Vec<EnqueueItem> = known
+                .iter()
+                .map(|(_, u, at)| EnqueueItem {
+                    refetch_at_ms: Some(*at),
+                    ..EnqueueItem::seed(u.clone())
+                })
+                .collect();
+            let results = match is_again {
+                true => self.frontier.enqueue_again(&items, now),
+                false => self.frontier.enqueue_items(&items, now),
+            }
+            .map_err(internal)?;
+            for ((i, _, _), r) in known.iter().zip(results) {
+                acks[*i] = Some(match r {
+                    EnqueueResult::Queued | EnqueueResult::Duplicate => AckStatus::Ok,
+                    EnqueueResult::Rejected(_) => AckStatus::Skipped,
                 });
             }
         }
