@@ -61,8 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let t = Instant::now();
     let mut done = 0usize;
+    let (mut calls, mut get_time, mut report_time) = (0u64, Duration::ZERO, Duration::ZERO);
     let deadline = Instant::now() + Duration::from_secs(600);
     while done < acked && Instant::now() < deadline {
+        calls += 1;
+        let t_get = Instant::now();
         let mut s = c
             .get_ur_ls(pb::GetParams {
                 delay_requestable: 600,
@@ -74,20 +77,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         while let Some(u) = s.message().await? {
             got.push(item(u.url, true));
         }
+        get_time += t_get.elapsed();
         if got.is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
             continue;
         }
+        let t_report = Instant::now();
         let mut acks = c.put_ur_ls(tokio_stream::iter(got)).await?.into_inner();
         while acks.message().await?.is_some() {
             done += 1;
         }
+        report_time += t_report.elapsed();
     }
     let get_secs = t.elapsed().as_secs_f64();
     println!(
-        "{{\"client\":\"tonic\",\"urls\":{acked},\"put_secs\":{put_secs:.3},\"put_urls_per_sec\":{:.0},\"served_and_reported\":{done},\"get_secs\":{get_secs:.3},\"get_report_urls_per_sec\":{:.0}}}",
+        "{{\"client\":\"tonic\",\"urls\":{acked},\"put_secs\":{put_secs:.3},\"put_urls_per_sec\":{:.0},\"served_and_reported\":{done},\"get_secs\":{get_secs:.3},\"get_report_urls_per_sec\":{:.0},\"get_calls\":{calls},\"in_get_secs\":{:.3},\"in_report_secs\":{:.3}}}",
         acked as f64 / put_secs,
-        done as f64 / get_secs
+        done as f64 / get_secs,
+        get_time.as_secs_f64(),
+        report_time.as_secs_f64()
     );
     Ok(())
 }

@@ -196,10 +196,26 @@ pub async fn serve(
                 extras, check,
             ),
         )
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(nodelay(TcpListenerStream::new(listener)), shutdown)
         .await;
     expiry.abort();
     result
+}
+
+/// Accepted connections with Nagle's algorithm off. tonic's own `tcp_nodelay` applies only
+/// to the listener it binds, not to one handed in: with Nagle on, each small answer that
+/// followed another waited for the client's delayed ACK, 40 ms per GetURLs call and per
+/// PutURLs report (4.5k URLs/s leased and reported, 100k over 1k hosts; the CPU idle).
+fn nodelay(
+    incoming: TcpListenerStream,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    incoming.map(|accepted| {
+        let stream = accepted?;
+        // a socket that refuses the option still serves, only slower
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    })
 }
 
 /// Whether `pem` makes a TLS server identity (certificate chain and matching key), so that
