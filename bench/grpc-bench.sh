@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # PutURLs and GetURLs throughput of frontierd's url-frontier gRPC API, from the Python
-# (grpcio) client and from a tonic client, each against a fresh daemon with fetch.workers = 0
-# and no politeness gap, per host or per IP (this measures the API and the frontier, not
-# politeness).
+# (grpcio) client and from a tonic client (CALLERS spout-like callers, default 1), each
+# against a fresh daemon with fetch.workers = 0 and no politeness gap, per host or per IP
+# (this measures the API and the frontier, not politeness); in the same run the anchors:
+# `frontierd submit` of the same URL list (the HTTP intake) and the frontier library bench
+# at the same size (dispatch + complete, no network), then the ratios.
 # Usage: bench/grpc-bench.sh [debug|release] [URLS] [HOSTS]   (results: docs/benchmarks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,9 @@ hosts=${3:-200}
 flag=()
 [ "$profile" = release ] && flag=(--release)
 cargo build --quiet "${flag[@]}" -p frontierd -p frontier-grpc --bin frontierd --example grpc_throughput
+# the library anchor runs in the bench profile (release) whatever the profile above
+lib=$(FRONTIER_BENCH_URLS=$urls FRONTIER_BENCH_HOSTS=$hosts FRONTIER_BENCH_RAW=0 \
+  cargo bench --quiet -p frontier --bench frontier 2>/dev/null | grep '^ingest')
 bin=target/$profile/frontierd
 python=${FRONTIERD_PYTHON:-.venv/bin/python3}
 work=$(mktemp -d)
@@ -74,5 +79,27 @@ echo "profile $profile, $urls URLs over $hosts hosts, load before: $(cut -d' ' -
 addr=$(run_daemon python)
 "$python" tests/python/urlfrontier_bench.py crates/grpc/proto "$work/gen" "$addr" "$urls" "$hosts" "$base"
 addr=$(run_daemon tonic)
-"target/$profile/examples/grpc_throughput" "$addr" "$urls" "$hosts" "$base"
+tonic=$(CALLERS=${CALLERS:-1} "target/$profile/examples/grpc_throughput" "$addr" "$urls" "$hosts" "$base")
+echo "$tonic"
+# the HTTP intake of the same list, on a fresh daemon
+run_daemon submit >/dev/null
+"$python" -c "
+import sys
+n, hosts, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+print('\n'.join(base.replace('{}', str(i % hosts)) + '/t/%d' % i for i in range(n)))" \
+  "$urls" "$hosts" "$base" >"$work/urls.txt"
+admin=$(cat "$work/submit/data/admin.addr")
+t0=$(date +%s.%N)
+"$bin" submit --admin "$admin" "$work/urls.txt" >/dev/null
+t1=$(date +%s.%N)
+echo "library (same size): $lib"
+"$python" - "$tonic" "$lib" "$urls" "$t0" "$t1" <<'PY'
+import json, re, sys
+tonic, lib, n, t0, t1 = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+submit = n / (t1 - t0)
+dispatch = float(re.search(r"dispatch (\d+) URLs/s", lib).group(1))
+print(f"frontierd submit (HTTP intake): {submit:.0f} URLs/s")
+print(f"PutURLs {tonic['put_urls_per_sec']:.0f} URLs/s = {100 * tonic['put_urls_per_sec'] / submit:.0f} % of the HTTP intake (goal >= 50 %)")
+print(f"GetURLs + done {tonic['get_report_urls_per_sec']:.0f} URLs/s = {100 * tonic['get_report_urls_per_sec'] / dispatch:.1f} % of the library's dispatch + complete, {dispatch:.0f} URLs/s (goal >= 25 %)")
+PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

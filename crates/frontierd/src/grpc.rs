@@ -55,10 +55,10 @@ fn record(m: &Metrics, event: GrpcEvent<'_>) {
             tracing::debug!(urls, queues, "GetURLs served");
             m.grpc_urls_served.inc_by(urls);
         }
-        GrpcEvent::Acked { status } => {
+        GrpcEvent::Acked { status, count } => {
             m.grpc_acks
                 .get_or_create(&crate::metrics::l("status", status))
-                .inc();
+                .inc_by(count);
         }
         GrpcEvent::LeasesExpired { count } => {
             m.grpc_leases_expired.inc_by(count);

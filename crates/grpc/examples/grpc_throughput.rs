@@ -4,7 +4,8 @@
 //! `cargo run --release -p frontier-grpc --example grpc_throughput -- ADDR URLS HOSTS BASE`
 //! puts URLS URLs over HOSTS hosts (`BASE` is e.g. `http://h{}.bench.test:8000`, `{}` the
 //! host number) in one PutURLs stream, then leases them with GetURLs and reports each one
-//! done with PutURLs until all are done. Prints one JSON line.
+//! done with PutURLs until all are done, from `CALLERS` (default 1) callers at once. Prints
+//! one JSON line (`in_get_secs` and `in_report_secs` are summed over the callers).
 
 use std::time::{Duration, Instant};
 
@@ -59,39 +60,65 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let put_secs = t.elapsed().as_secs_f64();
 
+    // CALLERS spout-like callers at once (StormCrawler runs several): each leases with
+    // GetURLs and reports what it got with PutURLs, on one shared connection
+    let callers: usize = std::env::var("CALLERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let t = Instant::now();
-    let mut done = 0usize;
-    let (mut calls, mut get_time, mut report_time) = (0u64, Duration::ZERO, Duration::ZERO);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stats = std::sync::Arc::new(std::sync::Mutex::new((
+        0u64,
+        Duration::ZERO,
+        Duration::ZERO,
+    )));
     let deadline = Instant::now() + Duration::from_secs(600);
-    while done < acked && Instant::now() < deadline {
-        calls += 1;
-        let t_get = Instant::now();
-        let mut s = c
-            .get_ur_ls(pb::GetParams {
-                delay_requestable: 600,
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        let mut got = Vec::new();
-        while let Some(u) = s.message().await? {
-            got.push(item(u.url, true));
-        }
-        get_time += t_get.elapsed();
-        if got.is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            continue;
-        }
-        let t_report = Instant::now();
-        let mut acks = c.put_ur_ls(tokio_stream::iter(got)).await?.into_inner();
-        while acks.message().await?.is_some() {
-            done += 1;
-        }
-        report_time += t_report.elapsed();
+    let mut tasks = Vec::new();
+    for _ in 0..callers {
+        let mut c = c.clone();
+        let (done, stats) = (done.clone(), stats.clone());
+        tasks.push(tokio::spawn(async move {
+            use std::sync::atomic::Ordering::Relaxed;
+            while done.load(Relaxed) < acked && Instant::now() < deadline {
+                let t_get = Instant::now();
+                let mut s = c
+                    .get_ur_ls(pb::GetParams {
+                        delay_requestable: 600,
+                        ..Default::default()
+                    })
+                    .await?
+                    .into_inner();
+                let mut got = Vec::new();
+                while let Some(u) = s.message().await? {
+                    got.push(item(u.url, true));
+                }
+                let in_get = t_get.elapsed();
+                if got.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                let t_report = Instant::now();
+                let mut acks = c.put_ur_ls(tokio_stream::iter(got)).await?.into_inner();
+                while acks.message().await?.is_some() {
+                    done.fetch_add(1, Relaxed);
+                }
+                let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
+                st.0 += 1;
+                st.1 += in_get;
+                st.2 += t_report.elapsed();
+            }
+            Ok::<(), tonic::Status>(())
+        }));
     }
+    for task in tasks {
+        task.await??;
+    }
+    let done = done.load(std::sync::atomic::Ordering::Relaxed);
+    let (calls, get_time, report_time) = *stats.lock().unwrap_or_else(|e| e.into_inner());
     let get_secs = t.elapsed().as_secs_f64();
     println!(
-        "{{\"client\":\"tonic\",\"urls\":{acked},\"put_secs\":{put_secs:.3},\"put_urls_per_sec\":{:.0},\"served_and_reported\":{done},\"get_secs\":{get_secs:.3},\"get_report_urls_per_sec\":{:.0},\"get_calls\":{calls},\"in_get_secs\":{:.3},\"in_report_secs\":{:.3}}}",
+        "{{\"client\":\"tonic\",\"urls\":{acked},\"put_secs\":{put_secs:.3},\"put_urls_per_sec\":{:.0},\"served_and_reported\":{done},\"get_secs\":{get_secs:.3},\"get_report_urls_per_sec\":{:.0},\"callers\":{callers},\"get_calls\":{calls},\"in_get_secs\":{:.3},\"in_report_secs\":{:.3}}}",
         acked as f64 / put_secs,
         done as f64 / get_secs,
         get_time.as_secs_f64(),

@@ -91,8 +91,9 @@ impl LogLevel {
 pub enum GrpcEvent<'a> {
     /// GetURLs handed out `urls` URLs from `queues` queues.
     Served { urls: u64, queues: u64 },
-    /// One PutURLs / PutDiscovered item was acknowledged with this status.
-    Acked { status: &'a str },
+    /// `count` PutURLs / PutDiscovered items were acknowledged with this status (one event
+    /// per status and chunk: a counter update per item cost more than the item).
+    Acked { status: &'a str, count: u64 },
     /// Leases not reported within their `delay_requestable` returned to their queues.
     LeasesExpired { count: u64 },
     /// An rpc answered an error status (code name), e.g. unimplemented or invalid.

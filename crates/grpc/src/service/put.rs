@@ -168,20 +168,35 @@ impl UrlFrontierService {
                 acks[d.item].get_or_insert(AckStatus::Ok);
             }
         }
-        Ok(items
+        let mut counts = [0u64; 3];
+        let answers = items
             .iter()
             .zip(acks)
             .map(|(item, status)| {
                 let status = status.unwrap_or(AckStatus::Fail);
-                self.hooks.event(GrpcEvent::Acked {
-                    status: status.as_str_name(),
-                });
+                counts[match status {
+                    AckStatus::Ok => 0,
+                    AckStatus::Skipped => 1,
+                    AckStatus::Fail => 2,
+                }] += 1;
                 pb::AckMessage {
                     id: ack_id(item),
                     status: status as i32,
                 }
             })
-            .collect())
+            .collect();
+        for (status, count) in [AckStatus::Ok, AckStatus::Skipped, AckStatus::Fail]
+            .into_iter()
+            .zip(counts)
+        {
+            if count > 0 {
+                self.hooks.event(GrpcEvent::Acked {
+                    status: status.as_str_name(),
+                    count,
+                });
+            }
+        }
+        Ok(answers)
     }
 
     /// Complete reported leases, counting them for their crawl's limits (written before
