@@ -24,8 +24,9 @@ Misbehaviour on purpose:
     RECRAWL_SECS (epoch seconds); its second fetch with 0 (done). Every other URL: 0.
 
 Usage: stormcrawler_client.py PROTO_DIR GEN_DIR ADDR SITE_PORT HOSTS
-The last line on stdout is a JSON summary (times are wall-clock epoch seconds); the run
-fails (exit 1) only if the client itself cannot go on (an RPC error).
+The last line on stdout is a JSON summary (times are wall-clock epoch seconds) for the
+test to judge with the site's request log. Exit 1 only when the seeds cannot be put; an RPC
+error later stops the crawl and is listed in the summary's "errors".
 """
 
 import http.client
