@@ -117,6 +117,8 @@ pub async fn stats_loop(sh: Arc<Shared>) {
                     queued = s.queued,
                     in_flight = s.in_flight,
                     fetched = pages,
+                    // reported by external fetchers (gRPC) included
+                    completed = s.frontier.completed,
                     accepted = s.accepted,
                     dropped = s.frontier.dropped,
                     given_up = s.frontier.given_up,

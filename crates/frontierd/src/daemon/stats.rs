@@ -34,14 +34,14 @@ pub struct Snapshot {
 impl Shared {
     /// Refreshes the gauges `/metrics` shows and reads every counter.
     pub fn snapshot(&self) -> Snapshot {
-        let queued_by_reason = self.refresh_gauges();
+        let (queued_by_reason, in_flight) = self.refresh_gauges();
         let m = &self.metrics;
         Snapshot {
             uptime_s: self.started.elapsed().as_secs(),
             stopping: self.stopping.load(Ordering::Relaxed),
             queued: m.urls_queued.get().max(0) as u64,
             queued_by_reason,
-            in_flight: self.in_flight.load(Ordering::Relaxed),
+            in_flight,
             accepted: m.urls_accepted.get(),
             duplicate: m.urls_duplicate.get(),
             pages_fetched: m.pages_completed.get(),
@@ -55,13 +55,17 @@ impl Shared {
     }
 
     /// Refreshes the gauges computed from the frontier's state; returns the queue
-    /// breakdown it read (None if the frontier could not say).
-    fn refresh_gauges(&self) -> Option<QueueBreakdown> {
+    /// breakdown it read (None if the frontier could not say) and what is in flight: the
+    /// workers' fetches, or the frontier's leases out when more (an external fetcher's
+    /// through gRPC, with `fetch.workers = 0` all of them).
+    fn refresh_gauges(&self) -> (Option<QueueBreakdown>, u64) {
         let now = now_ms();
+        let mut in_flight = self.in_flight.load(Ordering::Relaxed);
         // one walk over the hosts in memory, reused while young (at 1M hosts a walk holds
         // the scheduler for a third of a second); on an error the gauges keep their values
         let breakdown = match self.frontier.queue_gauges(now) {
             Ok(g) => {
+                in_flight = in_flight.max(g.totals.in_flight);
                 self.metrics.urls_queued.set(g.totals.queued as i64);
                 self.metrics.hosts_backoff.set(g.totals.in_backoff as i64);
                 self.metrics.hosts_paused.set(g.totals.paused as i64);
@@ -107,13 +111,11 @@ impl Shared {
             .ip_groups
             .set(self.frontier.ip_group_count() as i64);
         self.metrics.dns_lookups_total(&self.fetcher.dns_stats());
-        self.metrics
-            .in_flight
-            .set(self.in_flight.load(Ordering::Relaxed) as i64);
+        self.metrics.in_flight.set(in_flight as i64);
         if let Ok(size) = self.frontier.size_on_disk() {
             self.metrics.store_size.set(size as i64);
         }
-        breakdown
+        (breakdown, in_flight)
     }
 }
 
