@@ -156,11 +156,13 @@ impl AddressPolicy {
     /// The built-in list with loopback (127.0.0.0/8 and ::1) allowed: what tests against
     /// servers on this machine need.
     pub fn allowing_loopback() -> Self {
-        let v4: IpNet =
-            IpNet::V4(ipnet::Ipv4Net::new(Ipv4Addr::new(127, 0, 0, 0), 8).unwrap_or_default());
-        let v6: IpNet =
-            IpNet::V6(ipnet::Ipv6Net::new(Ipv6Addr::LOCALHOST, 128).unwrap_or_default());
-        AddressPolicy::default().allowing(v4).allowing(v6)
+        // (both prefixes are valid; an invalid one is left out, never widened to /0)
+        let v4 = ipnet::Ipv4Net::new(Ipv4Addr::new(127, 0, 0, 0), 8).map(IpNet::V4);
+        let v6 = ipnet::Ipv6Net::new(Ipv6Addr::LOCALHOST, 128).map(IpNet::V6);
+        AddressPolicy {
+            allow: [v4.ok(), v6.ok()].into_iter().flatten().collect(),
+            ..AddressPolicy::default()
+        }
     }
 
     /// Whether a connection to `ip` on `port` may be made.
@@ -485,6 +487,16 @@ mod tests {
         for (ip, want) in table {
             assert_eq!(rule_of(ip), *want, "{ip}");
         }
+    }
+
+    #[test]
+    fn allowing_loopback_allows_loopback_only() {
+        let p = AddressPolicy::allowing_loopback();
+        assert!(p.check("127.0.0.1".parse().unwrap(), 80).is_ok());
+        assert!(p.check("127.255.0.9".parse().unwrap(), 80).is_ok());
+        assert!(p.check("::1".parse().unwrap(), 80).is_ok());
+        assert!(p.check("10.0.0.1".parse().unwrap(), 80).is_err());
+        assert!(p.check("169.254.169.254".parse().unwrap(), 80).is_err());
     }
 
     #[test]
