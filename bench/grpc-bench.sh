@@ -23,6 +23,9 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # daemons started inside $(run_daemon ...) are recorded in a file: a subshell's pids+=
+  # never reaches this shell
+  [ -f "$work/daemon.pids" ] && while read -r p; do kill "$p" 2>/dev/null || true; done <"$work/daemon.pids"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,7 +69,7 @@ allow = ["127.0.0.0/8"]
 "*.bench.test" = ["127.0.0.1"]
 TOML
   "$bin" run --config "$d/frontierd.toml" >"$d/daemon.log" 2>&1 &
-  pids+=($!)
+  echo $! >>"$work/daemon.pids"
   for _ in $(seq 1200); do
     [ -s "$d/data/grpc.addr" ] && break
     sleep 0.05
