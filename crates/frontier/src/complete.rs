@@ -5,6 +5,8 @@ use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
 use crate::sched::failure::{backoff_step_ms, FailureScope, PageOutcome};
+use crate::sched::hosts::HostMem;
+use crate::sched::ipgroup::IpGroups;
 use crate::sched::politeness;
 use crate::sched::recrawl::Visit;
 use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
@@ -18,6 +20,54 @@ use rand::Rng;
 /// robots.txt is fetched again (a failing disk is not hammered with retries).
 const ROBOTS_RETRY_AFTER_STORE_ERROR_MS: u64 = 5_000;
 
+/// A page lease ends, reported or expired: the host's slot and its address's slot are free,
+/// the host's politeness wait starts now, and what was set aside may be looked at again.
+fn end_lease(h: &mut HostMem, pos: usize, ip_groups: &mut IpGroups, now_ms: u64) {
+    h.leased.swap_remove(pos);
+    h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
+    // left taken, four expiries filled a default address group for good (issue 33)
+    if let Some(ip) = h.ip {
+        ip_groups.release(ip);
+    }
+    h.free_since_ms = now_ms;
+    h.hold_until_ms = 0;
+}
+
+/// A URL out of attempts: its retry entry forgotten and its gave-up drop record written in
+/// `batch`; returns the record for the caller to count and report.
+fn give_up(
+    h: &mut HostMem,
+    batch: &mut Batch,
+    (id, seq): (u64, u64),
+    entry: QueueEntry,
+    why: &str,
+    now_ms: u64,
+) -> DropRecord {
+    if h.forget_retry(seq) {
+        batch.del(keys::retry(id, seq));
+    }
+    h.timeouts.retain(|&s| s != seq);
+    tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
+    // drop_entry bookkeeping without touching the queue key
+    let hash = url_hash(&entry.url);
+    let detail = format!("{} attempts, last: {why}", entry.attempts);
+    let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
+    batch.put(keys::dropped(hash), rec.encode());
+    batch.put(keys::unlogged(hash), Vec::new());
+    batch.cut();
+    h.rec.counters.given_up += 1;
+    rec
+}
+
+/// A URL kept for a retry: its `T` entry written with the attempts raised.
+fn keep_for_retry(h: &mut HostMem, batch: &mut Batch, (id, seq): (u64, u64), entry: &QueueEntry) {
+    batch.put(keys::retry(id, seq), entry.encode());
+    batch.cut();
+    if !h.retries.contains(&seq) {
+        h.retries.push(seq);
+    }
+}
+
 impl Frontier {
     // ---------------------------------------------------------------- completion
 
@@ -25,7 +75,7 @@ impl Frontier {
     /// the URL is completed there (taken off the list, its `T` entry deleted). A failure:
     /// the expiry already counted the attempt and the URL waits its turn; nothing changes.
     fn complete_late(
-        h: &mut crate::sched::hosts::HostMem,
+        h: &mut HostMem,
         at: usize,
         id: u64,
         seq: u64,
@@ -67,57 +117,26 @@ impl Frontier {
         let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
             return Ok(false);
         };
-        let entry = match self.entry_bytes(id, h, seq)? {
-            Some(v) => QueueEntry::decode(&v)?,
-            None => {
-                tracing::error!(host = %h.key, seq, "expired lease has no entry; forgotten");
-                h.leased.swap_remove(pos);
-                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-                if let Some(ip) = h.ip {
-                    inner.ip_groups.release(ip);
-                }
-                return Ok(true);
-            }
+        let entry = self.entry_bytes(id, h, seq)?;
+        end_lease(h, pos, &mut inner.ip_groups, now_ms);
+        let Some(bytes) = entry else {
+            tracing::error!(host = %h.key, seq, "expired lease has no entry; forgotten");
+            return Ok(true);
         };
-        h.leased.swap_remove(pos);
-        h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-        // the address's slot too: left taken, four expiries filled a default group for good
-        if let Some(ip) = h.ip {
-            inner.ip_groups.release(ip);
-        }
-        h.free_since_ms = now_ms;
-        h.hold_until_ms = 0;
-        let mut entry = entry;
+        let mut entry = QueueEntry::decode(&bytes)?;
         entry.attempts += 1;
         if entry.attempts >= self.cfg.max_attempts {
-            if h.forget_retry(seq) {
-                batch.del(keys::retry(id, seq));
-            }
-            h.timeouts.retain(|&s| s != seq);
-            tracing::info!(url = %entry.url, attempts = entry.attempts, "URL given up: its lease expired");
             if recrawl_on {
                 revisits.push((entry.clone(), None));
             }
-            let hash = url_hash(&entry.url);
-            let detail = format!(
-                "{} attempts, last: lease expired without a report",
-                entry.attempts
-            );
-            let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
-            batch.put(keys::dropped(hash), rec.encode());
-            batch.put(keys::unlogged(hash), Vec::new());
-            batch.cut();
-            h.rec.counters.given_up += 1;
+            let why = "lease expired without a report";
+            let rec = give_up(h, batch, (id, seq), entry, why, now_ms);
             inner.stats.given_up += 1;
             inner.push_drop(rec);
             return Ok(true);
         }
         // behind the URLs queued now, with no wait of its own: the others go first
-        batch.put(keys::retry(id, seq), entry.encode());
-        batch.cut();
-        if !h.retries.contains(&seq) {
-            h.retries.push(seq);
-        }
+        keep_for_retry(h, batch, (id, seq), &entry);
         h.delayed.push(Delayed {
             seq,
             due_ms: now_ms,
@@ -242,16 +261,8 @@ impl Frontier {
                         None => return Err(FrontierError::UnknownLease(*lease)),
                     }
                 };
-                h.leased.swap_remove(pos);
-                h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
                 inner.lease_clock.clear(*lease);
-                if let Some(ip) = h.ip {
-                    inner.ip_groups.release(ip);
-                }
-                // a slot is free: the next URL's politeness wait starts now
-                h.free_since_ms = now_ms;
-                // and whatever was set aside may be looked at again
-                h.hold_until_ms = 0;
+                end_lease(h, pos, &mut inner.ip_groups, now_ms);
                 if outcome.host_answered() {
                     h.timeouts.clear();
                 }
@@ -315,33 +326,17 @@ impl Frontier {
                 };
                 entry.attempts += 1;
                 if entry.attempts >= self.cfg.max_attempts {
-                    if h.forget_retry(seq) {
-                        batch.del(keys::retry(id, seq));
-                    }
-                    h.timeouts.retain(|&s| s != seq);
-                    tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
                     if recrawl_on {
                         // a known URL that fails for a while keeps its place in the
                         // schedule (only 404/410 answers make it gone)
                         revisits.push((entry.clone(), None));
                     }
-                    // drop_entry bookkeeping without touching the queue key
-                    let hash = url_hash(&entry.url);
-                    let detail = format!("{} attempts, last: {why}", entry.attempts);
-                    let rec = DropRecord::of(entry, DropReason::GaveUp, detail, now_ms);
-                    batch.put(keys::dropped(hash), rec.encode());
-                    batch.put(keys::unlogged(hash), Vec::new());
-                    batch.cut();
-                    h.rec.counters.given_up += 1;
+                    let rec = give_up(h, &mut batch, (id, seq), entry, &why, now_ms);
                     inner.stats.given_up += 1;
                     inner.push_drop(rec);
                 } else {
                     // a retry entry with the attempts raised
-                    batch.put(keys::retry(id, seq), entry.encode());
-                    batch.cut();
-                    if !h.retries.contains(&seq) {
-                        h.retries.push(seq);
-                    }
+                    keep_for_retry(h, &mut batch, (id, seq), &entry);
                     match scope {
                         // the host backs off; when it may go again, its first request is a
                         // URL that has not just failed (a probe that can succeed): this one
