@@ -19,7 +19,6 @@ use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 
@@ -108,13 +107,6 @@ impl AddressRule {
             AddressRule::Denied => "deny",
             AddressRule::OwnListener => "own-listener",
         }
-    }
-
-    fn index(self) -> usize {
-        AddressRule::ALL
-            .iter()
-            .position(|r| *r == self)
-            .unwrap_or(0)
     }
 }
 
@@ -278,25 +270,6 @@ fn v6_rule(ip: Ipv6Addr) -> Option<AddressRule> {
         0x0100 if s[1..4] == [0, 0, 0] => AddressRule::Reserved,
         _ => return None,
     })
-}
-
-/// Refusals by rule since the fetcher was built (shared by its clones).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RefusalCounters(Arc<[AtomicU64; 16]>);
-
-impl RefusalCounters {
-    pub(crate) fn count(&self, rule: AddressRule) {
-        self.0[rule.index()].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts indexed like [`AddressRule::ALL`].
-    pub(crate) fn snapshot(&self) -> [u64; 16] {
-        let mut out = [0u64; 16];
-        for (o, c) in out.iter_mut().zip(self.0.iter()) {
-            *o = c.load(Ordering::Relaxed);
-        }
-        out
-    }
 }
 
 /// The policy as the connector and the resolver read it: shared with the [`crate::Fetcher`],
@@ -505,9 +478,6 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), AddressRule::ALL.len());
-        for r in AddressRule::ALL {
-            assert_eq!(AddressRule::ALL[r.index()], r);
-        }
     }
 
     fn net(s: &str) -> IpNet {

@@ -19,7 +19,7 @@ use tokio::time::timeout_at;
 use tracing::debug;
 use url::Url;
 
-use crate::address::{AddressRule, GuardedConnector, RefusalCounters, SharedPolicy};
+use crate::address::{GuardedConnector, SharedPolicy};
 use crate::body::{content_coding, read_body, Caps, ReadBody};
 use crate::config::FetcherConfig;
 use crate::dns::{DnsCache, DnsResult, DnsStats};
@@ -69,7 +69,6 @@ pub struct Fetcher {
     dns: DnsCache,
     /// `config.addresses`, plus the own listeners added once bound.
     policy: SharedPolicy,
-    refusals: RefusalCounters,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -130,7 +129,6 @@ impl Fetcher {
             config,
             dns,
             policy,
-            refusals: RefusalCounters::default(),
         })
     }
 
@@ -145,17 +143,6 @@ impl Fetcher {
         if !policy.own_listeners.contains(&addr) {
             policy.own_listeners.push(addr);
         }
-    }
-
-    /// Fetches refused by the address policy since the fetcher was built, by rule
-    /// (indexed like [`AddressRule::ALL`]).
-    pub fn address_refusals(&self) -> [(AddressRule, u64); 16] {
-        let counts = self.refusals.snapshot();
-        let mut out = [(AddressRule::Loopback, 0); 16];
-        for (i, (o, rule)) in out.iter_mut().zip(AddressRule::ALL).enumerate() {
-            *o = (rule, counts[i]);
-        }
-        out
     }
 
     /// Connections open now: kept for reuse, in use, or closing.
@@ -383,7 +370,6 @@ impl Fetcher {
             Ok(Err(e)) => {
                 if let Some(refused) = find_refusal(&e) {
                     debug!(%url, %refused, "address refused");
-                    self.refusals.count(refused.rule);
                     return Err(FetchError::AddressRefused {
                         url: url.clone(),
                         refused,

@@ -92,12 +92,6 @@ async fn default_policy_refuses_an_ip_literal_without_connecting() {
         AddressRule::Loopback
     );
     assert_eq!(target.accepted(), 0, "a refused address got a connection");
-    let counts = f.address_refusals();
-    let loopback = counts
-        .iter()
-        .find(|(r, _)| *r == AddressRule::Loopback)
-        .unwrap();
-    assert_eq!(loopback.1, 2);
 }
 
 #[tokio::test]
