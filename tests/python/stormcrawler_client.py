@@ -31,24 +31,14 @@ error later stops the crawl and is listed in the summary's "errors".
 
 import http.client
 import json
-import os
 import queue
 import re
-import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 
-
-def generate(proto_dir, gen_dir):
-    os.makedirs(gen_dir, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I", proto_dir,
-         "--python_out=" + gen_dir, "--grpc_python_out=" + gen_dir,
-         "urlfrontier.proto", "frontierd.proto"],
-        check=True)
-    sys.path.insert(0, gen_dir)
+from urlfrontier_stubs import generate
 
 
 PROTO_DIR, GEN_DIR, ADDR, SITE_PORT, HOSTS = sys.argv[1:6]

@@ -19,19 +19,10 @@ Usage: urlfrontier_client.py PROTO_DIR GEN_DIR ADDR STATE_FILE COMMAND [ARGS]
 
 import json
 import os
-import subprocess
 import sys
 import time
 
-
-def generate(proto_dir, gen_dir):
-    os.makedirs(gen_dir, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-I", proto_dir,
-         "--python_out=" + gen_dir, "--grpc_python_out=" + gen_dir,
-         "urlfrontier.proto", "frontierd.proto"],
-        check=True)
-    sys.path.insert(0, gen_dir)
+from urlfrontier_stubs import generate
 
 
 PROTO_DIR, GEN_DIR, ADDR, STATE_FILE, COMMAND = sys.argv[1:6]

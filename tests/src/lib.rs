@@ -507,6 +507,21 @@ pub fn wait_until(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
 /// The Python interpreter the suite runs warcio with: `FRONTIERD_PYTHON` when set, else the
 /// project venv `<repo>/.venv/bin/python3` when it exists (Debian 12's system Python refuses
 /// `pip install`, PEP 668, so warcio lives in a venv), else `python3` from `PATH`.
+/// Fail clearly, saying what to install, when grpcio-tools is missing from `py` (the gRPC
+/// tests generate their Python client from the repository's .proto files).
+pub fn require_grpcio(py: &Path) {
+    let ok = Command::new(py)
+        .args(["-c", "import grpc, grpc_tools.protoc"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{} has no grpcio / grpcio-tools: `{} -m pip install grpcio grpcio-tools` (what .ci/run does), or set FRONTIERD_PYTHON",
+        py.display(),
+        py.display()
+    );
+}
+
 pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("FRONTIERD_PYTHON").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);

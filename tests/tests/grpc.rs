@@ -9,24 +9,10 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-use frontierd_e2e::{python, repo_root, Env, Reply, Site};
+use frontierd_e2e::{python, repo_root, require_grpcio, Env, Reply, Site};
 
 const HOSTS: u32 = 100;
 const PER_HOST: u32 = 100;
-
-/// Fail clearly, saying what to install, when grpcio-tools is missing.
-fn require_grpcio(py: &PathBuf) {
-    let ok = Command::new(py)
-        .args(["-c", "import grpc, grpc_tools.protoc"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} has no grpcio / grpcio-tools: `{} -m pip install grpcio grpcio-tools` (what .ci/run does), or set FRONTIERD_PYTHON",
-        py.display(),
-        py.display()
-    );
-}
 
 struct Client {
     py: PathBuf,

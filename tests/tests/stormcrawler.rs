@@ -19,13 +19,12 @@
 //! to a host and the next one, one in flight per host; nothing left queued or given up.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use frontierd_e2e::{metric, python, repo_root, Env, Hit, Reply, Req, Site};
+use frontierd_e2e::{metric, python, repo_root, require_grpcio, Env, Hit, Reply, Req, Site};
 
 const HOSTS: u32 = 200;
 /// `politeness.min_delay` = `max_delay` (and `delay_factor` 0): the gap between two requests
@@ -112,20 +111,6 @@ fn host_path(url: &str) -> (String, String) {
     let host = authority.split(':').next().unwrap_or("");
     let path = if path.is_empty() { "/" } else { path };
     (host.to_string(), path.to_string())
-}
-
-/// Fail clearly, saying what to install, when grpcio-tools is missing (as grpc.rs).
-fn require_grpcio(py: &PathBuf) {
-    let ok = Command::new(py)
-        .args(["-c", "import grpc, grpc_tools.protoc"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "{} has no grpcio / grpcio-tools: `{} -m pip install grpcio grpcio-tools` (what .ci/run does), or set FRONTIERD_PYTHON",
-        py.display(),
-        py.display()
-    );
 }
 
 /// Requests whose User-Agent says who sent them wrongly: pages not by the client, robots.txt
