@@ -203,8 +203,20 @@ async fn known_items_for_urls_not_out_follow_upstream() {
     let first = get_until(&mut c, params(1), |u| u.len() >= 2).await;
     assert_eq!(first.len(), 2, "{first:?}");
     put(&mut c, vec![known("http://a.test/done", 0)]).await;
-    // b.test/slow: its 1 s lease expires, then its report comes (a slow fetch)
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // b.test/slow: its 1 s lease expires (the service's expiry says so), then its report
+    // comes (a slow fetch)
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s
+        .hooks
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| e.contains("LeasesExpired"))
+    {
+        assert!(Instant::now() < deadline, "the 1 s lease never expired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let at = now_ms() / 1000 + 2;
     let acks = put(
         &mut c,
