@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     pub(crate) events: EventQueue,
     pub(crate) journal: Journal,
     pub(crate) seen: SeenSet,
+    /// URLs an external fetcher reported done for good.
+    pub(crate) done: crate::done::DoneSet,
     pub(crate) intake: IntakeLog,
     /// robots.txt leases handed out and not yet completed.
     pub(crate) robots_in_flight: u64,
@@ -219,6 +221,7 @@ impl Frontier {
                 pending_hosts: 0,
                 pending_journal_bytes: 0,
             },
+            done: Default::default(),
             seen: SeenSet {
                 starts: vec![0],
                 recent: Default::default(),
@@ -396,10 +399,10 @@ impl Frontier {
     pub fn fetcher_done(&self, url: &str) -> Result<bool> {
         match canonicalize_stored(url, self.cfg.max_url_len) {
             Err(_) => Ok(false),
-            Ok((_, stored)) => Ok(self
-                .store
-                .get(&keys::fetcher_done(url_hash(&stored)))?
-                .is_some()),
+            Ok((_, stored)) => {
+                let inner = self.inner.lock();
+                inner.done.contains(self.store.as_ref(), url_hash(&stored))
+            }
         }
     }
 

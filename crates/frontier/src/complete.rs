@@ -190,6 +190,7 @@ impl Frontier {
             let mut dirty = Vec::with_capacity(done.len());
             let recrawl_on = inner.revisit_records;
             let mut revisits: Vec<(QueueEntry, Option<&Visit>)> = Vec::new();
+            let mut done_for_good: Vec<u128> = Vec::new();
             for (i, (lease, outcome)) in done.iter().enumerate() {
                 let (id, seq) = (lease.host_id, lease.seq);
                 let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
@@ -211,7 +212,7 @@ impl Frontier {
                                     // its next visit from this answer, as on time
                                     revisits.push((e, visit));
                                 } else {
-                                    batch.put(keys::fetcher_done(url_hash(&e.url)), Vec::new());
+                                    done_for_good.push(url_hash(&e.url));
                                 }
                             }
                         }
@@ -271,7 +272,7 @@ impl Frontier {
                         batch.del(keys::retry(id, seq));
                     }
                     if let Some(e) = entry.as_ref().filter(|_| fetcher_done_for_good) {
-                        batch.put(keys::fetcher_done(url_hash(&e.url)), Vec::new());
+                        done_for_good.push(url_hash(&e.url));
                     }
                     batch.cut();
                     h.rec.last_response_ms = *response_ms;
@@ -378,7 +379,11 @@ impl Frontier {
                 self.schedule(inner, id);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            inner.done.mark(&mut batch, &done_for_good, &[]);
             self.store.apply(batch)?;
+            if inner.done.fold_due() {
+                inner.done.fold(self.store.as_ref())?;
+            }
             ticket = self.commit.written();
         }
         self.commit.sync(self.store.as_ref(), ticket)?;

@@ -82,6 +82,7 @@ impl Frontier {
             let mut buf = Vec::new();
             let mut extra = Batch::new();
             let mut deferred = Vec::new();
+            let mut undone: Vec<u128> = Vec::new();
             for p in prepared {
                 let (canon, stored, hash, item) = match p {
                     Err(r) => {
@@ -98,6 +99,8 @@ impl Frontier {
                 }
                 in_batch.insert(hash);
                 if again {
+                    // no longer done (and the per-URL key of older versions goes)
+                    undone.push(hash);
                     extra.del(keys::fetcher_done(hash));
                     extra.cut();
                 }
@@ -157,6 +160,7 @@ impl Frontier {
                     .sum::<u64>();
                 Self::write_due(inner, &mut extra, deferred);
             }
+            inner.done.mark(&mut extra, &[], &undone);
             if log.is_empty() && extra.is_empty() {
                 return Ok(results);
             }

@@ -24,6 +24,7 @@ mod complete;
 pub mod config;
 pub mod crawl;
 mod dispatch;
+mod done;
 mod error;
 pub mod events;
 mod external;

@@ -168,6 +168,17 @@ pub fn crawl(kind: u8, name: &[u8]) -> Vec<u8> {
 pub fn fetcher_done(hash: u128) -> Vec<u8> {
     tagged(b'e', &[&hash.to_be_bytes()])
 }
+/// The done-set's log (see `done.rs`): `E` + sequence (u64 BE) -> the hashes one
+/// completion batch marked done (and those a re-queue unmarked), folded into
+/// [`done_bucket`]s and deleted in batches.
+pub fn done_log(seq: u64) -> Vec<u8> {
+    tagged(b'E', &[&seq.to_be_bytes()])
+}
+/// A done-set bucket: `F` + the top 12 bits of the hashes it holds (u16 BE) -> their sorted
+/// list (`packed::encode_bucket`).
+pub fn done_bucket(index: u16) -> Vec<u8> {
+    tagged(b'F', &[&index.to_be_bytes()])
+}
 /// A client's metadata for a URL: `m` + 128-bit hash of the canonical URL -> the bytes the
 /// client gave (opaque to the frontier).
 pub fn metadata(hash: u128) -> Vec<u8> {

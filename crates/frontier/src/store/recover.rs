@@ -340,6 +340,7 @@ impl Frontier {
         inner.seen.starts.sort_unstable();
         inner.seen.starts.dedup();
         inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();
+        inner.done = crate::done::DoneSet::load(self.store.as_ref())?;
         // 7. drops the caller had not logged when the last run ended: report them again
         for kv in self.store.scan_prefix(b"U") {
             let (k, _) = kv?;
