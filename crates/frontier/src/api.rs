@@ -99,6 +99,9 @@ pub struct Frontier {
     pub(crate) commit: GroupCommit,
     pub(crate) inner: Mutex<Inner>,
     pub(crate) reclaimer: Reclaimer,
+    /// Whether any client metadata may be stored: until then GetURLs skips a store read per
+    /// URL it hands out looking for none.
+    pub(crate) metadata_in_use: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Frontier {
@@ -236,7 +239,9 @@ impl Frontier {
                 hosts: 0,
             },
         };
+        let metadata_in_use = store.first_in_range(b"m", b"n")?.is_some().into();
         let f = Frontier {
+            metadata_in_use,
             reclaimer: Reclaimer::start(store.clone()),
             store,
             cfg,

@@ -293,6 +293,23 @@ impl Frontier {
         Ok((canon, stored))
     }
 
+    /// The stored form in `crawl` of a URL to be enqueued, without canonicalizing it (the
+    /// enqueue does, once): possible while no queue of any crawl was deleted (each queue's
+    /// generation is then its crawl's) and the URL carries nothing that reads as a crawl
+    /// tag. `None`: use [`Frontier::url_in_crawl`].
+    pub fn intake_form_in_crawl(&self, url: &str, crawl: &str) -> Option<String> {
+        if url.contains(TAG) {
+            return None;
+        }
+        let crawl = normalise_crawl(crawl);
+        let inner = self.inner.lock();
+        if !inner.crawls.queue_gen.is_empty() {
+            return None;
+        }
+        let generation = inner.crawls.crawl_gen.get(crawl).copied().unwrap_or(0);
+        Some(tag_url(url.trim(), crawl, generation))
+    }
+
     /// Record that URLs were put in these crawls (ListCrawls names them). Durable with
     /// the next flush.
     pub fn note_crawls(&self, crawls: &[&str]) -> Result<()> {

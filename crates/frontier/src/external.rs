@@ -186,6 +186,9 @@ impl Frontier {
                 batch.put(key, meta.to_vec());
             }
         }
+        // before the write: a reader that sees the metadata must look for it
+        self.metadata_in_use
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.store.apply(batch)?;
         if durable {
             self.store.flush()?;
@@ -195,6 +198,12 @@ impl Frontier {
 
     /// The metadata kept with a URL (any spelling), if any.
     pub fn metadata(&self, url: &str) -> Result<Option<Vec<u8>>> {
+        if !self
+            .metadata_in_use
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(None);
+        }
         let Ok((_, c)) = canonicalize_stored(url, self.cfg.max_url_len) else {
             return Ok(None);
         };

@@ -24,7 +24,7 @@ mod queues;
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
 /// PutURLs items applied together (one flush), at most.
-const PUT_CHUNK: usize = 512;
+const PUT_CHUNK: usize = 4096;
 /// PutURLs items read ahead of the acks, at most (then the client is slowed by flow
 /// control).
 const PUT_BUFFER: usize = 65_536;
@@ -139,9 +139,14 @@ impl UrlFrontierService {
     }
 }
 
-/// The key of a URL (canonical, untagged) of `crawl` in transit.
-pub(super) fn transit_key(url: &str, crawl: &str) -> String {
-    frontier::crawl::tag_url(url, crawl, 0)
+/// The key of a URL (canonical, untagged) of `crawl` in transit: the hash of its form
+/// tagged with the crawl (the URL itself in the default crawl, hashed without a copy).
+pub(super) fn transit_key(url: &str, crawl: &str) -> u128 {
+    let crawl = frontier::crawl::normalise_crawl(crawl);
+    if crawl == frontier::crawl::DEFAULT_CRAWL {
+        return frontier::url_hash(url);
+    }
+    frontier::url_hash(&frontier::crawl::tag_url(url, crawl, 0))
 }
 
 fn internal(e: FrontierError) -> Status {

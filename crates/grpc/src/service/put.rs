@@ -1,7 +1,7 @@
 //! PutURLs / PutDiscovered: one chunk of items applied together.
 
 use frontier::crawl::normalise_crawl;
-use frontier::{EnqueueItem, EnqueueResult, LeaseId, PageOutcome};
+use frontier::{CanonicalUrl, EnqueueItem, EnqueueResult, LeaseId, PageOutcome};
 use tonic::Status;
 
 use super::{encode_metadata, external_visit, internal, now_ms, transit_key, UrlFrontierService};
@@ -45,6 +45,40 @@ impl UrlFrontierService {
                 continue;
             };
             let crawl = normalise_crawl(&info.crawl_id);
+            // The usual report: a URL handed out, spelled as GetURLs gave it (canonical), no
+            // metadata. Found in transit as it is, it needs no canonicalization.
+            let handed_out = match known {
+                Some(refetch) => self
+                    .transit()
+                    .take(transit_key(&info.url, crawl))
+                    .map(|lease| (lease, refetch)),
+                None => None,
+            };
+            if let Some((lease, refetch)) = handed_out.filter(|_| info.metadata.is_empty()) {
+                if let Some(canon) = CanonicalUrl::from_canonical(info.url.clone()) {
+                    if !crawls.contains(&crawl) {
+                        crawls.push(crawl);
+                    }
+                    done.push(Done {
+                        item: i,
+                        lease,
+                        refetch_at_ms: (refetch > 0).then(|| refetch.saturating_mul(1000)),
+                        crawl: crawl.to_string(),
+                        key: self.key_of(&canon),
+                    });
+                    continue;
+                }
+            }
+            // a discovered URL without metadata: canonicalized once, by the enqueue
+            if known.is_none() && info.metadata.is_empty() {
+                if let Some(stored) = self.frontier.intake_form_in_crawl(&info.url, crawl) {
+                    if !crawls.contains(&crawl) {
+                        crawls.push(crawl);
+                    }
+                    discovered.push((i, stored));
+                    continue;
+                }
+            }
             // the URL as the frontier keeps it in this crawl (see frontier::crawl)
             let (canon, stored) = match self.frontier.url_in_crawl(&info.url, crawl) {
                 Ok(c) => c,
@@ -70,7 +104,10 @@ impl UrlFrontierService {
                     if !info.metadata.is_empty() {
                         metadata.push((stored.clone(), encode_metadata(&info.metadata)));
                     }
-                    let lease = self.transit().take(&transit_key(canon.as_str(), crawl));
+                    let lease = match handed_out {
+                        Some((lease, _)) => Some(lease),
+                        None => self.transit().take(transit_key(canon.as_str(), crawl)),
+                    };
                     match lease {
                         Some(lease) => {
                             // refetchable_from_date is in seconds; 0: never again. Later

@@ -229,7 +229,7 @@ impl UrlFrontierService {
             metadata,
             crawl_id: crawl.to_string(),
         });
-        let lease = self.transit().lease_of(&transit_key(&url, crawl));
+        let lease = self.transit().lease_of(transit_key(&url, crawl));
         let item = if let Some(lease) = lease {
             // out: refetchable when its lease ends
             let at = self.frontier.lease_deadline(lease).unwrap_or(0) / 1000;
