@@ -823,3 +823,51 @@ fn host_totals_count_queued_backoff_and_paused() {
     // the back-off ends
     assert_eq!(f.host_totals(T0 + 120_000).in_backoff, 0);
 }
+
+/// An external fetcher's lease completed with no next date marks its URL done for good
+/// (kept across a reopen); queueing it again with a date unmarks it, also across a reopen.
+#[test]
+fn done_for_good_survives_a_reopen_and_a_requeue_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || {
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(1);
+        c
+    };
+    let urls = ["http://d.test/a", "http://d.test/b"];
+    {
+        let f = Frontier::open(cfg()).unwrap();
+        allow_all(&f, &["d.test"], T0);
+        f.enqueue_batch(&urls, T0).unwrap();
+        // one at a time (one in flight per host): /a, then /b stays out
+        let a = pages(f.lease_for(T0, 10, 60_000, &mut |_| true).unwrap());
+        assert_eq!(a[0].url, urls[0]);
+        f.complete_visits(
+            &[(a[0].id, PageOutcome::Done { response_ms: 0 })],
+            &[None],
+            T0,
+        )
+        .unwrap();
+        let b = pages(f.lease_for(T0 + 1, 10, 60_000, &mut |_| true).unwrap());
+        assert_eq!(b[0].url, urls[1]);
+        assert!(f.fetcher_done(urls[0]).unwrap());
+        assert!(!f.fetcher_done(urls[1]).unwrap(), "still out, not done");
+    }
+    let f = Frontier::open(cfg()).unwrap();
+    assert!(f.fetcher_done(urls[0]).unwrap(), "kept across the reopen");
+    let again = EnqueueItem {
+        refetch_at_ms: Some(T0 + 3_600_000),
+        ..EnqueueItem::seed(urls[0].to_string())
+    };
+    assert_eq!(
+        f.enqueue_again(&[again], T0 + 1).unwrap(),
+        vec![EnqueueResult::Queued]
+    );
+    assert!(!f.fetcher_done(urls[0]).unwrap(), "queued again");
+    drop(f);
+    let f = Frontier::open(cfg()).unwrap();
+    assert!(
+        !f.fetcher_done(urls[0]).unwrap(),
+        "still queued after a reopen"
+    );
+}
