@@ -17,6 +17,7 @@ use crate::pb::url_frontier_server::UrlFrontier;
 use crate::transit::Transit;
 use crate::{GrpcEvent, GrpcSettings, Hooks, LogLevel};
 
+mod chunks;
 mod get;
 mod put;
 mod queues;
@@ -25,8 +26,8 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 
 /// PutURLs items applied together (one flush), at most.
 const PUT_CHUNK: usize = 4096;
-/// PutURLs items read ahead of the acks, at most (then the client is slowed by flow
-/// control).
+/// PutURLs items read ahead of the acks, about (in vectors of up to [`PUT_CHUNK`]; then
+/// the client is slowed by flow control).
 const PUT_BUFFER: usize = 65_536;
 /// Page and robots leases asked of the frontier per dispatch while serving GetURLs.
 const LEASE_BATCH: usize = 256;
@@ -251,42 +252,62 @@ impl UrlFrontier for UrlFrontierService {
         request: Request<Streaming<pb::UrlItem>>,
     ) -> Result<Response<Self::PutURLsStream>, Status> {
         let mut input = request.into_inner();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<pb::AckMessage, Status>>(PUT_CHUNK * 2);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<pb::AckMessage>, Status>>(4);
         // The reader drains the request stream while chunks are applied: h2 allows only so
         // many small DATA frames to sit unread (ENHANCE_YOUR_CALM, "too_many_data_frames"),
-        // and a client may send thousands before its first ack.
-        let (items_tx, mut items_rx) = tokio::sync::mpsc::channel::<pb::UrlItem>(PUT_BUFFER);
+        // and a client may send thousands before its first ack. It hands on what has
+        // arrived in vectors of up to PUT_CHUNK items.
+        let (items_tx, mut items_rx) =
+            tokio::sync::mpsc::channel::<Vec<pb::UrlItem>>(PUT_BUFFER / 1024);
         let reader = tokio::spawn(async move {
             loop {
-                match input.message().await {
-                    Ok(Some(item)) => {
-                        if items_tx.send(item).await.is_err() {
-                            return;
-                        }
-                    }
+                let first = match input.message().await {
+                    Ok(Some(item)) => item,
                     Ok(None) => return,
                     Err(s) => {
                         tracing::info!(error = %s, "PutURLs stream broken by the client");
                         return;
                     }
+                };
+                let mut items = vec![first];
+                let mut ended = false;
+                while items.len() < PUT_CHUNK {
+                    match chunks::ready_message(&mut input) {
+                        Some(Ok(Some(item))) => items.push(item),
+                        Some(Ok(None)) => {
+                            ended = true;
+                            break;
+                        }
+                        Some(Err(s)) => {
+                            tracing::info!(error = %s, "PutURLs stream broken by the client");
+                            ended = true;
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                if items_tx.send(items).await.is_err() || ended {
+                    return;
                 }
             }
         });
         let svc = self.clone();
         tokio::spawn(async move {
-            let mut items = Vec::with_capacity(PUT_CHUNK);
-            while items_rx.recv_many(&mut items, PUT_CHUNK).await > 0 {
-                let chunk = std::mem::take(&mut items);
+            while let Some(mut chunk) = items_rx.recv().await {
+                while chunk.len() < PUT_CHUNK {
+                    match items_rx.try_recv() {
+                        Ok(more) => chunk.extend(more),
+                        Err(_) => break,
+                    }
+                }
                 let s2 = svc.clone();
                 let acks = blocking(move || s2.put_chunk(chunk)).await;
                 svc.hooks.frontier_changed();
                 match acks {
                     Ok(acks) => {
-                        for a in acks {
-                            if tx.send(Ok(a)).await.is_err() {
-                                reader.abort();
-                                return;
-                            }
+                        if tx.send(Ok(acks)).await.is_err() {
+                            reader.abort();
+                            return;
                         }
                     }
                     Err(status) => {
@@ -297,9 +318,7 @@ impl UrlFrontier for UrlFrontierService {
                 }
             }
         });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        Ok(Response::new(Box::pin(chunks::FlatAcks::new(rx))))
     }
 
     type PutDiscoveredStream = BoxStream<pb::BatchAck>;
