@@ -4,9 +4,12 @@
 //! fetch slower than its lease reports it late, and that report still completes the URL.
 //! In memory only: at a restart every lease returns to its queue anyway. URLs are held as
 //! the 128-bit hash of their transit key (`service::transit_key`), not as strings: two
-//! maps of strings cost an allocation and a copy of the URL per lease each way.
+//! maps of strings cost an allocation and a copy of the URL per lease each way. (Fx-hashed:
+//! SipHash over these keys was most of the maps' cost.)
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use frontier::LeaseId;
 

@@ -5,7 +5,9 @@
 //! Deadlines live in memory only: at open every lease in flight returns to its queue
 //! anyway (see `store/recover.rs`), which is what an expiry would have done.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::work::LeaseId;
 
