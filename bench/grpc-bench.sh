@@ -4,7 +4,9 @@
 # against a fresh daemon with fetch.workers = 0 and no politeness gap, per host or per IP
 # (this measures the API and the frontier, not politeness); in the same run the anchors:
 # `frontierd submit` of the same URL list (the HTTP intake) and the frontier library bench
-# at the same size (dispatch + complete, no network), then the ratios.
+# at the same size (dispatch + complete, no network), then the ratios. The tonic client and
+# the two anchors run ROUNDS times (default 3), alternated, each round's ratios printed and
+# their median last: on 2 shared cores one run of each varies by a third.
 # Usage: bench/grpc-bench.sh [debug|release] [URLS] [HOSTS]   (results: docs/benchmarks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +17,11 @@ flag=()
 [ "$profile" = release ] && flag=(--release)
 cargo build --quiet "${flag[@]}" -p frontierd -p frontier-grpc --bin frontierd --example grpc_throughput
 # the library anchor runs in the bench profile (release) whatever the profile above
-lib=$(FRONTIER_BENCH_URLS=$urls FRONTIER_BENCH_HOSTS=$hosts FRONTIER_BENCH_RAW=0 \
-  cargo bench --quiet -p frontier --bench frontier 2>/dev/null | grep '^ingest')
+cargo bench --quiet --no-run -p frontier --bench frontier 2>/dev/null
+library_bench() {
+  FRONTIER_BENCH_URLS=$urls FRONTIER_BENCH_HOSTS=$hosts FRONTIER_BENCH_RAW=0 \
+    cargo bench --quiet -p frontier --bench frontier 2>/dev/null | grep '^ingest'
+}
 bin=target/$profile/frontierd
 python=${FRONTIERD_PYTHON:-.venv/bin/python3}
 work=$(mktemp -d)
@@ -81,28 +86,44 @@ base="http://h{}.bench.test:$port"
 echo "profile $profile, $urls URLs over $hosts hosts, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 addr=$(run_daemon python)
 "$python" tests/python/urlfrontier_bench.py crates/grpc/proto "$work/gen" "$addr" "$urls" "$hosts" "$base"
-addr=$(run_daemon tonic)
-tonic=$(CALLERS=${CALLERS:-1} "target/$profile/examples/grpc_throughput" "$addr" "$urls" "$hosts" "$base")
-echo "$tonic"
-# the HTTP intake of the same list, on a fresh daemon
-run_daemon submit >/dev/null
 "$python" -c "
 import sys
 n, hosts, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-print('\n'.join(base.replace('{}', str(i % hosts)) + '/t/%d' % i for i in range(n)))" \
+print('\\n'.join(base.replace('{}', str(i % hosts)) + '/t/%d' % i for i in range(n)))" \
   "$urls" "$hosts" "$base" >"$work/urls.txt"
-admin=$(cat "$work/submit/data/admin.addr")
-t0=$(date +%s.%N)
-"$bin" submit --admin "$admin" "$work/urls.txt" >/dev/null
-t1=$(date +%s.%N)
-echo "library (same size): $lib"
-"$python" - "$tonic" "$lib" "$urls" "$t0" "$t1" <<'PY'
+ratios=()
+for round in $(seq "${ROUNDS:-3}"); do
+  addr=$(run_daemon "tonic$round")
+  tonic=$(CALLERS=${CALLERS:-1} "target/$profile/examples/grpc_throughput" "$addr" "$urls" "$hosts" "$base")
+  echo "$tonic"
+  # the HTTP intake of the same list, on a fresh daemon
+  run_daemon "submit$round" >/dev/null
+  admin=$(cat "$work/submit$round/data/admin.addr")
+  t0=$(date +%s.%N)
+  "$bin" submit --admin "$admin" "$work/urls.txt" >/dev/null
+  t1=$(date +%s.%N)
+  lib=$(library_bench)
+  echo "library (same size): $lib"
+  ratios+=("$("$python" - "$tonic" "$lib" "$urls" "$t0" "$t1" <<'PY'
 import json, re, sys
 tonic, lib, n, t0, t1 = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 submit = n / (t1 - t0)
 dispatch = float(re.search(r"dispatch (\d+) URLs/s", lib).group(1))
-print(f"frontierd submit (HTTP intake): {submit:.0f} URLs/s")
-print(f"PutURLs {tonic['put_urls_per_sec']:.0f} URLs/s = {100 * tonic['put_urls_per_sec'] / submit:.0f} % of the HTTP intake (goal >= 50 %)")
-print(f"GetURLs + done {tonic['get_report_urls_per_sec']:.0f} URLs/s = {100 * tonic['get_report_urls_per_sec'] / dispatch:.1f} % of the library's dispatch + complete, {dispatch:.0f} URLs/s (goal >= 25 %)")
+put, get = tonic['put_urls_per_sec'], tonic['get_report_urls_per_sec']
+print(f"{100 * put / submit:.1f} {100 * get / dispatch:.1f} {put:.0f} {submit:.0f} {get:.0f} {dispatch:.0f}")
+PY
+)")
+  set -- ${ratios[-1]}
+  # this round's daemons stop before the next round measures
+  while read -r p; do kill "$p" 2>/dev/null || true; done <"$work/daemon.pids"
+  : >"$work/daemon.pids"
+  echo "round $round: PutURLs $3 URLs/s = $1 % of the HTTP intake ($4 URLs/s); GetURLs + done $5 URLs/s = $2 % of the library's dispatch + complete ($6 URLs/s)"
+done
+"$python" - "${ratios[@]}" <<'PY'
+import statistics, sys
+rows = [list(map(float, r.split())) for r in sys.argv[1:]]
+med = lambda i: statistics.median(r[i] for r in rows)
+print(f"median of {len(rows)} rounds: PutURLs {med(2):.0f} URLs/s = {med(0):.1f} % of the HTTP intake, {med(3):.0f} URLs/s (goal >= 50 %)")
+print(f"median of {len(rows)} rounds: GetURLs + done {med(4):.0f} URLs/s = {med(1):.1f} % of the library's dispatch + complete, {med(5):.0f} URLs/s (goal >= 25 %)")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
