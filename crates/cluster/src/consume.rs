@@ -197,6 +197,19 @@ impl Delivery {
         self.delivered > 1
     }
 
+    /// Give the message back, to be delivered again after `delay` (the node cannot take
+    /// it now: its disk is low). Nothing of it was committed.
+    pub async fn nak_with_delay(&self, delay: std::time::Duration) -> Result<(), BrokerError> {
+        self.message
+            .ack_with(async_nats::jetstream::AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|e| BrokerError::Ack {
+                shard: self.shard,
+                sequence: self.stream_sequence,
+                source: e,
+            })
+    }
+
     /// Acknowledge, waiting for the broker to confirm, so that on `Ok` the message is gone
     /// from the work queue for good. Call after the URLs are committed; on `Err` the
     /// message may come back (the seen-set absorbs it).

@@ -42,6 +42,7 @@ pub struct Config {
     pub dns: network::DnsSection,
     pub cluster: cluster::ClusterSection,
     pub addresses: addresses::AddressesSection,
+    pub disk: disk::DiskSection,
     /// Host name (exact, or `*.suffix`) -> addresses, answered without DNS.
     pub resolve: BTreeMap<String, Vec<String>>,
 }
@@ -655,6 +656,7 @@ impl Config {
         network::check_ip_keys(&c.politeness)?;
         c.dns.check()?;
         c.addresses.check()?;
+        c.disk.check()?;
         // resolve
         for (name, ips) in &c.resolve {
             if ips.is_empty() {
@@ -873,6 +875,7 @@ impl Settings {
 
 pub mod addresses;
 pub mod cluster;
+pub mod disk;
 pub mod grpc;
 mod recrawl;
 #[cfg(test)]

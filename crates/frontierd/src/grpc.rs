@@ -19,6 +19,11 @@ struct DaemonHooks {
 }
 
 impl Hooks for DaemonHooks {
+    fn intake_refusal(&self) -> Option<String> {
+        let sh = self.shared.upgrade()?;
+        crate::daemon::disk::refuse_intake(&sh, "grpc")
+    }
+
     fn fetch_robots(&self, lease: RobotsLease) {
         let Some(sh) = self.shared.upgrade() else {
             return;

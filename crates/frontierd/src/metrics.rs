@@ -15,7 +15,9 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 mod cluster;
+mod disk;
 pub use cluster::ClusterMetrics;
+pub use disk::DiskMetrics;
 
 pub type Labels = Vec<(String, String)>;
 
@@ -93,6 +95,7 @@ pub struct Metrics {
     pub host_address_changes: Counter,
     pub host_resolutions: Family<Labels, Counter>,
     pub cluster: ClusterMetrics,
+    pub disk: DiskMetrics,
 }
 
 impl Metrics {
@@ -162,6 +165,7 @@ impl Metrics {
             host_address_changes: Counter::default(),
             host_resolutions: Family::default(),
             cluster: ClusterMetrics::default(),
+            disk: DiskMetrics::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -451,6 +455,7 @@ impl Metrics {
             m.host_resolutions.clone(),
         );
         m.cluster.register(&mut registry);
+        m.disk.register(&mut registry);
         Metrics { registry, ..m }
     }
 

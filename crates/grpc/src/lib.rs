@@ -61,6 +61,12 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = (target, level);
         Err("this server's log filter cannot be changed at run time".to_string())
     }
+    /// Why new URLs cannot be taken now (the program's disk is low), if so: PutURLs and
+    /// PutDiscovered answer `RESOURCE_EXHAUSTED` with it, before storing anything of the
+    /// chunk that carries new URLs. Reports of leased URLs are still taken.
+    fn intake_refusal(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A log level (url-frontier's `LogLevelParams.Level`).

@@ -258,7 +258,14 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     let query = query.as_deref();
     let method = req.method().clone();
     if method == Method::GET && path == "/healthz" {
-        return reply(StatusCode::OK, "text/plain", "ok\n");
+        return match sh.disk.refusal() {
+            None => reply(StatusCode::OK, "text/plain", "ok\n"),
+            Some(reason) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("paused: {reason}; new URLs are refused until space is freed\n"),
+            ),
+        };
     }
     if let Some(token) = &sh.token {
         let given = req
@@ -272,7 +279,13 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (&method, segs.as_slice()) {
         (&Method::GET, ["metrics"]) => {
-            sh.snapshot();
+            // the gauges read from the frontier are refreshed if it answers in time; the
+            // counters answer whatever the frontier is doing (a stuck store write included)
+            let sh2 = sh.clone();
+            let refresh = tokio::task::spawn_blocking(move || {
+                sh2.snapshot();
+            });
+            let _ = tokio::time::timeout(METRICS_REFRESH_WAIT, refresh).await;
             let accept = req
                 .headers()
                 .get(hyper::header::ACCEPT)
@@ -284,38 +297,75 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>
                 sh.metrics.encode(format),
             )
         }
-        (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.snapshot().to_json()),
         (&Method::POST, ["v1", "urls"]) => post_urls(sh, req).await,
+        _ => {
+            let (path, query) = (path.clone(), query.map(str::to_string));
+            off_thread(&sh, move |sh| route(sh, &method, &path, query.as_deref())).await
+        }
+    }
+}
+
+/// How long /metrics waits for the frontier's gauges before answering without them.
+const METRICS_REFRESH_WAIT: Duration = Duration::from_secs(2);
+/// How long a request that reads the frontier waits for it.
+const FRONTIER_WAIT: Duration = Duration::from_secs(10);
+
+/// Run `f` on the blocking pool, not on the admin thread: a request that waits for the
+/// frontier (its lock held by a store write that does not return) must not stop /healthz,
+/// /metrics and the other requests from being answered.
+async fn off_thread(
+    sh: &Arc<Shared>,
+    f: impl FnOnce(&Shared) -> Response<Full<Bytes>> + Send + 'static,
+) -> Response<Full<Bytes>> {
+    let sh = sh.clone();
+    match tokio::time::timeout(FRONTIER_WAIT, tokio::task::spawn_blocking(move || f(&sh))).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("request failed: {e}"),
+        ),
+        Err(_) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the frontier did not answer within {} s (a store write may be stuck: see the daemon's log); /healthz and /metrics still answer",
+                FRONTIER_WAIT.as_secs()
+            ),
+        ),
+    }
+}
+
+/// The requests that read or change the frontier (answered by [`off_thread`]).
+fn route(sh: &Shared, method: &Method, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, segs.as_slice()) {
+        (&Method::GET, ["v1", "stats"]) => json(StatusCode::OK, &sh.snapshot().to_json()),
         (&Method::GET, ["v1", "hosts"]) => {
             let q = match admin_request::hosts_query(query) {
                 Ok(q) => q,
                 Err(e) => return bad_request(e),
             };
-            match list_hosts(&sh, q.state.as_deref(), q.limit) {
+            match list_hosts(sh, q.state.as_deref(), q.limit) {
                 Ok(v) => json(StatusCode::OK, &v),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
             }
         }
         (&Method::GET, ["v1", "hosts", arg]) => {
-            let h = match admin_request::no_query(query).and_then(|()| host_arg(&sh, arg)) {
+            let h = match admin_request::no_query(query).and_then(|()| host_arg(sh, arg)) {
                 Ok(h) => h,
                 Err(e) => return bad_request(e),
             };
-            match host_detail(&sh, &h) {
+            match host_detail(sh, &h) {
                 Ok(Some(v)) => json(StatusCode::OK, &v),
                 Ok(None) => error(StatusCode::NOT_FOUND, &unknown_host(&h)),
                 Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
             }
         }
         (&Method::GET, ["v1", "ip-groups"]) => match admin_request::no_query(query) {
-            Ok(()) => json(
-                StatusCode::OK,
-                &crate::admin::ip_groups::ip_groups_json(&sh),
-            ),
+            Ok(()) => json(StatusCode::OK, &crate::admin::ip_groups::ip_groups_json(sh)),
             Err(e) => bad_request(e),
         },
         (&Method::POST, ["v1", "hosts", arg, action @ ("pause" | "resume")]) => {
-            pause_or_resume(&sh, arg, action, query)
+            pause_or_resume(sh, arg, action, query)
         }
         _ => error(StatusCode::NOT_FOUND, "no such endpoint"),
     }
@@ -418,6 +468,12 @@ fn pause_or_resume(
 async fn post_urls(sh: Arc<Shared>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if sh.stopping.load(std::sync::atomic::Ordering::SeqCst) {
         return error(StatusCode::SERVICE_UNAVAILABLE, "stopping");
+    }
+    if let Some(reason) = crate::daemon::disk::refuse_intake(&sh, "api") {
+        return error(
+            StatusCode::INSUFFICIENT_STORAGE,
+            &format!("{reason}: nothing was queued; send the list again once space is freed"),
+        );
     }
     let too_large = |size: String| {
         error(

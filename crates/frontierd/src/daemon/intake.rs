@@ -117,6 +117,13 @@ pub async fn submit_seed_file(sh: &Arc<Shared>, path: &Path) -> Result<()> {
 pub async fn spool_loop(sh: Arc<Shared>) {
     let every = sh.settings.raw.intake.poll_interval.0;
     loop {
+        // while free space is low the files stay in spool/incoming, taken once it is back
+        if sh.disk.refusal().is_some() {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => continue,
+                _ = sh.shutdown.notified() => return,
+            }
+        }
         if let Err(e) = spool_once(&sh).await {
             tracing::error!(error = format!("{e:#}"), "spool intake failed");
         }

@@ -17,6 +17,7 @@
 //! - signals.rs: SIGTERM/SIGINT stop, SIGHUP reopens the crawl log
 
 pub mod cluster;
+pub mod disk;
 pub mod handoff;
 pub mod intake;
 pub mod memory;

@@ -53,6 +53,8 @@ pub struct Pipeline {
     /// completion or robots outcome made a host ready, URLs were queued.
     kick: Notify,
     stopping: AtomicBool,
+    /// No new leases while set (free space low); fetches under way finish.
+    paused: AtomicBool,
 }
 
 /// What runs the pipeline: spawned by [`Pipeline::start`], ended by [`Tasks::finish`].
@@ -86,6 +88,7 @@ impl Pipeline {
             done: done_tx,
             kick: Notify::new(),
             stopping: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
         });
         let observer = Arc::new(observer);
         let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), observer.clone()));
@@ -159,6 +162,12 @@ impl Pipeline {
         self.kick.notify_one();
     }
 
+    /// Pause (or resume) handing out leases: fetches under way finish, nothing new starts.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+        self.kick();
+    }
+
     /// No new leases from now on; workers waiting for an item get `None`.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
@@ -185,6 +194,11 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<
     // leased items no worker was waiting for (one stopped waiting): first in line
     let mut left: VecDeque<WorkItem> = VecDeque::new();
     while !p.stopping.load(Ordering::SeqCst) {
+        if p.paused.load(Ordering::SeqCst) {
+            // resumed (or stopped) by a kick
+            p.kick.notified().await;
+            continue;
+        }
         if !left.is_empty() {
             left = p.handoff.give(std::mem::take(&mut left));
         }

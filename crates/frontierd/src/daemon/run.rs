@@ -150,10 +150,14 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             token,
             started: Instant::now(),
             cluster: cluster.clone(),
+            disk: Default::default(),
             settings,
         }
     });
     let pipeline_tasks = pipeline_tasks.context("starting the dispatcher")?;
+    // before anything is fetched or taken in: a start on a full disk starts paused
+    let mut disk_watch = disk_watch::DiskWatch::new(shared.settings.raw.disk.thresholds());
+    crate::daemon::disk::check(&shared, &mut disk_watch);
     shared
         .metrics
         .config_warnings
@@ -199,6 +203,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let stats_task = tokio::spawn(crate::daemon::progress::stats_loop(shared.clone()));
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
     let collect_task = tokio::spawn(crate::daemon::memory::collect_loop());
+    let disk_task = tokio::spawn(crate::daemon::disk::watch(shared.clone(), disk_watch));
     let cluster_task = cluster
         .as_ref()
         .map(|node| crate::daemon::cluster::start(shared.clone(), node.clone()));
@@ -261,7 +266,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         t.abort();
     }
     admin.stop().await;
-    for task in [stats_task, drain_task, spool_task, collect_task] {
+    for task in [stats_task, drain_task, spool_task, collect_task, disk_task] {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`
     }

@@ -68,6 +68,8 @@ pub struct Shared {
     pub started: Instant,
     /// `[cluster]` on: this node's broker side.
     pub cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
+    /// The free-space watch's verdict (`[disk]`).
+    pub disk: crate::daemon::disk::DiskGate,
 }
 
 impl Shared {

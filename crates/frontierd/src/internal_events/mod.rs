@@ -13,9 +13,11 @@
 //! - sitemap.rs: sitemaps parsed or cut, their URLs offered, robots.txt sitemaps refused
 //! - network.rs: DNS failures of fetches, hosts joining IP groups
 //! - cluster.rs: `[cluster]`: broker pauses, shard deliveries, link routing, events
+//! - disk.rs: the free-space watch: space low and back, refused submissions
 
 pub mod admin;
 pub mod cluster;
+pub mod disk;
 pub mod fetch;
 pub mod intake;
 pub mod lifecycle;

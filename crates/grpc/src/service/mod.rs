@@ -140,6 +140,23 @@ impl UrlFrontierService {
     }
 }
 
+impl UrlFrontierService {
+    /// `RESOURCE_EXHAUSTED` for a chunk with new URLs while the program refuses intake
+    /// (nothing of the chunk is stored; the items acked before it stay acked).
+    fn refused(&self, chunk: &[pb::UrlItem]) -> Option<Status> {
+        let new_urls = chunk
+            .iter()
+            .any(|i| matches!(i.item, Some(pb::url_item::Item::Discovered(_))));
+        if !new_urls {
+            return None;
+        }
+        let reason = self.hooks.intake_refusal()?;
+        Some(Status::resource_exhausted(format!(
+            "{reason}: this chunk of PutURLs was not stored; send it again once space is freed"
+        )))
+    }
+}
+
 /// The key of a URL (canonical, untagged) of `crawl` in transit: the hash of its form
 /// tagged with the crawl (the URL itself in the default crawl, hashed without a copy).
 pub(super) fn transit_key(url: &str, crawl: &str) -> u128 {
@@ -300,6 +317,11 @@ impl UrlFrontier for UrlFrontierService {
                         Err(_) => break,
                     }
                 }
+                if let Some(status) = svc.refused(&chunk) {
+                    let _ = tx.send(Err(status)).await;
+                    reader.abort();
+                    return;
+                }
                 let s2 = svc.clone();
                 let acks = blocking(move || s2.put_chunk(chunk)).await;
                 svc.hooks.frontier_changed();
@@ -343,6 +365,10 @@ impl UrlFrontier for UrlFrontierService {
                         creation_date: 0,
                     })
                     .collect();
+                if let Some(status) = svc.refused(&items) {
+                    let _ = tx.send(Err(status)).await;
+                    return;
+                }
                 let s2 = svc.clone();
                 match blocking(move || s2.put_chunk(items)).await {
                     Ok(acks) => {

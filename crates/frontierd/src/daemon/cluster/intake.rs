@@ -23,6 +23,8 @@ const SHARD_BATCH: usize = 64;
 const SHARD_WAIT: Duration = Duration::from_secs(5);
 /// Intake lists routed per round.
 const ROUTER_BATCH: usize = 16;
+/// While free space is low, a shard's messages are given back to come again after this.
+const DISK_LOW_REDELIVERY: Duration = Duration::from_secs(30);
 /// Time a routing round may take beyond its wait (publishing and acknowledging its lists).
 const ROUTER_GRACE: Duration = Duration::from_secs(60);
 
@@ -48,6 +50,15 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
         };
         backoff.ok(m);
         if deliveries.is_empty() {
+            continue;
+        }
+        if crate::daemon::disk::refuse_intake(&sh, "cluster").is_some() {
+            // nothing committed: the broker keeps them and delivers them again later
+            for d in &deliveries {
+                if let Err(e) = d.nak_with_delay(DISK_LOW_REDELIVERY).await {
+                    AckFailed { error: &e }.emit(m);
+                }
+            }
             continue;
         }
         let source = format!("shard {shard}");

@@ -1,0 +1,179 @@
+//! Disk space, for real: the data directory (store, WARC, crawl log) on a 64 MiB tmpfs that
+//! a filler file brings below `[disk] pause_below_bytes` during a crawl with intake going
+//! on. Fetching pauses and new URLs are refused (507 from the API, spool files held) while
+//! /healthz, /metrics and /v1/stats keep answering; once the filler is gone everything
+//! resumes by itself and every URL acknowledged is fetched. Then the same daemon is killed
+//! with SIGKILL while low and started again on the low disk: it starts, paused, and says
+//! why.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use frontierd_e2e::fs_faults::Tmpfs;
+use frontierd_e2e::{http, metric, wait_until, Daemon, Env, Reply, Req, Site};
+
+const MIB: u64 = 1 << 20;
+
+fn page(req: &Req) -> Reply {
+    if req.path == "/robots.txt" {
+        return Reply::not_found();
+    }
+    Reply::html("<html><body>a page of the disk test</body></html>")
+        .delayed(Duration::from_millis(20))
+}
+
+fn env() -> Env {
+    Env::new(&[
+        ("fetch", "workers", "2"),
+        // one page at a time per host, 100 ms apart: the crawl is still going when the
+        // disk fills
+        ("politeness", "min_delay", "\"100ms\""),
+        ("politeness", "max_delay", "\"100ms\""),
+        ("disk", "pause_below_bytes", &(16 * MIB).to_string()),
+        ("disk", "pause_below_percent", "0.0"),
+        ("disk", "resume_above_bytes", &(24 * MIB).to_string()),
+        ("disk", "resume_above_percent", "0.0"),
+        ("disk", "check_every", "\"100ms\""),
+        ("store", "cache_bytes", &(4 * MIB).to_string()),
+    ])
+}
+
+/// GET `path`, which must answer within a second; its status and body.
+fn answered(d: &Daemon, path: &str) -> (u16, String) {
+    let t = Instant::now();
+    let r = d.get(path);
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "GET {path} took {:?}",
+        t.elapsed()
+    );
+    r
+}
+
+/// Poll /healthz every 100 ms (each answer within a second) until `want`.
+fn health_becomes(d: &Daemon, want: u16, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let (status, body) = answered(d, "/healthz");
+        if status == want {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/healthz still {status} {body:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn fetched_paths(site: &Site) -> BTreeSet<String> {
+    site.hits()
+        .into_iter()
+        .filter(|h| h.path != "/robots.txt")
+        .map(|h| h.path)
+        .collect()
+}
+
+#[test]
+fn a_low_disk_pauses_fetching_and_refuses_intake_until_space_is_freed_even_across_a_kill() {
+    let env = env();
+    let Some(fs) = Tmpfs::mount(&env.data, 64) else {
+        return;
+    };
+    for sub in ["incoming", "tmp"] {
+        std::fs::create_dir_all(env.data.join("spool").join(sub)).unwrap();
+    }
+    let site = Site::start(page);
+    let base = site.base("disk.site.test");
+    let first: Vec<String> = (0..40).map(|i| format!("{base}/a{i}")).collect();
+    let d = env.start();
+    assert_eq!(d.submit(&first)["accepted"], 40);
+    wait_until("some pages fetched", Duration::from_secs(20), || {
+        fetched_paths(&site).len() >= 5
+    });
+
+    // the disk fills (another writer), below the pause threshold
+    let filler = fs.fill_leaving(8 * MIB);
+    let body = health_becomes(&d, 503, Duration::from_secs(5));
+    assert!(
+        body.contains("disk space low") && body.contains("paused"),
+        "{body}"
+    );
+    let (status, text) = http(
+        &d.admin,
+        "POST",
+        "/v1/urls",
+        format!("{base}/refused\n").as_bytes(),
+    );
+    assert_eq!(status, 507, "{text}");
+    assert!(text.contains("nothing was queued"), "{text}");
+    let (_, metrics) = answered(&d, "/metrics");
+    assert_eq!(metric(&metrics, "frontierd_disk_low"), Some(1.0));
+    assert_eq!(
+        metric(
+            &metrics,
+            "frontierd_disk_intake_refused_total{door=\"api\"}"
+        ),
+        Some(1.0)
+    );
+    // a list dropped in the spool is held, not taken
+    let held: Vec<String> = (0..5).map(|i| format!("{base}/s{i}")).collect();
+    env.spool("held.txt", held.join("\n").as_bytes());
+    // fetching pauses: at most the fetches under way when it paused (2 workers) end
+    let paused_at = fetched_paths(&site).len();
+    for _ in 0..10 {
+        let (status, _) = answered(&d, "/healthz");
+        assert_eq!(status, 503);
+        assert_eq!(answered(&d, "/v1/stats").0, 200);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        fetched_paths(&site).len() <= paused_at + 2,
+        "fetching went on while the disk was low: {} then {}",
+        paused_at,
+        fetched_paths(&site).len()
+    );
+    assert!(
+        env.data.join("spool/incoming/held.txt").exists(),
+        "spool file held"
+    );
+    let log = env.daemon_log();
+    assert_eq!(
+        log.matches("disk space low on").count(),
+        1,
+        "logged once per episode: {log}"
+    );
+
+    // killed while low, started again on the low disk: it starts paused and says why
+    d.kill9();
+    let d = env.start();
+    let body = health_becomes(&d, 503, Duration::from_secs(10));
+    assert!(body.contains("disk space low"), "{body}");
+    assert_eq!(answered(&d, "/v1/stats").0, 200);
+
+    // space is freed: everything resumes by itself
+    std::fs::remove_file(&filler).unwrap();
+    health_becomes(&d, 200, Duration::from_secs(5));
+    let later: Vec<String> = (0..5).map(|i| format!("{base}/b{i}")).collect();
+    assert_eq!(d.submit(&later)["accepted"], 5);
+    let want: BTreeSet<String> = first
+        .iter()
+        .chain(&held)
+        .chain(&later)
+        .map(|u| u.trim_start_matches(&base).to_string())
+        .collect();
+    wait_until(
+        "every acknowledged URL fetched",
+        Duration::from_secs(60),
+        || want.is_subset(&fetched_paths(&site)),
+    );
+    assert!(
+        !fetched_paths(&site).contains("/refused"),
+        "the refused URL was not stored"
+    );
+    let (_, metrics) = answered(&d, "/metrics");
+    assert_eq!(metric(&metrics, "frontierd_disk_low"), Some(0.0));
+    assert!(env.daemon_log().contains("disk space back above"));
+    drop(d);
+    drop(fs);
+}
