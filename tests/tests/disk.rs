@@ -177,3 +177,82 @@ fn a_low_disk_pauses_fetching_and_refuses_intake_until_space_is_freed_even_acros
     drop(d);
     drop(fs);
 }
+
+/// With the watch off, the store itself fills the disk while URLs are being submitted: the
+/// batch that hits the limit gets an error and nothing acknowledged is lost. The daemon
+/// never hangs: /healthz and /v1/stats answer, /healthz says the store failed a write; once
+/// space is freed the daemon stops by itself (status 2, to be started again, as systemd's
+/// `Restart=on-failure` does) and the next start has exactly the URLs acknowledged.
+#[test]
+fn a_store_that_fills_the_disk_never_hangs_the_daemon_and_loses_nothing_acknowledged() {
+    // one worker: the URLs' hosts (port 9, nothing listens) only cost robots.txt attempts
+    let env = Env::new(&[
+        ("fetch", "workers", "1"),
+        ("disk", "pause_below_bytes", "0"),
+        ("disk", "pause_below_percent", "0.0"),
+        ("disk", "resume_above_bytes", "0"),
+        ("disk", "resume_above_percent", "0.0"),
+        ("disk", "check_every", "\"100ms\""),
+    ]);
+    let Some(fs) = Tmpfs::mount(&env.data, 24) else {
+        return;
+    };
+    for sub in ["incoming", "tmp"] {
+        std::fs::create_dir_all(env.data.join("spool").join(sub)).unwrap();
+    }
+    // freed later, to give the store room again
+    let filler = fs.fill_leaving(fs.available() - 4 * MIB);
+    let mut d = env.start();
+    let mut acknowledged = 0u64;
+    let mut refusal = None;
+    for batch in 0..60 {
+        let list: String = (0..5000)
+            .map(|i| format!("http://h{}.site.test:9/p{batch}/{i}\n", i % 500))
+            .collect();
+        let (status, text) = http(&d.admin, "POST", "/v1/urls", list.as_bytes());
+        if status != 200 {
+            refusal = Some((status, text));
+            break;
+        }
+        acknowledged += 5000;
+    }
+    let (status, text) = refusal.expect("the disk filled");
+    assert!(
+        matches!(status, 500 | 507) && text.contains("No space left on device"),
+        "{status} {text}"
+    );
+    let body = health_becomes(&d, 503, Duration::from_secs(5));
+    assert!(body.contains("the store failed a write"), "{body}");
+    let (status, stats) = answered(&d, "/v1/stats");
+    assert_eq!(status, 200, "{stats}");
+    let (status, metrics) = answered(&d, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(metric(&metrics, "frontierd_store_write_failed"), Some(1.0));
+    // still low: it stays up, answering, and does not stop
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        d.running(),
+        "stopped while its directory could not be written"
+    );
+
+    std::fs::remove_file(&filler).unwrap();
+    let exit = d
+        .wait_exit(Duration::from_secs(10))
+        .expect("stops once it can write");
+    assert_eq!(exit.code(), Some(2), "{}", env.daemon_log());
+    assert!(env
+        .daemon_log()
+        .contains("start frontierd again to open it"));
+
+    let d = env.start();
+    health_becomes(&d, 200, Duration::from_secs(5));
+    let (_, stats) = answered(&d, "/v1/stats");
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(
+        stats["queued"].as_u64(),
+        Some(acknowledged),
+        "every acknowledged URL, and only those"
+    );
+    drop(d);
+    drop(fs);
+}

@@ -252,6 +252,12 @@ impl Frontier {
         Ok(f)
     }
 
+    /// The store's first failed write, if one failed: nothing more can be made durable
+    /// until it is opened again (see [`Store::write_failure`]).
+    pub fn store_write_failure(&self) -> Option<String> {
+        self.store.write_failure()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &FrontierConfig {
         &self.cfg

@@ -207,4 +207,10 @@ pub trait Store: Send + Sync {
     fn flush(&self) -> Result<(), StoreError>;
     /// Bytes used on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
+    /// The first write or flush that failed, if one did. sled fails every later write of a
+    /// database once one failed (a full disk, an I/O error): only opening it again (a new
+    /// process) recovers, from what was made durable before.
+    fn write_failure(&self) -> Option<String> {
+        None
+    }
 }

@@ -29,9 +29,20 @@ impl Default for SledConfig {
 /// The sled engine.
 pub struct SledStore {
     db: sled::Db,
+    /// The first failed write or flush (see [`Store::write_failure`]).
+    failed: std::sync::Mutex<Option<String>>,
 }
 
 impl SledStore {
+    /// `r`, its error kept as the store's first write failure.
+    fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(e) = &r {
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            failed.get_or_insert_with(|| e.to_string());
+        }
+        r
+    }
+
     /// Open (or create) a store at `path`.
     ///
     /// sled's I/O threads can hold the database's file lock for a moment after the last
@@ -47,7 +58,12 @@ impl SledStore {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         loop {
             match config.open() {
-                Ok(db) => return Ok(SledStore { db }),
+                Ok(db) => {
+                    return Ok(SledStore {
+                        db,
+                        failed: Default::default(),
+                    })
+                }
                 Err(e)
                     if e.to_string().contains("could not acquire lock")
                         && std::time::Instant::now() < deadline =>
@@ -136,9 +152,11 @@ impl Store for SledStore {
             while cuts.peek().is_some_and(|&c| c <= i) {
                 cuts.next();
                 if in_chunk >= CHUNK {
-                    self.db
-                        .apply_batch(std::mem::take(&mut b))
-                        .map_err(|e| StoreError::sled("apply batch", e))?;
+                    self.noted(
+                        self.db
+                            .apply_batch(std::mem::take(&mut b))
+                            .map_err(|e| StoreError::sled("apply batch", e)),
+                    )?;
                     in_chunk = 0;
                 }
             }
@@ -149,18 +167,29 @@ impl Store for SledStore {
             in_chunk += 1;
         }
         if in_chunk > 0 {
-            self.db
-                .apply_batch(b)
-                .map_err(|e| StoreError::sled("apply batch", e))?;
+            self.noted(
+                self.db
+                    .apply_batch(b)
+                    .map_err(|e| StoreError::sled("apply batch", e)),
+            )?;
         }
         Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        self.db
-            .flush()
-            .map(|_| ())
-            .map_err(|e| StoreError::sled("flush", e))
+        self.noted(
+            self.db
+                .flush()
+                .map(|_| ())
+                .map_err(|e| StoreError::sled("flush", e)),
+        )
+    }
+
+    fn write_failure(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {

@@ -1,7 +1,10 @@
 //! The free-space watch's shell: measures the store, WARC and crawl-log directories every
 //! `[disk] check_every` (on the blocking pool: a hung filesystem must not stall the
 //! runtime), hands the figures to `disk_watch::DiskWatch`, which decides, and applies its
-//! verdict: the dispatcher pauses, the intake doors refuse, /healthz says why.
+//! verdict: the dispatcher pauses, the intake doors refuse, /healthz says why. It also
+//! watches the store: after a failed write (sled fails every later one) it pauses the same
+//! way, and once the store's directory takes writes again it asks the daemon to stop, to be
+//! started again on what was made durable.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +15,7 @@ use disk_watch::{Change, DiskWatch};
 use crate::daemon::shared::Shared;
 use crate::internal_events::disk::{
     DiskMeasured, DiskSpaceLow, DiskSpaceRecovered, DiskUnmeasurable, IntakeRefusedDiskLow,
+    StoreWriteFailed,
 };
 use crate::internal_events::InternalEvent;
 
@@ -20,6 +24,11 @@ use crate::internal_events::InternalEvent;
 pub struct DiskGate {
     low: AtomicBool,
     reason: Mutex<Option<String>>,
+    /// The store's first failed write was reported.
+    store_failed: AtomicBool,
+    /// The store failed and can be written again: the daemon stops, to be started again
+    /// on what was made durable (systemd's `Restart=on-failure`).
+    pub restart: tokio::sync::Notify,
 }
 
 impl DiskGate {
@@ -76,6 +85,13 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
             (path.clone(), m)
         })
         .collect();
+    let store_failure = sh.frontier.store_write_failure();
+    if let Some(error) = &store_failure {
+        if !sh.disk.store_failed.swap(true, Ordering::SeqCst) {
+            StoreWriteFailed { error }.emit(&sh.metrics);
+            sh.pipeline.set_paused(true);
+        }
+    }
     for change in watch.check(&measured) {
         match change {
             Change::None => {}
@@ -85,7 +101,7 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
             }
             Change::Recovered => {
                 DiskSpaceRecovered.emit(&sh.metrics);
-                sh.pipeline.set_paused(false);
+                sh.pipeline.set_paused(store_failure.is_some());
             }
             Change::Unmeasurable { path, error } => {
                 let dir = dirs
@@ -96,7 +112,37 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
             }
         }
     }
-    sh.disk.set(watch.low().map(ToString::to_string));
+    let low = watch.low().map(ToString::to_string);
+    let reason = match (low, store_failure) {
+        (low, None) => low,
+        (Some(low), Some(e)) => Some(format!("{low}; and the store failed a write ({e})")),
+        (None, Some(e)) => {
+            // space is back: once the store's directory takes a write, stop so that the
+            // store is opened again (sled fails every write after a failed one)
+            match probe_write(&sh.settings.store_path) {
+                Ok(()) => {
+                    sh.disk.restart.notify_one();
+                    Some(format!("the store failed a write ({e}); stopping to open it again"))
+                }
+                Err(probe) => Some(format!(
+                    "the store failed a write ({e}) and its directory still cannot be written ({probe})"
+                )),
+            }
+        }
+    };
+    sh.disk.set(reason);
+}
+
+/// Write, sync and remove a small file in `dir`: whether it takes writes again.
+fn probe_write(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(".frontierd-write-probe");
+    let result = std::fs::File::create(&path).and_then(|mut f| {
+        f.write_all(&[0u8; 4096])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&path);
+    result
 }
 
 /// Check every `[disk] check_every` until the daemon stops.

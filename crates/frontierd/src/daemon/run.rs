@@ -226,6 +226,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     tokio::select! {
         _ = signals.wait_for_stop(&shared) => {}
         _ = cluster_failed => tracing::error!("stopping: the cluster cannot be joined"),
+        _ = shared.disk.restart.notified() => tracing::error!("stopping: the store failed a write and must be opened again"),
     }
     tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
     let _ = sd_notify::notify(
@@ -286,8 +287,14 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     fs::remove_file(data_dir.join("admin.addr")).ok();
     let fatal = cluster.as_ref().and_then(|node| node.fatal());
     drop(cluster);
+    let store_failure = shared.frontier.store_write_failure();
     close_store(shared).await;
     tracing::info!("frontierd stopped");
+    if let Some(e) = store_failure {
+        anyhow::bail!(
+            "the store failed a write ({e}): what was acknowledged before is on disk; start frontierd again to open it (systemd does: Restart=on-failure)"
+        );
+    }
     match fatal {
         Some(reason) => anyhow::bail!("[cluster]: {reason}"),
         None => Ok(()),

@@ -80,3 +80,19 @@ impl InternalEvent for IntakeRefusedDiskLow {
             .inc();
     }
 }
+
+/// The store failed a write: nothing more can be made durable until it is opened again.
+/// Logged once; the daemon pauses and stops once the store's directory takes writes.
+pub struct StoreWriteFailed<'a> {
+    pub error: &'a str,
+}
+
+impl InternalEvent for StoreWriteFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::error!(
+            error = %self.error,
+            "the store failed a write: fetching paused and new URLs refused; frontierd stops (to be started again on what was made durable) once its directory takes writes again"
+        );
+        m.disk.store_write_failed.set(1);
+    }
+}

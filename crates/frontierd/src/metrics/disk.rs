@@ -14,6 +14,7 @@ pub struct DiskMetrics {
     pub available_bytes: Family<Labels, Gauge>,
     pub unmeasurable: Family<Labels, Counter>,
     pub intake_refused: Family<Labels, Counter>,
+    pub store_write_failed: Gauge,
 }
 
 impl DiskMetrics {
@@ -42,6 +43,11 @@ impl DiskMetrics {
             "disk_intake_refused",
             "URL submissions refused while free space was low, by door (api, grpc, spool, cluster)",
             self.intake_refused.clone(),
+        );
+        r.register(
+            "store_write_failed",
+            "1 once the store failed a write (a full disk, an I/O error): paused until frontierd is started again; 0 otherwise",
+            self.store_write_failed.clone(),
         );
     }
 }
