@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use frontierd_e2e::fs_faults::Tmpfs;
+use frontierd_e2e::fs_faults::{Ext4Loop, Tmpfs};
 use frontierd_e2e::{http, metric, wait_until, Daemon, Env, Reply, Req, Site};
 
 const MIB: u64 = 1 << 20;
@@ -253,6 +253,111 @@ fn a_store_that_fills_the_disk_never_hangs_the_daemon_and_loses_nothing_acknowle
         Some(acknowledged),
         "every acknowledged URL, and only those"
     );
+    drop(d);
+    drop(fs);
+}
+
+/// The WARC directory removed while the daemon runs (an operator moving files away with
+/// `rm -r`): no hang, an ERROR line naming the lost file, archiving goes on in a new file
+/// in the directory made again, and the crawl completes.
+#[test]
+fn a_removed_warc_directory_is_made_again_and_archiving_goes_on() {
+    let env = env();
+    let site = Site::start(page);
+    let base = site.base("gone.site.test");
+    let first: Vec<String> = (0..5).map(|i| format!("{base}/a{i}")).collect();
+    let d = env.start();
+    d.submit(&first);
+    wait_until("the first pages fetched", Duration::from_secs(20), || {
+        fetched_paths(&site).len() >= 5
+    });
+    std::fs::remove_dir_all(env.warc_dir()).unwrap();
+    wait_until("the lost file reported", Duration::from_secs(10), || {
+        env.daemon_log()
+            .contains("the open WARC file was removed while running")
+    });
+    assert_eq!(answered(&d, "/healthz").0, 200);
+    let later: Vec<String> = (0..5).map(|i| format!("{base}/b{i}")).collect();
+    d.submit(&later);
+    wait_until("the later pages archived", Duration::from_secs(30), || {
+        env.crawl_log()
+            .iter()
+            .filter(|l| {
+                l["url"].as_str().is_some_and(|u| u.contains("/b"))
+                    && l["warc_file"].as_str().is_some_and(|f| !f.is_empty())
+            })
+            .count()
+            == 5
+    });
+    assert!(env.warc_dir().is_dir(), "the directory is made again");
+    let (_, metrics) = answered(&d, "/metrics");
+    assert_eq!(
+        metric(&metrics, "frontierd_warc_files_lost_total"),
+        Some(1.0)
+    );
+}
+
+/// The data directory's filesystem turned read-only during a crawl, as the kernel does on an
+/// I/O error: the store's next write fails; the daemon pauses, answers, says why, and stops
+/// cleanly on SIGTERM. After the operator's repair (fsck, mount) the next start fetches
+/// every URL acknowledged.
+#[test]
+fn a_data_directory_turned_read_only_pauses_answers_and_loses_no_url() {
+    let env = env();
+    let Some(fs) = Ext4Loop::mount(&env.data, 64) else {
+        return;
+    };
+    for sub in ["incoming", "tmp"] {
+        std::fs::create_dir_all(env.data.join("spool").join(sub)).unwrap();
+    }
+    let site = Site::start(page);
+    let base = site.base("ro.site.test");
+    let urls: Vec<String> = (0..30).map(|i| format!("{base}/r{i}")).collect();
+    let mut d = env.start();
+    assert_eq!(d.submit(&urls)["accepted"], 30);
+    wait_until("some pages fetched", Duration::from_secs(20), || {
+        fetched_paths(&site).len() >= 3
+    });
+    fs.fail();
+    let body = health_becomes(&d, 503, Duration::from_secs(10));
+    assert!(
+        body.contains("the store failed a write") && body.contains("Read-only file system"),
+        "{body}"
+    );
+    assert_eq!(answered(&d, "/v1/stats").0, 200);
+    let (status, text) = http(
+        &d.admin,
+        "POST",
+        "/v1/urls",
+        format!("{base}/late\n").as_bytes(),
+    );
+    assert_eq!(status, 507, "{text}");
+    assert!(d.running());
+    d.signal(libc::SIGTERM);
+    let exit = d
+        .wait_exit(Duration::from_secs(20))
+        .expect("stops on SIGTERM");
+    assert!(
+        !exit.success(),
+        "the store had failed: {}",
+        env.daemon_log()
+    );
+    fs.repair();
+    let d = env.start();
+    let want: BTreeSet<String> = urls
+        .iter()
+        .map(|u| u.trim_start_matches(&base).to_string())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !want.is_subset(&fetched_paths(&site)) {
+        assert!(
+            Instant::now() < deadline,
+            "not fetched: {:?}\n{}",
+            want.difference(&fetched_paths(&site)).collect::<Vec<_>>(),
+            env.daemon_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(d);
     drop(fs);
 }

@@ -441,6 +441,19 @@ impl WarcWriter {
         Ok(Some(current.final_path))
     }
 
+    /// If the open file is no longer in its directory (the directory or the file was
+    /// removed while running), let it go: the next exchange starts a new file (and the
+    /// directory again). Returns the lost file's path and how many exchanges it held:
+    /// written to a file nobody can reach any more, they are gone with it.
+    pub fn let_go_if_removed(&mut self) -> Option<(PathBuf, u64)> {
+        let current = self.current.as_ref()?;
+        if current.open_path.exists() {
+            return None;
+        }
+        let current = self.current.take()?;
+        Some((current.open_path, current.exchanges))
+    }
+
     /// After a failed write (disk full…): cuts the file back to its last whole exchange so
     /// that later exchanges can go on in it. If even that fails, the file is abandoned as
     /// `.open` (for [`recover_open_files`]) and the next exchange opens a new one.
@@ -487,11 +500,25 @@ impl WarcWriter {
             if final_path.exists() {
                 continue;
             }
-            let file = match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&open_path)
-            {
+            let open = || {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&open_path)
+            };
+            // the directory removed while running (an operator moving files away): made
+            // again, so that archiving goes on
+            let opened = match open() {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(&self.config.dir).map_err(WarcError::io(
+                        "creating the WARC directory",
+                        &self.config.dir,
+                    ))?;
+                    open()
+                }
+                other => other,
+            };
+            let file = match opened {
                 Ok(file) => file,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(WarcError::io("creating WARC file", open_path)(e)),

@@ -15,7 +15,7 @@ use disk_watch::{Change, DiskWatch};
 use crate::daemon::shared::Shared;
 use crate::internal_events::disk::{
     DiskMeasured, DiskSpaceLow, DiskSpaceRecovered, DiskUnmeasurable, IntakeRefusedDiskLow,
-    StoreWriteFailed,
+    StoreWriteFailed, WarcFileRemoved,
 };
 use crate::internal_events::InternalEvent;
 
@@ -85,6 +85,20 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
             (path.clone(), m)
         })
         .collect();
+    // the open WARC file removed under us (rm -r of the directory): a new one
+    let lost = sh
+        .warc
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .and_then(|w| w.let_go_if_removed());
+    if let Some((path, exchanges)) = lost {
+        WarcFileRemoved {
+            path: &path,
+            exchanges,
+        }
+        .emit(&sh.metrics);
+    }
     let store_failure = sh.frontier.store_write_failure();
     if let Some(error) = &store_failure {
         if !sh.disk.store_failed.swap(true, Ordering::SeqCst) {

@@ -151,6 +151,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             started: Instant::now(),
             cluster: cluster.clone(),
             disk: Default::default(),
+            crawl_log_failing: AtomicBool::new(false),
+            warc_failing: AtomicBool::new(false),
             settings,
         }
     });

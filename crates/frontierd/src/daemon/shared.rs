@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -19,7 +19,8 @@ use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
 use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
 use crate::internal_events::output::{
-    CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, WarcWriteFailed,
+    CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, OutputWritesResumed,
+    WarcWriteFailed,
 };
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
@@ -70,6 +71,10 @@ pub struct Shared {
     pub cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
     /// The free-space watch's verdict (`[disk]`).
     pub disk: crate::daemon::disk::DiskGate,
+    /// The last crawl log line / WARC exchange could not be written (an episode of
+    /// failures is logged once).
+    pub crawl_log_failing: AtomicBool,
+    pub warc_failing: AtomicBool,
 }
 
 impl Shared {
@@ -184,14 +189,23 @@ impl Shared {
             node.publish_event(&json, &self.metrics);
         }
         match written {
-            Ok(()) => CrawlLogLineWritten {
-                url: line.url,
-                outcome: line.outcome,
+            Ok(()) => {
+                if self.crawl_log_failing.swap(false, Ordering::SeqCst) {
+                    OutputWritesResumed {
+                        output: "crawl log",
+                    }
+                    .emit(&self.metrics);
+                }
+                CrawlLogLineWritten {
+                    url: line.url,
+                    outcome: line.outcome,
+                }
+                .emit(&self.metrics)
             }
-            .emit(&self.metrics),
             Err(error) => CrawlLogWriteFailed {
                 url: line.url,
                 error: &error,
+                first_in_episode: !self.crawl_log_failing.swap(true, Ordering::SeqCst),
             }
             .emit(&self.metrics),
         }
@@ -307,17 +321,18 @@ impl Shared {
     }
 
     /// Archive one exchange; where its response record went (None if not written).
-    pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Option<Archived> {
+    pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Result<Option<Archived>, String> {
         self.write_warc_as(ex, None)
     }
 
     /// Archive one exchange, its answer as a `revisit` record when `revisit` is given
-    /// (else as a full response).
+    /// (else as a full response). `Ok(None)`: no WARC output; `Err`: why it failed (the
+    /// file is cut back to its last whole exchange, see `warc`).
     pub(crate) fn write_warc_as(
         &self,
         ex: &Exchange<'_>,
         revisit: Option<&warc::Revisit<'_>>,
-    ) -> Option<Archived> {
+    ) -> Result<Option<Archived>, String> {
         // compress and digest on this worker's thread; the lock covers only the append, so
         // workers on both cores are not queued behind one another's deflate
         let encoded = match revisit {
@@ -331,14 +346,22 @@ impl Shared {
                 None => Ok(None),
             }
         });
-        match written.transpose()? {
+        let written = match written {
+            Ok(None) => return Ok(None),
+            Ok(Some(w)) => Ok(w),
+            Err(e) => Err(e),
+        };
+        match written {
             Ok(written) => {
+                if self.warc_failing.swap(false, Ordering::SeqCst) {
+                    OutputWritesResumed { output: "WARC" }.emit(&self.metrics);
+                }
                 ExchangeArchived {
                     url: ex.target_uri,
                     bytes: written.bytes,
                 }
                 .emit(&self.metrics);
-                Some(Archived {
+                Ok(Some(Archived {
                     file: written
                         .file
                         .file_name()
@@ -346,15 +369,16 @@ impl Shared {
                         .unwrap_or_default(),
                     offset: written.response_offset,
                     payload_digest: written.payload_digest,
-                })
+                }))
             }
             Err(error) => {
                 WarcWriteFailed {
                     url: ex.target_uri,
                     error: &error,
+                    first_in_episode: !self.warc_failing.swap(true, Ordering::SeqCst),
                 }
                 .emit(&self.metrics);
-                None
+                Err(error.to_string())
             }
         }
     }

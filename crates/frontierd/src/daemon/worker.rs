@@ -121,7 +121,9 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                         bytes += resp.body.len() as u64;
                         let req_head = hop.request.head_bytes();
                         let archived = archive_response(resp);
-                        sh.write_warc(&Exchange {
+                        // a robots.txt answer not archived is still applied (it is read
+                        // again at its expiry)
+                        let _ = sh.write_warc(&Exchange {
                             target_uri: hop.request.url.as_str(),
                             ip: ip_of(hop.peer_addr),
                             date: hop.started_at,
@@ -213,6 +215,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     let total_ms = fetch.timings.total.as_millis() as u64;
     let mut bytes = 0u64;
     let mut archived = None;
+    let mut warc_failed = None;
     let mut content_type = None;
     let mut visit = None;
     if let Some(resp) = &fetch.response {
@@ -236,7 +239,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         let outcome = revisit::judge(previous, status, &digest);
         // unchanged since a capture we archived: a revisit record instead of the payload
         let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
-        archived = sh.write_warc_as(
+        let written = sh.write_warc_as(
             &Exchange {
                 target_uri: fetch.url.as_str(),
                 ip: ip_of(fetch.peer_addr),
@@ -250,6 +253,8 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             },
             as_revisit.as_ref(),
         );
+        warc_failed = written.as_ref().err().cloned();
+        archived = written.ok().flatten();
         PageVisited {
             url: &lease.url,
             outcome,
@@ -295,6 +300,12 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             )
             .await
         }
+    };
+    // fetched but not archived (disk full, the WARC directory gone): fetched again later,
+    // not completed without its record; its links come with the next fetch
+    let verdict = match warc_failed {
+        Some(why) => PageVerdict::not_fetched(format!("WARC write failed: {why}")),
+        None => verdict,
     };
     if let Some(stopped) = &verdict.redirect_stopped {
         RedirectChainStopped {

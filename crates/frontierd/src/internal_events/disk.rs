@@ -96,3 +96,21 @@ impl InternalEvent for StoreWriteFailed<'_> {
         m.disk.store_write_failed.set(1);
     }
 }
+
+/// The open WARC file was removed while running (its directory or itself): let go, the
+/// next exchange starts a new file. What was written to it is gone with it.
+pub struct WarcFileRemoved<'a> {
+    pub path: &'a std::path::Path,
+    pub exchanges: u64,
+}
+
+impl InternalEvent for WarcFileRemoved<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::error!(
+            file = %self.path.display(),
+            exchanges = self.exchanges,
+            "the open WARC file was removed while running: the exchanges written to it are lost with it; archiving goes on in a new file"
+        );
+        m.disk.warc_files_lost.inc();
+    }
+}

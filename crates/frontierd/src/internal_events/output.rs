@@ -23,16 +23,33 @@ impl InternalEvent for CrawlLogLineWritten<'_> {
     }
 }
 
-/// A crawl log line could not be written (disk full, ...).
+/// A crawl log line could not be written (disk full, ...). Logged once per episode (the
+/// first failure after a success), counted every time.
 pub struct CrawlLogWriteFailed<'a> {
     pub url: &'a str,
     pub error: &'a std::io::Error,
+    pub first_in_episode: bool,
 }
 
 impl InternalEvent for CrawlLogWriteFailed<'_> {
     fn emit(self, m: &Metrics) {
-        tracing::error!(url = %self.url, error = %self.error, "crawl log write failed");
+        if self.first_in_episode {
+            tracing::error!(url = %self.url, error = %self.error, "crawl log write failed (further failures are counted in frontierd_crawl_log_write_failures_total until a line is written again)");
+        } else {
+            tracing::debug!(url = %self.url, error = %self.error, "crawl log write failed");
+        }
         m.crawl_log_write_failures.inc();
+    }
+}
+
+/// An output (the crawl log, the WARC files) takes writes again after failing.
+pub struct OutputWritesResumed {
+    pub output: &'static str,
+}
+
+impl InternalEvent for OutputWritesResumed {
+    fn emit(self, _: &Metrics) {
+        tracing::info!(output = self.output, "{} writes work again", self.output);
     }
 }
 
@@ -62,15 +79,21 @@ impl InternalEvent for ExchangeArchived<'_> {
     }
 }
 
-/// An exchange could not be archived; the crawl goes on without it.
+/// An exchange could not be archived: its page is fetched again later (its attempt counts).
+/// Logged once per episode (the first failure after a success), counted every time.
 pub struct WarcWriteFailed<'a> {
     pub url: &'a str,
     pub error: &'a warc::WarcError,
+    pub first_in_episode: bool,
 }
 
 impl InternalEvent for WarcWriteFailed<'_> {
     fn emit(self, m: &Metrics) {
-        tracing::error!(error = chain(self.error), url = %self.url, "WARC write failed");
+        if self.first_in_episode {
+            tracing::error!(error = chain(self.error), url = %self.url, "WARC write failed: pages are fetched again later (further failures are counted in frontierd_warc_write_failures_total until a write succeeds)");
+        } else {
+            tracing::debug!(error = chain(self.error), url = %self.url, "WARC write failed");
+        }
         m.warc_write_failures.inc();
     }
 }

@@ -15,6 +15,7 @@ pub struct DiskMetrics {
     pub unmeasurable: Family<Labels, Counter>,
     pub intake_refused: Family<Labels, Counter>,
     pub store_write_failed: Gauge,
+    pub warc_files_lost: Counter,
 }
 
 impl DiskMetrics {
@@ -48,6 +49,11 @@ impl DiskMetrics {
             "store_write_failed",
             "1 once the store failed a write (a full disk, an I/O error): paused until frontierd is started again; 0 otherwise",
             self.store_write_failed.clone(),
+        );
+        r.register(
+            "warc_files_lost",
+            "Open WARC files removed while running (their directory or themselves): let go, archiving went on in a new file; what they held is lost",
+            self.warc_files_lost.clone(),
         );
     }
 }
