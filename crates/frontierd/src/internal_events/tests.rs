@@ -122,16 +122,21 @@ fn failures_to_write_are_logged_and_counted() {
     let warc_error = warc::WarcError::InvalidTargetUri("a b".into());
     let io_error = io::Error::new(io::ErrorKind::StorageFull, "no space left");
     let (log, scrape) = run(|m| {
-        WarcWriteFailed {
-            url: "http://a.test/",
-            error: &warc_error,
+        // an episode: the first failure logged at ERROR, the next only counted
+        for first_in_episode in [true, false] {
+            WarcWriteFailed {
+                url: "http://a.test/",
+                error: &warc_error,
+                first_in_episode,
+            }
+            .emit(m);
+            CrawlLogWriteFailed {
+                url: "http://a.test/",
+                error: &io_error,
+                first_in_episode,
+            }
+            .emit(m);
         }
-        .emit(m);
-        CrawlLogWriteFailed {
-            url: "http://a.test/",
-            error: &io_error,
-        }
-        .emit(m);
         CrawlLogLineWritten {
             url: "http://a.test/",
             outcome: Outcome::BlockedByRobots,
@@ -139,12 +144,12 @@ fn failures_to_write_are_logged_and_counted() {
         .emit(m);
     });
     assert!(
-        has_sample(&scrape, "frontierd_warc_write_failures_total 1"),
+        has_sample(&scrape, "frontierd_warc_write_failures_total 2"),
         "{scrape}"
     );
     assert!(has_sample(
         &scrape,
-        "frontierd_crawl_log_write_failures_total 1"
+        "frontierd_crawl_log_write_failures_total 2"
     ));
     assert!(has_sample(
         &scrape,
@@ -155,6 +160,11 @@ fn failures_to_write_are_logged_and_counted() {
         "{log}"
     );
     assert!(log.contains("crawl log write failed") && log.contains("no space left"));
+    assert_eq!(
+        log.matches("ERROR").count(),
+        2,
+        "one ERROR line per output per episode: {log}"
+    );
 }
 
 #[test]
