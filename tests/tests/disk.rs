@@ -178,6 +178,60 @@ fn a_low_disk_pauses_fetching_and_refuses_intake_until_space_is_freed_even_acros
     drop(fs);
 }
 
+/// The WARC directory on a filesystem of its own that fills: the same pause and refusal
+/// (naming that filesystem), and the crawl resumes by itself once it has room.
+#[test]
+fn a_full_warc_filesystem_of_its_own_pauses_and_resumes_the_crawl() {
+    let warc_dir = tempfile::tempdir().unwrap();
+    let warc_at = warc_dir.path().join("warc");
+    let Some(fs) = Tmpfs::mount(&warc_at, 32) else {
+        return;
+    };
+    let mut overrides = vec![
+        ("fetch", "workers", "2"),
+        ("politeness", "min_delay", "\"100ms\""),
+        ("politeness", "max_delay", "\"100ms\""),
+        ("disk", "pause_below_percent", "0.0"),
+        ("disk", "resume_above_percent", "0.0"),
+        ("disk", "check_every", "\"100ms\""),
+    ];
+    let (pause, resume) = ((8 * MIB).to_string(), (12 * MIB).to_string());
+    let dir = format!("{:?}", warc_at.display().to_string());
+    overrides.push(("disk", "pause_below_bytes", &pause));
+    overrides.push(("disk", "resume_above_bytes", &resume));
+    overrides.push(("warc", "dir", &dir));
+    let env = Env::new(&overrides);
+    let site = Site::start(page);
+    let base = site.base("warcfs.site.test");
+    let urls: Vec<String> = (0..30).map(|i| format!("{base}/w{i}")).collect();
+    let d = env.start();
+    d.submit(&urls);
+    wait_until("some pages fetched", Duration::from_secs(20), || {
+        fetched_paths(&site).len() >= 3
+    });
+    let filler = fs.fill_leaving(4 * MIB);
+    let body = health_becomes(&d, 503, Duration::from_secs(5));
+    assert!(body.contains(&warc_at.display().to_string()), "{body}");
+    let (status, _) = http(
+        &d.admin,
+        "POST",
+        "/v1/urls",
+        format!("{base}/x\n").as_bytes(),
+    );
+    assert_eq!(status, 507);
+    std::fs::remove_file(&filler).unwrap();
+    health_becomes(&d, 200, Duration::from_secs(5));
+    let want: BTreeSet<String> = urls
+        .iter()
+        .map(|u| u.trim_start_matches(&base).to_string())
+        .collect();
+    wait_until("every URL fetched", Duration::from_secs(60), || {
+        want.is_subset(&fetched_paths(&site))
+    });
+    drop(d);
+    drop(fs);
+}
+
 /// With the watch off, the store itself fills the disk while URLs are being submitted: the
 /// batch that hits the limit gets an error and nothing acknowledged is lost. The daemon
 /// never hangs: /healthz and /v1/stats answer, /healthz says the store failed a write; once

@@ -516,3 +516,49 @@ async fn tls_serves_tls_clients_only_and_bad_pem_is_refused() {
     };
     assert!(refused, "a plaintext call was answered by a TLS server");
 }
+
+/// While the program refuses intake (its disk is low), PutURLs of new URLs fails with
+/// RESOURCE_EXHAUSTED and the reason, and nothing of it is stored; a report of a leased URL
+/// is still taken; once the refusal ends the same items go in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intake_refused_by_the_program_stores_nothing_and_reports_still_go_in() {
+    let s = start(None, |_| {}).await;
+    let mut c = client(&s).await;
+    put(&mut c, vec![discovered(info("http://a.test/out", &[]))]).await;
+    let out = get_until(&mut c, params(600), |u| !u.is_empty()).await;
+    *s.hooks.refuse.lock().unwrap() = Some("disk space low on /data".into());
+    let refused = c
+        .put_ur_ls(tokio_stream::iter(vec![
+            discovered(info("http://a.test/new1", &[])),
+            discovered(info("http://b.test/new2", &[])),
+        ]))
+        .await
+        .unwrap()
+        .into_inner()
+        .message()
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("disk space low on /data")
+            && refused.message().contains("not stored"),
+        "{refused:?}"
+    );
+    assert!(!s.hooks.frontier.is_seen("http://a.test/new1").unwrap());
+    assert!(!s.hooks.frontier.is_seen("http://b.test/new2").unwrap());
+    // the report of what was handed out is taken
+    let acks = put(&mut c, vec![known(&out[0].url, 0)]).await;
+    assert_eq!(acks[0].status, 0, "{acks:?}");
+    assert!(s.hooks.frontier.fetcher_done(&out[0].url).unwrap());
+    *s.hooks.refuse.lock().unwrap() = None;
+    let acks = put(
+        &mut c,
+        vec![
+            discovered(info("http://a.test/new1", &[])),
+            discovered(info("http://b.test/new2", &[])),
+        ],
+    )
+    .await;
+    assert!(acks.iter().all(|a| a.status == 0), "{acks:?}");
+    assert!(s.hooks.frontier.is_seen("http://b.test/new2").unwrap());
+}

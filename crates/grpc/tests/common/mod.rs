@@ -24,6 +24,8 @@ pub fn now_ms() -> u64 {
 pub struct TestHooks {
     pub frontier: Arc<Frontier>,
     pub events: Mutex<Vec<String>>,
+    /// Set: intake refused with this reason (as the daemon does while its disk is low).
+    pub refuse: Mutex<Option<String>>,
 }
 
 impl Hooks for TestHooks {
@@ -40,6 +42,9 @@ impl Hooks for TestHooks {
         self.frontier
             .complete_robots(&lease, &outcome, 1, now_ms())
             .unwrap();
+    }
+    fn intake_refusal(&self) -> Option<String> {
+        self.refuse.lock().unwrap().clone()
     }
     fn event(&self, event: GrpcEvent<'_>) {
         self.events.lock().unwrap().push(format!("{event:?}"));
@@ -87,6 +92,7 @@ pub async fn start_tls(
     let hooks = Arc::new(TestHooks {
         frontier: frontier.clone(),
         events: Mutex::new(Vec::new()),
+        refuse: Mutex::new(None),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
