@@ -90,6 +90,22 @@ mod tests {
 
     const NOW: UnixMillis = UnixMillis(1_700_000_000_000);
 
+    /// The fetcher's and the state machine's network failure kinds are two enums (the
+    /// crates do not know each other): the mapping keeps each kind's label, and the two
+    /// lists of labels are the same, so metrics and logs name a failure alike on both sides.
+    #[test]
+    fn network_failure_kinds_map_one_to_one_with_the_same_labels() {
+        let mapped: Vec<&str> = FetchNetworkKind::ALL
+            .iter()
+            .map(|&k| {
+                assert_eq!(network_kind(k).as_str(), k.as_str(), "{k:?}");
+                network_kind(k).as_str()
+            })
+            .collect();
+        let robots: Vec<&str> = NetworkErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(mapped, robots);
+    }
+
     /// A server whose `/robots.txt` redirects `/r1`, `/r2`, ... up to `/r{hops}`, which
     /// answers `final_status` with a disallow-everything body.
     async fn redirect_chain_server(hops: u32, final_status: u16) -> std::net::SocketAddr {

@@ -99,6 +99,18 @@ pub enum NetworkErrorKind {
 }
 
 impl NetworkErrorKind {
+    /// Every kind (every kind, for tests and label lists).
+    pub const ALL: [NetworkErrorKind; 8] = [
+        NetworkErrorKind::Dns,
+        NetworkErrorKind::Connect,
+        NetworkErrorKind::Tls,
+        NetworkErrorKind::Timeout,
+        NetworkErrorKind::Reset,
+        NetworkErrorKind::InvalidResponse,
+        NetworkErrorKind::BrokenChunking,
+        NetworkErrorKind::Other,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             NetworkErrorKind::Dns => "dns",

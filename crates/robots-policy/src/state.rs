@@ -177,6 +177,18 @@ pub enum NetworkErrorKind {
 }
 
 impl NetworkErrorKind {
+    /// Every kind (every kind, for tests and label lists).
+    pub const ALL: [NetworkErrorKind; 8] = [
+        NetworkErrorKind::Dns,
+        NetworkErrorKind::Connect,
+        NetworkErrorKind::Tls,
+        NetworkErrorKind::Timeout,
+        NetworkErrorKind::Reset,
+        NetworkErrorKind::InvalidResponse,
+        NetworkErrorKind::BrokenChunking,
+        NetworkErrorKind::Other,
+    ];
+
     /// Stable name for logs and the admin API.
     pub fn as_str(self) -> &'static str {
         match self {
