@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod fs_faults;
-pub mod nats;
+/// The shared nats-server harness (crates/nats-harness).
+pub use nats_harness as nats;
 mod site;
 
 // ------------------------------------------------------------------ the binary

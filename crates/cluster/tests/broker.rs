@@ -12,7 +12,7 @@ use cluster::{
     ensure_streams, BrokerError, ClusterSettings, EventPublisher, JetStream, Publisher,
     ShardConsumer, UrlRecord, EVENTS_STREAM, URL_STREAM,
 };
-use common::{wait_for, NatsServer};
+use common::{node_settings, wait_for, NatsServer};
 
 const MAX_URL_LEN: usize = 8192;
 
@@ -79,7 +79,7 @@ async fn published_urls_arrive_on_their_shard_and_leave_the_queue_once_acked() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 8, "0-7");
+    let settings = node_settings(&server, "n1", 8, "0-7");
     let (js, _) = jetstream(&settings).await;
     let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
     let mut records = seeds(50, 4, "a");
@@ -131,7 +131,7 @@ async fn an_unacked_batch_is_redelivered_after_the_ack_wait() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let mut settings = server.settings("n1", 4, "0-3");
+    let mut settings = node_settings(&server, "n1", 4, "0-3");
     settings.ack_wait = Duration::from_secs(1);
     let (js, _) = jetstream(&settings).await;
     let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
@@ -188,8 +188,8 @@ async fn nodes_on_disjoint_shards_never_see_each_others_urls() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let a = server.settings("a", 16, "0-7");
-    let b = server.settings("b", 16, "8-15");
+    let a = node_settings(&server, "a", 16, "0-7");
+    let b = node_settings(&server, "b", 16, "8-15");
     let (js_a, _) = jetstream(&a).await;
     let (js_b, _) = jetstream(&b).await;
     let records = seeds(200, 2, "d");
@@ -223,7 +223,7 @@ async fn broker_killed_mid_publish_loses_nothing_acked_and_publishing_resumes() 
     let Some(mut server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 8, "0-7");
+    let settings = node_settings(&server, "n1", 8, "0-7");
     let (js, state) = jetstream(&settings).await;
     let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
     let acked_rounds = Arc::new(AtomicUsize::new(0));
@@ -275,13 +275,13 @@ async fn broker_killed_mid_publish_loses_nothing_acked_and_publishing_resumes() 
         (acked_rounds.load(Ordering::SeqCst) >= 20).then_some(())
     })
     .await;
-    server.kill();
+    server.kill(0);
     let killed_at = acked_rounds.load(Ordering::SeqCst);
     wait_for("a publish failure", Duration::from_secs(30), || async {
         (failures.load(Ordering::SeqCst) > 0).then_some(())
     })
     .await;
-    server.restart();
+    server.restart(0);
     wait_for(
         "20 more rounds acked after the restart",
         Duration::from_secs(120),
@@ -327,7 +327,7 @@ async fn events_are_kept_per_node_and_a_wrong_shard_count_is_refused() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n7", 8, "0-7");
+    let settings = node_settings(&server, "n7", 8, "0-7");
     let (js, _) = jetstream(&settings).await;
     let events = EventPublisher::new(js.clone(), &settings.node_id);
     assert_eq!(events.subject(), "frontierd.events.n7");
@@ -351,7 +351,7 @@ async fn events_are_kept_per_node_and_a_wrong_shard_count_is_refused() {
     assert_eq!(msg.subject.as_str(), "frontierd.events.n7");
     assert!(String::from_utf8_lossy(&msg.payload).contains("http://e.test/1"));
 
-    let other = server.settings("n8", 16, "0-15");
+    let other = node_settings(&server, "n8", 16, "0-15");
     let err = ensure_streams(&js, &other).await.unwrap_err();
     assert!(
         matches!(err, BrokerError::ShardCountMismatch { configured: 16, ref found, .. } if found == "8"),
@@ -364,7 +364,7 @@ async fn lists_published_to_the_intake_subject_are_routed_to_their_shards() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 8, "0-7");
+    let settings = node_settings(&server, "n1", 8, "0-7");
     let (js, _) = jetstream(&settings).await;
     let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
     let router = cluster::IntakeRouter::open(&js, publisher, settings.ack_wait)
@@ -427,7 +427,7 @@ async fn a_publish_of_more_messages_than_ack_permits_completes() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 64, "0-63");
+    let settings = node_settings(&server, "n1", 64, "0-63");
     let (client, _) = cluster::connect(&settings).await.expect("connect");
     // 8 unacknowledged publishes at most on this context
     let js = async_nats::jetstream::ContextBuilder::new()
@@ -461,7 +461,7 @@ async fn throughput() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 64, "0-63");
+    let settings = node_settings(&server, "n1", 64, "0-63");
     let (js, _) = jetstream(&settings).await;
     let publisher = Publisher::new(js.clone(), settings.shard_map, MAX_URL_LEN);
     let urls = seeds(10_000, 10, "t");
@@ -506,7 +506,7 @@ async fn a_shard_with_fewer_messages_than_asked_answers_without_waiting_out_the_
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = server.settings("n1", 1, "0");
+    let settings = node_settings(&server, "n1", 1, "0");
     let (js, _) = jetstream(&settings).await;
     let consumer = ShardConsumer::open(&js, &settings, 0)
         .await

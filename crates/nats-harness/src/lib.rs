@@ -1,5 +1,7 @@
-//! A real `nats-server -js` for the cluster tests (tests/tests/cluster.rs): free loopback
-//! ports, a temporary store, killed with SIGKILL on drop. One server, or three clustered
+//! A real `nats-server -js` for the tests that need a broker (crates/cluster/tests and the
+//! end-to-end tests/tests/cluster.rs), shared by both: free loopback ports, a temporary
+//! store, killed with SIGKILL on drop. It owns starting, readiness, kill and restart of the
+//! server processes; it never talks NATS itself. One server, or three clustered
 //! (routes between them, JetStream replicated over RAFT). The binary comes from `PATH`,
 //! `/usr/sbin` (Debian's package) or `NATS_SERVER=/path`; without it [`NatsServer::start`]
 //! prints SKIPPED and returns None, except under `CI=1`, where it fails.
