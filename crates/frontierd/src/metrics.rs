@@ -88,6 +88,7 @@ pub struct Metrics {
     pub dns_cache_entries: Gauge,
     pub fetch_dns_failures: Family<Labels, Counter>,
     pub address_refusals: Family<Labels, Counter>,
+    pub frontier_call_failures: Family<Labels, Counter>,
     pub ip_groups: Gauge,
     pub ip_waits: Counter,
     /// The frontier's cumulative IP waits already added to `ip_waits`.
@@ -159,6 +160,7 @@ impl Metrics {
             dns_cache_entries: Gauge::default(),
             fetch_dns_failures: Family::default(),
             address_refusals: Family::default(),
+            frontier_call_failures: Family::default(),
             ip_groups: Gauge::default(),
             ip_waits: Counter::default(),
             ip_waits_seen: AtomicU64::new(0),
@@ -423,6 +425,11 @@ impl Metrics {
             "address_refusals",
             "Fetches not sent because the address policy ([addresses]) refuses the address their host is on, by fetch (robots, page) and rule (loopback, private, link-local, cgnat, deny, own-listener, ...)",
             m.address_refusals.clone(),
+        );
+        registry.register(
+            "frontier_call_failures",
+            "Frontier calls of the dispatcher and the completer that failed, by call (next-batch, complete-batch, complete, complete-robots-batch, complete-robots, note-addresses, task, after-stop)",
+            m.frontier_call_failures.clone(),
         );
         registry.register(
             "dns_cache_entries",

@@ -5,6 +5,7 @@
 //! The runtime threads never wait on the frontier's lock or a disk flush, and a flush is
 //! shared by every outcome of a batch.
 
+use crate::internal_events::daemon::FrontierCall;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub struct Pipeline {
     stopping: AtomicBool,
     /// No new leases while set (free space low); fetches under way finish.
     paused: AtomicBool,
+    observer: Arc<Observer>,
 }
 
 /// What runs the pipeline: spawned by [`Pipeline::start`], ended by [`Tasks::finish`].
@@ -77,20 +79,23 @@ pub struct Observer {
     /// called on the runtime, it must not block (the answers go to
     /// [`Frontier::resolved`]).
     pub resolve: Box<dyn Fn(Vec<frontier::ResolveRequest>) + Send + Sync>,
+    /// A frontier call failed: (which, the error, how many items it carried).
+    pub failed: Box<dyn Fn(FrontierCall, &dyn std::fmt::Display, usize) + Send + Sync>,
 }
 
 impl Pipeline {
     /// Start the dispatcher and the completer for `frontier`.
     pub fn start(frontier: Arc<Frontier>, observer: Observer) -> (Arc<Pipeline>, Tasks) {
         let (done_tx, done_rx) = mpsc::channel(COMPLETION_QUEUE);
+        let observer = Arc::new(observer);
         let p = Arc::new(Pipeline {
             handoff: Handoff::default(),
             done: done_tx,
             kick: Notify::new(),
             stopping: AtomicBool::new(false),
             paused: AtomicBool::new(false),
+            observer: observer.clone(),
         });
-        let observer = Arc::new(observer);
         let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), observer.clone()));
         let completer = tokio::spawn(complete_loop(p.clone(), frontier, done_rx, observer));
         (
@@ -126,10 +131,7 @@ impl Pipeline {
             .is_err()
         {
             // the completer is gone (only after a stop): the lease returns at the next open
-            tracing::warn!(
-                ?lease,
-                "completion after the completer ended; the URL will be fetched again"
-            );
+            (self.observer.failed)(FrontierCall::AfterStop, &format!("page lease {lease:?}"), 1);
         }
     }
 
@@ -150,9 +152,10 @@ impl Pipeline {
             .is_err()
         {
             // the completer is gone (only after a stop): fetched again after a restart
-            tracing::warn!(
-                %origin,
-                "robots.txt outcome after the completer ended; it will be fetched again"
+            (self.observer.failed)(
+                FrontierCall::AfterStop,
+                &format!("robots.txt of {origin}"),
+                1,
             );
         }
     }
@@ -241,11 +244,11 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<
                 left = p.handoff.give(batch);
             }
             Ok(Err(e)) => {
-                tracing::error!(error = %e, "frontier next_batch failed");
+                (observer.failed)(FrontierCall::NextBatch, &e, want);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => {
-                tracing::error!(error = %e, "frontier next_batch task failed");
+                (observer.failed)(FrontierCall::Task, &e, want);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -285,12 +288,12 @@ async fn complete_loop(
             let res = tokio::task::spawn_blocking(move || {
                 // the addresses first: the slots the fetches free are their addresses'
                 note_addresses(&fr, &b.addresses, &obs);
-                apply_robots(&fr, &b.robots);
-                apply(&fr, &b.pages, &b.visits)
+                apply_robots(&fr, &b.robots, &obs);
+                apply(&fr, &b.pages, &b.visits, &obs)
             })
             .await;
             if let Err(e) = res {
-                tracing::error!(error = %e, "complete_batch task failed");
+                (observer.failed)(FrontierCall::Task, &e, n);
             }
             (observer.after_completions)(n);
             p.kick();
@@ -355,12 +358,16 @@ fn note_addresses(
                 (observer.address_changed)(host_id, before, ip);
             }
         }
-        Err(e) => tracing::error!(error = %e, "noting the hosts' addresses failed"),
+        Err(e) => (observer.failed)(FrontierCall::NoteAddresses, &e, reports.len()),
     }
 }
 
 /// One `complete_robots_batch` for the robots.txt outcomes gathered (one flush for all).
-fn apply_robots(frontier: &Frontier, done: &[(RobotsLease, RobotsFetchOutcome, u64)]) {
+fn apply_robots(
+    frontier: &Frontier,
+    done: &[(RobotsLease, RobotsFetchOutcome, u64)],
+    observer: &Observer,
+) {
     if done.is_empty() {
         return;
     }
@@ -368,34 +375,39 @@ fn apply_robots(frontier: &Frontier, done: &[(RobotsLease, RobotsFetchOutcome, u
         Ok(results) => {
             for ((lease, _, _), r) in done.iter().zip(results) {
                 if let Err(e) = r {
-                    tracing::error!(origin = %lease.origin, error = %e, "complete_robots failed");
+                    let what = format!("{}: {e}", lease.origin);
+                    (observer.failed)(FrontierCall::CompleteRobots, &what, 1);
                 }
             }
         }
-        Err(e) => {
-            tracing::error!(error = %e, outcomes = done.len(), "complete_robots_batch failed")
-        }
+        Err(e) => (observer.failed)(FrontierCall::CompleteRobotsBatch, &e, done.len()),
     }
 }
 
 /// One `complete_batch`; if it names a lease it does not know (nothing applied then), the
 /// others are applied one by one so one bad lease costs only itself.
-fn apply(frontier: &Frontier, batch: &[(LeaseId, PageOutcome)], visits: &[Option<Visit>]) {
+fn apply(
+    frontier: &Frontier,
+    batch: &[(LeaseId, PageOutcome)],
+    visits: &[Option<Visit>],
+    observer: &Observer,
+) {
     if batch.is_empty() {
         return;
     }
     match frontier.complete_visits(batch, visits, now_ms()) {
         Ok(()) => {}
-        Err(FrontierError::UnknownLease(bad)) => {
-            tracing::error!(lease = ?bad, "completion of an unknown lease; the batch is applied one by one");
+        Err(e @ FrontierError::UnknownLease(_)) => {
+            // nothing was applied: the others one by one, so one bad lease costs only itself
+            (observer.failed)(FrontierCall::CompleteBatch, &e, batch.len());
             for (i, (lease, outcome)) in batch.iter().enumerate() {
                 let one = [(*lease, outcome.clone())];
                 let visit = [visits.get(i).cloned().flatten()];
                 if let Err(e) = frontier.complete_visits(&one, &visit, now_ms()) {
-                    tracing::error!(?lease, error = %e, "complete failed");
+                    (observer.failed)(FrontierCall::Complete, &e, 1);
                 }
             }
         }
-        Err(e) => tracing::error!(error = %e, completions = batch.len(), "complete_batch failed"),
+        Err(e) => (observer.failed)(FrontierCall::CompleteBatch, &e, batch.len()),
     }
 }

@@ -16,6 +16,10 @@ use warc::{recover_open_files, WarcConfig, WarcWriter};
 use crate::config::Settings;
 use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
+use crate::internal_events::daemon::{
+    ConfigWarning, FrontierCallFailed, LeasesAbandoned, Listening, Running, StopCause, Stopped,
+    Stopping, StoreClosed, WarcClosed, WarcRecovered,
+};
 use crate::internal_events::fetch::CompletionsApplied;
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
@@ -24,8 +28,9 @@ use crate::metrics::Metrics;
 pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     // first: until then SIGHUP would end the process
     let mut signals = crate::daemon::signals::Signals::install()?;
+    let metrics = Metrics::new();
     for warning in settings.warnings() {
-        tracing::warn!("{warning}");
+        ConfigWarning { warning: &warning }.emit(&metrics);
     }
     let data_dir = settings.data_dir.clone();
     fs::create_dir_all(&data_dir)
@@ -38,7 +43,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     fs::create_dir_all(&settings.warc_dir)
         .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
     for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
-        tracing::warn!(result = %r, "WARC file left open by an earlier run recovered");
+        WarcRecovered { result: &r }.emit(&metrics);
     }
     let crawl_log = crate::daemon::signals::open_crawl_log(&settings.crawl_log)?;
 
@@ -109,8 +114,13 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let mut pipeline_tasks = None;
     let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
         let (on_dispatch, on_complete, on_address) = (weak.clone(), weak.clone(), weak.clone());
-        let on_resolve = weak.clone();
+        let (on_resolve, on_failure) = (weak.clone(), weak.clone());
         let observer = Observer {
+            failed: Box::new(move |call, error, items| {
+                if let Some(sh) = on_failure.upgrade() {
+                    FrontierCallFailed { call, error, items }.emit(&sh.metrics);
+                }
+            }),
             after_dispatch: Box::new(move |_| {
                 if let Some(sh) = on_dispatch.upgrade() {
                     sh.drain_events();
@@ -142,7 +152,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             warc: Mutex::new(Some(warc)),
             warc_gzip_level: settings.raw.warc.gzip_level,
             crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
-            metrics: Metrics::new(),
+            metrics,
             shutdown: Notify::new(),
             stopping: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
@@ -175,7 +185,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         .context("starting the admin API's thread")?;
     // tell tools where we listen (useful with port 0)
     fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
-    tracing::info!(%admin_addr, data_dir = %data_dir.display(), "admin API listening");
+    Listening::Admin {
+        addr: admin_addr,
+        data_dir: &data_dir,
+    }
+    .emit(&shared.metrics);
 
     let grpc_task = match shared.settings.grpc.clone() {
         None => None,
@@ -183,7 +197,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             let (addr, task) = crate::grpc::start(&shared, &g).await?;
             shared.fetcher.add_own_listener(addr);
             fs::write(data_dir.join("grpc.addr"), format!("{addr}\n")).ok();
-            tracing::info!(grpc_addr = %addr, "url-frontier gRPC API listening");
+            Listening::Grpc { addr }.emit(&shared.metrics);
             Some(task)
         }
     };
@@ -217,7 +231,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             sd_notify::NotifyState::Status(&format!("crawling; admin API on {admin_addr}")),
         ],
     );
-    tracing::info!(workers, "frontierd running");
+    Running { workers }.emit(&shared.metrics);
 
     let cluster_failed = async {
         match &cluster {
@@ -225,12 +239,12 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        _ = signals.wait_for_stop(&shared) => {}
-        _ = cluster_failed => tracing::error!("stopping: the cluster cannot be joined"),
-        _ = shared.disk.restart.notified() => tracing::error!("stopping: the store failed a write and must be opened again"),
-    }
-    tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
+    let cause = tokio::select! {
+        _ = signals.wait_for_stop(&shared) => StopCause::Signal,
+        _ = cluster_failed => StopCause::ClusterFailed,
+        _ = shared.disk.restart.notified() => StopCause::StoreFailed,
+    };
+    Stopping { cause }.emit(&shared.metrics);
     let _ = sd_notify::notify(
         false,
         &[
@@ -257,10 +271,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         }
     }
     if abandoned > 0 {
-        tracing::warn!(
-            abandoned,
-            "grace period over: unfinished leases return to their queues at the next start"
-        );
+        LeasesAbandoned { count: abandoned }.emit(&shared.metrics);
     }
     // every completion the workers sent is applied (and flushed) before the store closes
     pipeline_tasks.finish(&shared.pipeline).await;
@@ -276,9 +287,9 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let writer = shared.warc.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(w) = writer {
         match w.close() {
-            Ok(Some(p)) => tracing::info!(file = %p.display(), "WARC file closed"),
+            Ok(Some(p)) => WarcClosed::Closed { file: &p }.emit(&shared.metrics),
             Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "closing the WARC file"),
+            Err(e) => WarcClosed::Failed { error: &e }.emit(&shared.metrics),
         }
     }
     {
@@ -290,8 +301,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let fatal = cluster.as_ref().and_then(|node| node.fatal());
     drop(cluster);
     let store_failure = shared.frontier.store_write_failure();
-    close_store(shared).await;
-    tracing::info!("frontierd stopped");
+    let metrics = close_store(shared).await;
+    Stopped.emit(&metrics);
     if let Some(e) = store_failure {
         anyhow::bail!(
             "the store failed a write ({e}): what was acknowledged before is on disk; start frontierd again to open it (systemd does: Restart=on-failure)"
@@ -308,17 +319,20 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
 /// done by the runtime's teardown it held the exit up to a second after "frontierd
 /// stopped" (the runtime's shutdown timeout). Fetches abandoned after the grace period
 /// still hold it: then it is left to the exit.
-async fn close_store(shared: Arc<Shared>) {
+async fn close_store(shared: Arc<Shared>) -> Metrics {
     let started = Instant::now();
+    // the events after the store: a registry of their own (nothing scrapes it any more)
+    let metrics = Metrics::new();
     let Some(frontier) = Arc::into_inner(shared).and_then(|sh| Arc::into_inner(sh.frontier)) else {
-        tracing::debug!("store still in use by abandoned fetches: closed at exit");
-        return;
+        StoreClosed::AtExit.emit(&metrics);
+        return metrics;
     };
     if let Err(e) = tokio::task::spawn_blocking(move || drop(frontier)).await {
-        tracing::error!(error = %e, "closing the store");
+        StoreClosed::Failed { error: &e }.emit(&metrics);
     }
-    tracing::info!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "store closed"
-    );
+    StoreClosed::Closed {
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }
+    .emit(&metrics);
+    metrics
 }

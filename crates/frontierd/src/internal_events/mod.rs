@@ -13,10 +13,12 @@
 //! - sitemap.rs: sitemaps parsed or cut, their URLs offered, robots.txt sitemaps refused
 //! - network.rs: DNS failures of fetches, hosts joining IP groups
 //! - cluster.rs: `[cluster]`: broker pauses, shard deliveries, link routing, events
+//! - daemon.rs: the daemon's start, listeners and stop; frontier calls of the pipeline that failed
 //! - disk.rs: the free-space watch: space low and back, refused submissions
 
 pub mod admin;
 pub mod cluster;
+pub mod daemon;
 pub mod disk;
 pub mod fetch;
 pub mod intake;

@@ -1,0 +1,227 @@
+//! The daemon's own life: start-up, listening, stopping and what the stop closes, and the
+//! frontier calls of the pipeline that failed. The log lines are what operators and the
+//! tests read ("admin API listening", "frontierd stopped", "store closed"): their text is
+//! kept here, once.
+
+use std::fmt::Display;
+use std::path::Path;
+
+use super::{label, InternalEvent};
+use crate::metrics::Metrics;
+
+/// A safety or etiquette warning about the configuration, at start.
+pub struct ConfigWarning<'a> {
+    pub warning: &'a dyn Display,
+}
+
+impl InternalEvent for ConfigWarning<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::warn!("{}", self.warning);
+    }
+}
+
+/// A WARC file an earlier run left `.open` was recovered at start.
+pub struct WarcRecovered<'a> {
+    pub result: &'a dyn Display,
+}
+
+impl InternalEvent for WarcRecovered<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::warn!(result = %self.result, "WARC file left open by an earlier run recovered");
+    }
+}
+
+/// A listener serves: the admin API, or the url-frontier gRPC API.
+pub enum Listening<'a> {
+    Admin {
+        addr: std::net::SocketAddr,
+        data_dir: &'a Path,
+    },
+    Grpc {
+        addr: std::net::SocketAddr,
+    },
+}
+
+impl InternalEvent for Listening<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            Listening::Admin { addr, data_dir } => {
+                tracing::info!(admin_addr = %addr, data_dir = %data_dir.display(), "admin API listening")
+            }
+            Listening::Grpc { addr } => {
+                tracing::info!(grpc_addr = %addr, "url-frontier gRPC API listening")
+            }
+        }
+    }
+}
+
+/// Everything started.
+pub struct Running {
+    pub workers: u32,
+}
+
+impl InternalEvent for Running {
+    fn emit(self, _: &Metrics) {
+        tracing::info!(workers = self.workers, "frontierd running");
+    }
+}
+
+/// Why the daemon stops.
+pub enum StopCause {
+    /// SIGTERM or SIGINT (logged by the signal handler).
+    Signal,
+    /// `[cluster]`: the cluster cannot be joined.
+    ClusterFailed,
+    /// The store failed a write and can be written again: it must be opened again.
+    StoreFailed,
+}
+
+/// The stop begins: no new URLs handed out, in-flight fetches finishing.
+pub struct Stopping {
+    pub cause: StopCause,
+}
+
+impl InternalEvent for Stopping {
+    fn emit(self, _: &Metrics) {
+        match self.cause {
+            StopCause::Signal => {}
+            StopCause::ClusterFailed => {
+                tracing::error!("stopping: the cluster cannot be joined")
+            }
+            StopCause::StoreFailed => {
+                tracing::error!("stopping: the store failed a write and must be opened again")
+            }
+        }
+        tracing::info!("stopping: no new URLs handed out, in-flight fetches finishing");
+    }
+}
+
+/// Fetches still running when the grace period ended were abandoned.
+pub struct LeasesAbandoned {
+    pub count: usize,
+}
+
+impl InternalEvent for LeasesAbandoned {
+    fn emit(self, _: &Metrics) {
+        tracing::warn!(
+            abandoned = self.count,
+            "grace period over: unfinished leases return to their queues at the next start"
+        );
+    }
+}
+
+/// The WARC file was closed at the stop (renamed from `.open`), or could not be.
+pub enum WarcClosed<'a> {
+    Closed { file: &'a Path },
+    Failed { error: &'a dyn Display },
+}
+
+impl InternalEvent for WarcClosed<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            WarcClosed::Closed { file } => {
+                tracing::info!(file = %file.display(), "WARC file closed")
+            }
+            WarcClosed::Failed { error } => {
+                tracing::error!(error = %error, "closing the WARC file")
+            }
+        }
+    }
+}
+
+/// The store was closed (sled flushed and synced), left to the exit (abandoned fetches
+/// still hold it), or its closing task failed.
+pub enum StoreClosed<'a> {
+    Closed { elapsed_ms: u64 },
+    AtExit,
+    Failed { error: &'a dyn Display },
+}
+
+impl InternalEvent for StoreClosed<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            StoreClosed::Closed { elapsed_ms } => {
+                tracing::info!(elapsed_ms, "store closed")
+            }
+            StoreClosed::AtExit => {
+                tracing::debug!("store still in use by abandoned fetches: closed at exit")
+            }
+            StoreClosed::Failed { error } => tracing::error!(error = %error, "closing the store"),
+        }
+    }
+}
+
+/// The last line of a stop.
+pub struct Stopped;
+
+impl InternalEvent for Stopped {
+    fn emit(self, _: &Metrics) {
+        tracing::info!("frontierd stopped");
+    }
+}
+
+/// Which frontier call of the pipeline failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrontierCall {
+    /// Leasing work for the idle workers.
+    NextBatch,
+    /// Applying a batch of page outcomes.
+    CompleteBatch,
+    /// Applying one page outcome (after a batch named an unknown lease).
+    Complete,
+    /// Applying a batch of robots.txt outcomes.
+    CompleteRobotsBatch,
+    /// Applying one origin's robots.txt outcome.
+    CompleteRobots,
+    /// Recording where hosts' fetches connected.
+    NoteAddresses,
+    /// A blocking task that ran one of these died.
+    Task,
+    /// An outcome arrived after the completer ended (only during a stop): its URL or
+    /// robots.txt is fetched again after the restart.
+    AfterStop,
+}
+
+impl FrontierCall {
+    fn as_str(self) -> &'static str {
+        match self {
+            FrontierCall::NextBatch => "next-batch",
+            FrontierCall::CompleteBatch => "complete-batch",
+            FrontierCall::Complete => "complete",
+            FrontierCall::CompleteRobotsBatch => "complete-robots-batch",
+            FrontierCall::CompleteRobots => "complete-robots",
+            FrontierCall::NoteAddresses => "note-addresses",
+            FrontierCall::Task => "task",
+            FrontierCall::AfterStop => "after-stop",
+        }
+    }
+}
+
+/// A frontier call of the dispatcher or the completer failed (the store failed a write, a
+/// lease it does not know): what it was about is retried or returns at the next start.
+pub struct FrontierCallFailed<'a> {
+    pub call: FrontierCall,
+    pub error: &'a dyn Display,
+    /// The items the call carried.
+    pub items: usize,
+}
+
+impl InternalEvent for FrontierCallFailed<'_> {
+    fn emit(self, m: &Metrics) {
+        match self.call {
+            FrontierCall::AfterStop => tracing::warn!(
+                what = %self.error,
+                "outcome after the completer ended; it will be fetched again after the restart"
+            ),
+            call => tracing::error!(
+                call = call.as_str(),
+                error = %self.error,
+                items = self.items,
+                "frontier call failed"
+            ),
+        }
+        m.frontier_call_failures
+            .get_or_create(&label("call", self.call.as_str()))
+            .inc();
+    }
+}
