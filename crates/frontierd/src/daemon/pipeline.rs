@@ -65,6 +65,9 @@ pub struct Tasks {
     completer: tokio::task::JoinHandle<()>,
 }
 
+/// [`Observer::failed`].
+pub type CallFailed = Box<dyn Fn(FrontierCall, &dyn std::fmt::Display, usize) + Send + Sync>;
+
 /// Counts the pipeline reports (to metrics, by the caller's closure).
 pub struct Observer {
     /// Called after each `next_batch` (with the items leased) on the blocking pool; the
@@ -80,7 +83,7 @@ pub struct Observer {
     /// [`Frontier::resolved`]).
     pub resolve: Box<dyn Fn(Vec<frontier::ResolveRequest>) + Send + Sync>,
     /// A frontier call failed: (which, the error, how many items it carried).
-    pub failed: Box<dyn Fn(FrontierCall, &dyn std::fmt::Display, usize) + Send + Sync>,
+    pub failed: CallFailed,
 }
 
 impl Pipeline {
