@@ -502,12 +502,8 @@ pub fn ingest(
                     .as_u64()
                     .unwrap_or(robots);
                 let metrics = d.get_text("/metrics")?;
-                checkpoints =
-                    crate::scheduled::metric_sum(&metrics, &["store_journal_checkpoints_total"]);
-                checkpoint_hosts = crate::scheduled::metric_sum(
-                    &metrics,
-                    &["store_journal_checkpoint_hosts_total"],
-                );
+                checkpoints = metric_sum(&metrics, &["store_journal_checkpoints_total"]);
+                checkpoint_hosts = metric_sum(&metrics, &["store_journal_checkpoint_hosts_total"]);
             }
             tail.poll()?;
             Some(CrawlAfter {
@@ -539,4 +535,16 @@ pub fn ingest(
         submit_status: status.to_string(),
         after,
     })
+}
+
+/// Sum of every sample of the counters named `names` in a Prometheus text exposition.
+pub(crate) fn metric_sum(text: &str, names: &[&str]) -> u64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            let name = l.split(['{', ' ']).next().unwrap_or("");
+            names.iter().any(|n| name.ends_with(n))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }

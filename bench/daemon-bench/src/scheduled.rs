@@ -60,18 +60,6 @@ fn disk_usage(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Sum of every sample of the counters named `names` in a Prometheus text exposition.
-pub(crate) fn metric_sum(text: &str, names: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| {
-            let name = l.split(['{', ' ']).next().unwrap_or("");
-            names.iter().any(|n| name.ends_with(n))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
-
 fn snapshot(d: &Daemon, port: u16) -> Result<Snapshot> {
     let pid = d.pid();
     let metrics = d.get_text("/metrics")?;
@@ -80,7 +68,10 @@ fn snapshot(d: &Daemon, port: u16) -> Result<Snapshot> {
         vm_rss: procfs::vm_rss(pid).unwrap_or(0),
         disk: disk_usage(&d.dir.path().join("data")),
         server_requests: crate::server::requests(port)?,
-        daemon_fetches: metric_sum(&metrics, &["page_fetches_total", "robots_fetches_total"]),
+        daemon_fetches: crate::daemon::metric_sum(
+            &metrics,
+            &["page_fetches_total", "robots_fetches_total"],
+        ),
     })
 }
 

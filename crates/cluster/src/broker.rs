@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, stream};
 use async_nats::{ConnectOptions, Event};
 
-use crate::config::ClusterSettings;
+use crate::config::{server_list, ClusterSettings};
 
 /// The stream that carries URLs, one subject per shard.
 pub const URL_STREAM: &str = "FRONTIERD_URLS";
@@ -259,9 +259,9 @@ pub async fn ensure_streams(
     })
     .await
     .map_err(|e| stream_err(EVENTS_STREAM)(Box::new(e)))?;
-    js.get_or_create_stream(crate::status::nodes_stream_config(settings.replicas))
+    js.get_or_create_stream(nodes_stream_config(settings.replicas))
         .await
-        .map_err(|e| stream_err(crate::status::NODES_STREAM)(Box::new(e)))?;
+        .map_err(|e| stream_err(NODES_STREAM)(Box::new(e)))?;
     Ok(())
 }
 
@@ -285,15 +285,25 @@ pub async fn connect_in_background(
     Ok((client, state))
 }
 
-/// `cluster.nats_url` split at commas: async-nats takes a list of URLs, not one string with
-/// commas (it would read `4222,nats` as the port).
-pub fn server_list(nats_url: &str) -> Vec<String> {
-    nats_url
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+/// The stream of node statuses, one subject (and one kept message) per node.
+pub const NODES_STREAM: &str = "FRONTIERD_NODES";
+
+/// `frontierd.nodes.<node_id>`.
+pub fn node_subject(node_id: &str) -> String {
+    format!("frontierd.nodes.{node_id}")
+}
+
+pub(crate) fn nodes_stream_config(replicas: usize) -> stream::Config {
+    stream::Config {
+        name: NODES_STREAM.into(),
+        description: Some("frontierd node statuses, the last one per node".into()),
+        subjects: vec!["frontierd.nodes.*".into()],
+        retention: stream::RetentionPolicy::Limits,
+        storage: stream::StorageType::File,
+        max_messages_per_subject: 1,
+        num_replicas: replicas,
+        ..Default::default()
+    }
 }
 
 /// The JetStream context of a client.

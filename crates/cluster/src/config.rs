@@ -141,7 +141,7 @@ impl ClusterConfig {
         {
             return Err(ConfigError::NodeId(id.clone()));
         }
-        let servers = crate::broker::server_list(&self.nats_url);
+        let servers = server_list(&self.nats_url);
         if servers.is_empty() {
             return Err(ConfigError::NatsUrl);
         }
@@ -200,6 +200,17 @@ impl ClusterConfig {
             tls: self.tls.clone(),
         })
     }
+}
+
+/// `cluster.nats_url` split at commas: async-nats takes a list of URLs, not one string with
+/// commas (it would read `4222,nats` as the port).
+pub fn server_list(nats_url: &str) -> Vec<String> {
+    nats_url
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]

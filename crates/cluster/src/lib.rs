@@ -24,10 +24,10 @@ mod status;
 
 pub use broker::{
     connect, connect_in_background, connect_options, ensure_streams, events_subject, jetstream,
-    reconnect_delay, server_list, shard_consumer_name, url_subject, BrokerError, ConnectionState,
-    EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT, URL_STREAM,
+    node_subject, reconnect_delay, shard_consumer_name, url_subject, BrokerError, ConnectionState,
+    EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT, NODES_STREAM, URL_STREAM,
 };
-pub use config::{ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
+pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
 pub use message::{
@@ -38,9 +38,7 @@ pub use publish::{
     MAX_MESSAGE_BYTES,
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
-pub use status::{
-    node_statuses, node_subject, publish_node_status, shard_backlog, shard_stored, NODES_STREAM,
-};
+pub use status::{node_statuses, publish_node_status, shard_backlog, shard_stored};
 
 /// Re-exported so callers need not depend on async-nats for the context type.
 pub use async_nats::jetstream::Context as JetStream;

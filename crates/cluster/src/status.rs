@@ -2,32 +2,13 @@
 //! stream keeping one message per node) and each shard's consumer counts, read without
 //! creating anything.
 
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream;
 use futures_util::StreamExt;
 
-use crate::broker::{shard_consumer_name, BoxError, BrokerError, URL_STREAM};
+use crate::broker::{
+    node_subject, shard_consumer_name, BoxError, BrokerError, NODES_STREAM, URL_STREAM,
+};
 use crate::consume::ShardBacklog;
-
-/// The stream of node statuses, one subject (and one kept message) per node.
-pub const NODES_STREAM: &str = "FRONTIERD_NODES";
-
-/// `frontierd.nodes.<node_id>`.
-pub fn node_subject(node_id: &str) -> String {
-    format!("frontierd.nodes.{node_id}")
-}
-
-pub(crate) fn nodes_stream_config(replicas: usize) -> stream::Config {
-    stream::Config {
-        name: NODES_STREAM.into(),
-        description: Some("frontierd node statuses, the last one per node".into()),
-        subjects: vec!["frontierd.nodes.*".into()],
-        retention: stream::RetentionPolicy::Limits,
-        storage: stream::StorageType::File,
-        max_messages_per_subject: 1,
-        num_replicas: replicas,
-        ..Default::default()
-    }
-}
 
 /// Publish this node's status (any bytes; frontierd writes JSON) and wait for the ack.
 pub async fn publish_node_status(

@@ -78,7 +78,7 @@ pub(crate) struct Inner {
     pub(crate) ip_groups: IpGroups,
     /// Hosts whose address is asked for before their first robots.txt fetch, not yet
     /// taken by [`Frontier::take_resolves`].
-    pub(crate) resolves: Vec<crate::resolve::ResolveRequest>,
+    pub(crate) resolves: Vec<crate::work::ResolveRequest>,
     /// Crawls (url-frontier's crawlID): deletions, limits, completions (`c` keys).
     pub(crate) crawls: crate::crawl::CrawlBook,
 }

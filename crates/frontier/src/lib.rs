@@ -23,6 +23,7 @@ mod census;
 mod complete;
 pub mod config;
 pub mod crawl;
+mod crawl_ops;
 mod dispatch;
 mod done;
 mod error;

@@ -11,14 +11,7 @@ use crate::api::Frontier;
 use crate::error::Result;
 use crate::sched::ipgroup::Resolve;
 
-/// A host whose address the caller is asked to find.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolveRequest {
-    /// Host id (politeness key) to report the answer for.
-    pub host_id: u64,
-    /// The name to resolve (or an IP literal), as in the URL, without brackets or port.
-    pub host: String,
-}
+pub use crate::work::ResolveRequest;
 
 /// The host part of a canonical origin `scheme://host[:port]` (an IPv6 literal without its
 /// brackets).

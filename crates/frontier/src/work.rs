@@ -213,3 +213,12 @@ pub enum EnqueueResult {
     /// Refused, with the reason.
     Rejected(Rejection),
 }
+/// A new host's name to resolve before its first robots.txt (see `resolve.rs`).
+/// The caller is asked to find its address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveRequest {
+    /// Host id (politeness key) to report the answer for.
+    pub host_id: u64,
+    /// The name to resolve (or an IP literal), as in the URL, without brackets or port.
+    pub host: String,
+}

@@ -13,15 +13,9 @@ use crate::sched::recrawl::RevisitRecord;
 use crate::store::revisit;
 use crate::work::EntryKind;
 
-/// Decode failure.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("corrupt {what} record: {why}")]
-pub struct CodecError {
-    /// Record kind.
-    pub what: &'static str,
-    /// Problem.
-    pub why: &'static str,
-}
+// defined beside StoreError: every record codec returns it (the recrawl record's in
+// `revisit.rs` too, which this file uses)
+pub use super::CodecError;
 
 const V1: u8 = 1;
 

@@ -23,6 +23,17 @@ pub mod sled;
 pub use self::mem::MemStore;
 pub use self::sled::{SledConfig, SledStore};
 
+/// A record's bytes that do not decode: what kind of record, and what is wrong. Damaged
+/// bytes are this error, never a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt {what} record: {why}")]
+pub struct CodecError {
+    /// Record kind.
+    pub what: &'static str,
+    /// Problem.
+    pub why: &'static str,
+}
+
 /// A storage failure, with the operation that failed.
 #[derive(Debug, thiserror::Error)]
 #[error("store {op} failed: {source}")]

@@ -2,7 +2,7 @@
 //! version 4) and a due-index value (see [`super::keys::due`]).
 
 use crate::sched::recrawl::{RevisitRecord, Validators};
-use crate::store::codec::CodecError;
+use crate::store::CodecError;
 
 /// Version 1: due (u64 LE), interval (u64 LE), own interval (u64 LE, `u64::MAX` = none),
 /// 404/410 count (u32 LE), visits (u32 LE), last visit (u64 LE), then ETag,

@@ -7,7 +7,7 @@
 //! started again on what was made durable.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use disk_watch::{Change, DiskWatch};
@@ -18,36 +18,6 @@ use crate::internal_events::disk::{
     StoreWriteFailed, WarcFileRemoved,
 };
 use crate::internal_events::InternalEvent;
-
-/// The watch's verdict, read by the intake doors, the dispatcher's owner and /healthz.
-#[derive(Default)]
-pub struct DiskGate {
-    low: AtomicBool,
-    reason: Mutex<Option<String>>,
-    /// The store's first failed write was reported.
-    store_failed: AtomicBool,
-    /// The store failed and can be written again: the daemon stops, to be started again
-    /// on what was made durable (systemd's `Restart=on-failure`).
-    pub restart: tokio::sync::Notify,
-}
-
-impl DiskGate {
-    /// Why new URLs are refused, while free space is low.
-    pub fn refusal(&self) -> Option<String> {
-        if !self.low.load(Ordering::SeqCst) {
-            return None;
-        }
-        self.reason
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    fn set(&self, reason: Option<String>) {
-        self.low.store(reason.is_some(), Ordering::SeqCst);
-        *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = reason;
-    }
-}
 
 /// Refuse a submission at `door` if space is low: the reason, counted.
 pub fn refuse_intake(sh: &Shared, door: &'static str) -> Option<String> {

@@ -29,3 +29,11 @@ pub mod signals;
 pub mod sitemaps;
 pub mod stats;
 pub mod worker;
+
+/// Unix time in milliseconds (the frontier's clock unit).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -17,7 +17,7 @@ use frontier::{
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::daemon::handoff::Handoff;
-use crate::daemon::shared::now_ms;
+use crate::daemon::now_ms;
 
 /// At most this many leases per `next_batch` call.
 const MAX_DISPATCH: usize = 256;

@@ -5,7 +5,7 @@ use std::fs;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
@@ -25,12 +25,7 @@ use crate::internal_events::output::{
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
 
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::daemon::now_ms;
 
 fn rfc3339_ms(ms: u64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(ms);
@@ -68,9 +63,9 @@ pub struct Shared {
     pub token: Option<String>,
     pub started: Instant,
     /// `[cluster]` on: this node's broker side.
-    pub cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
+    pub cluster: Option<Arc<crate::daemon::cluster::node::ClusterNode>>,
     /// The free-space watch's verdict (`[disk]`).
-    pub disk: crate::daemon::disk::DiskGate,
+    pub disk: DiskGate,
     /// The last crawl log line / WARC exchange could not be written (an episode of
     /// failures is logged once).
     pub crawl_log_failing: AtomicBool,
@@ -381,5 +376,35 @@ impl Shared {
                 Err(error.to_string())
             }
         }
+    }
+}
+
+/// The watch's verdict, read by the intake doors, the dispatcher's owner and /healthz.
+#[derive(Default)]
+pub struct DiskGate {
+    low: AtomicBool,
+    reason: Mutex<Option<String>>,
+    /// The store's first failed write was reported.
+    pub(crate) store_failed: AtomicBool,
+    /// The store failed and can be written again: the daemon stops, to be started again
+    /// on what was made durable (systemd's `Restart=on-failure`).
+    pub restart: tokio::sync::Notify,
+}
+
+impl DiskGate {
+    /// Why new URLs are refused, while free space is low.
+    pub fn refusal(&self) -> Option<String> {
+        if !self.low.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set(&self, reason: Option<String>) {
+        self.low.store(reason.is_some(), Ordering::SeqCst);
+        *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = reason;
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cluster::{IntakeError, IntakeRouter, ShardConsumer};
 use frontier::EnqueueItem;
 
-use super::{Backoff, ClusterNode};
+use super::node::{Backoff, ClusterNode};
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
     AckFailed, BrokerLineRejected, IntakeListsRouted, ShardBatchCommitted, Unroutable,

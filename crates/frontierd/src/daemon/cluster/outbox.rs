@@ -10,21 +10,14 @@
 //! published again: the owner's seen-set absorbs it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cluster::{parse_batch, UrlRecord};
 use frontier::store::Batch;
 use frontier::{SledConfig, SledStore, Store};
 
-use super::{Backoff, ClusterNode};
-use crate::daemon::shared::Shared;
-use crate::internal_events::cluster::{Unroutable, UrlsPublished};
-use crate::internal_events::InternalEvent;
-
 /// URLs per publish call.
-const PUBLISH_BATCH: usize = 4096;
+pub(super) const PUBLISH_BATCH: usize = 4096;
 
 /// Keys are 8-byte big-endian sequence numbers (so key order is the order links were
 /// found); a value is one URL in the broker's line format.
@@ -118,66 +111,6 @@ impl Outbox {
         self.len
             .fetch_sub((keys.len() as u64).min(self.len()), Ordering::Relaxed);
         Ok(())
-    }
-}
-
-/// Publish the outbox to the owners' shard subjects, oldest first, whenever links arrive
-/// (and every second); a broker error pauses it with back-off, the links stay.
-pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
-    let m = &sh.metrics;
-    let mut backoff = Backoff::new("routing", "outbox");
-    loop {
-        let n = node.clone();
-        let taken = tokio::task::spawn_blocking(move || n.outbox.oldest(PUBLISH_BATCH)).await;
-        let entries = match taken {
-            Ok(Ok(entries)) => entries,
-            Ok(Err(e)) => {
-                tracing::error!(error = %format!("{e:#}"), "reading the cluster outbox failed");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cluster outbox task failed");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        m.cluster.outbox_urls.set(node.outbox.len() as i64);
-        if entries.is_empty() {
-            tokio::select! {
-                _ = node.outbox_kick.notified() => {}
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
-            continue;
-        }
-        let (keys, records): (Vec<Vec<u8>>, Vec<UrlRecord>) = entries.into_iter().unzip();
-        match node.publisher.publish(records).await {
-            Ok(report) => {
-                backoff.ok(m);
-                for e in &report.unroutable {
-                    Unroutable { error: e }.emit(m);
-                }
-                UrlsPublished {
-                    source: "links",
-                    urls: report.published as u64,
-                }
-                .emit(m);
-                node.links_published
-                    .fetch_add(report.published as u64, Ordering::Relaxed);
-                let n = node.clone();
-                match tokio::task::spawn_blocking(move || n.outbox.remove(&keys)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::error!(error = %format!("{e:#}"), "removing published links from the outbox failed")
-                    }
-                    Err(e) => tracing::error!(error = %e, "cluster outbox task failed"),
-                }
-                m.cluster.outbox_urls.set(node.outbox.len() as i64);
-            }
-            // every link stays in the outbox (those acknowledged are published again later,
-            // absorbed by their owner's seen-set)
-            Err(failure) => backoff.pause(&failure, m).await,
-        }
     }
 }
 

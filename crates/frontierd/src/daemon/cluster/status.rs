@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cluster::EventPublisher;
 use tokio::sync::mpsc;
 
-use super::{load, per_second, Backoff, ClusterNode};
+use super::node::{load, per_second, Backoff, ClusterNode};
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::cluster::EventPublished;
 use crate::internal_events::InternalEvent;
