@@ -16,6 +16,7 @@ use prometheus_client::registry::Registry;
 
 mod cluster;
 mod disk;
+mod register;
 pub use cluster::ClusterMetrics;
 pub use disk::DiskMetrics;
 
@@ -99,10 +100,10 @@ pub struct Metrics {
     pub disk: DiskMetrics,
 }
 
-impl Metrics {
-    pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("frontierd");
-        let m = Metrics {
+impl Default for Metrics {
+    /// Every metric at zero, registered nowhere ([`Metrics::new`] registers them).
+    fn default() -> Metrics {
+        Metrics {
             urls_accepted: Counter::default(),
             urls_duplicate: Counter::default(),
             urls_rejected: Family::default(),
@@ -169,298 +170,18 @@ impl Metrics {
             cluster: ClusterMetrics::default(),
             disk: DiskMetrics::default(),
             registry: Registry::default(),
-        };
-        registry.register(
-            "grpc_urls_served",
-            "URLs handed out by the url-frontier gRPC API's GetURLs (each leased for delay_requestable)",
-            m.grpc_urls_served.clone(),
-        );
-        registry.register(
-            "grpc_acks",
-            "PutURLs / PutDiscovered items acknowledged, by status (OK, SKIPPED, FAIL)",
-            m.grpc_acks.clone(),
-        );
-        registry.register(
-            "grpc_leases_expired",
-            "GetURLs leases not reported by PutURLs within delay_requestable: taken back (one attempt counted, the URL behind its host's queued URLs, given up after politeness.max_attempts)",
-            m.grpc_leases_expired.clone(),
-        );
-        registry.register(
-            "grpc_rpc_errors",
-            "gRPC calls answered with an error status, by rpc and code (Unimplemented, InvalidArgument, ...)",
-            m.grpc_rpc_errors.clone(),
-        );
-        registry.register(
-            "grpc_unauthenticated",
-            "gRPC calls refused for a missing or wrong bearer token",
-            m.grpc_unauthenticated.clone(),
-        );
-        registry.register(
-            "grpc_urls_deleted",
-            "Queued URLs removed by the url-frontier gRPC API, by rpc (DeleteQueue, DeleteCrawl, PurgeURLs)",
-            m.grpc_urls_deleted.clone(),
-        );
-        registry.register(
-            "grpc_log_level_changes",
-            "Log filter changes made by the url-frontier gRPC API's SetLogLevel",
-            m.grpc_log_level_changes.clone(),
-        );
-        registry.register(
-            "urls_accepted",
-            "URLs queued (submitted or discovered)",
-            m.urls_accepted.clone(),
-        );
-        registry.register(
-            "urls_duplicate",
-            "URLs refused as already seen",
-            m.urls_duplicate.clone(),
-        );
-        registry.register(
-            "urls_rejected",
-            "Submitted lines refused, by reason (canonicalizer code, not-utf8, too-long)",
-            m.urls_rejected.clone(),
-        );
-        registry.register(
-            "urls_queued",
-            "URLs waiting in the frontier",
-            m.urls_queued.clone(),
-        );
-        registry.register(
-            "urls_queued_by_reason",
-            "URLs waiting in the frontier by what they wait for: eligible (could go now), politeness (host gap, back-off, free slot, own retry back-off), paused (host paused), robots-<state> (held by their origin's robots.txt state)",
-            m.urls_queued_by_reason.clone(),
-        );
-        registry.register(
-            "config_warnings",
-            "Configuration values accepted but below what the open web should get (see the WARN lines at start)",
-            m.config_warnings.clone(),
-        );
-        registry.register(
-            "page_failures",
-            "Page fetches that failed, by kind: throttled (429, 503, Retry-After) and unreachable (refused, reset, DNS, TLS) back the host off; failed (other 5xx, malformed) retries the URL behind the queue; timed-out does the latter, or the former once 2 different URLs of a host time out in a row",
-            m.page_failures.clone(),
-        );
-        registry.register(
-            "robots_hosts",
-            "Origins by robots.txt state",
-            m.robots_hosts.clone(),
-        );
-        registry.register(
-            "robots_fetches",
-            "robots.txt fetches by outcome",
-            m.robots_fetches.clone(),
-        );
-        registry.register(
-            "page_fetches",
-            "Page fetches by status class (2xx, 3xx, 4xx, 5xx, network)",
-            m.page_fetches.clone(),
-        );
-        registry.register(
-            "crawl_outcomes",
-            "Crawl log lines by outcome",
-            m.crawl_outcomes.clone(),
-        );
-        registry.register(
-            "fetched_bytes",
-            "Body bytes fetched (pages and robots.txt)",
-            m.fetched_bytes.clone(),
-        );
-        registry.register(
-            "fetch_latency_seconds",
-            "Time from request to the end of the body",
-            m.fetch_latency.clone(),
-        );
-        registry.register(
-            "politeness_wait_seconds",
-            "Per page: how long politeness (host gap, back-off, robots hold) held it back once it was at the head of its host queue with a free slot",
-            m.politeness_wait.clone(),
-        );
-        registry.register(
-            "hosts_in_backoff",
-            "Hosts backing off after 429/503/errors",
-            m.hosts_backoff.clone(),
-        );
-        registry.register(
-            "hosts_paused",
-            "Hosts paused by the operator",
-            m.hosts_paused.clone(),
-        );
-        registry.register(
-            "fetch_open_connections",
-            "HTTP connections open: kept for reuse, in use, or closing",
-            m.open_connections.clone(),
-        );
-        registry.register(
-            "crawl_delays_clamped",
-            "Crawl-delays clamped to politeness.max_crawl_delay since start",
-            m.crawl_delay_clamped.clone(),
-        );
-        registry.register(
-            "warc_bytes_written",
-            "Compressed WARC bytes written",
-            m.warc_bytes.clone(),
-        );
-        registry.register("in_flight", "Fetches in flight", m.in_flight.clone());
-        registry.register(
-            "completion_batches",
-            "Batches of page and robots.txt outcomes applied to the frontier (one flush for the pages, one for the robots.txt outcomes)",
-            m.completion_batches.clone(),
-        );
-        registry.register(
-            "completion_batch_size",
-            "Page and robots.txt outcomes per batch applied to the frontier",
-            m.completion_batch_size.clone(),
-        );
-        registry.register(
-            "store_size_bytes",
-            "Frontier store size on disk",
-            m.store_size.clone(),
-        );
-        registry.register(
-            "store_journal_checkpoints",
-            "Checkpoints of the host journal ended: every host record changed since the one before written to the store",
-            m.journal_checkpoints.clone(),
-        );
-        registry.register(
-            "store_journal_checkpoint_hosts",
-            "Host records written by ended checkpoints of the host journal",
-            m.journal_checkpoint_hosts.clone(),
-        );
-        registry.register(
-            "spool_files",
-            "Spool entries handled, by result: ok, with-rejects, or rejected-* (moved to spool/rejected/: directory, fifo, socket, device, other, dangling-link, link-to-non-file, unreadable)",
-            m.spool_files.clone(),
-        );
-        registry.register(
-            "sitemaps",
-            "Sitemaps by result: parsed, nested-index (an index listed by an index, not followed), a cut (too-many-urls, too-large, malformed, bad-gzip, not-a-sitemap), not-2xx (no body to parse), or not fetched (out-of-scope, invalid-url: a robots.txt Sitemap line)",
-            m.sitemaps.clone(),
-        );
-        registry.register(
-            "sitemap_urls",
-            "Entries of fetched sitemaps by result: queued, duplicate, rejected (by the canonicalizer), invalid-url, out-of-scope, outside-sitemap-path, nested-index, over-limit (past sitemaps.max_urls_per_file)",
-            m.sitemap_urls.clone(),
-        );
-        registry.register(
-            "sitemap_lastmod",
-            "lastmod of sitemap entries already known, by what it did: due (later than the last fetch: refetched now), not-newer, not-scheduled (not waiting in the due index), in-future (ignored), rejected",
-            m.sitemap_lastmod.clone(),
-        );
-        registry.register(
-            "redirect_chains_stopped",
-            "Redirect chains cut at scope.max_redirect_hops (the Location past the limit was not queued)",
-            m.redirect_chains_stopped.clone(),
-        );
-        registry.register(
-            "admin_connections",
-            "Admin API connections open",
-            m.admin_connections.clone(),
-        );
-        registry.register(
-            "admin_connections_refused",
-            "Admin API connections refused with a 503 because admin.max_connections were open",
-            m.admin_connections_refused.clone(),
-        );
-        registry.register(
-            "admin_timeouts",
-            "Admin API requests cut off, by phase (header: admin.header_read_timeout, request: admin.request_timeout)",
-            m.admin_timeouts.clone(),
-        );
-        registry.register(
-            "crawl_log_reopens",
-            "Crawl log reopened on SIGHUP (log rotation)",
-            m.crawl_log_reopens.clone(),
-        );
-        registry.register(
-            "crawl_log_write_failures",
-            "Crawl log lines that could not be written (disk full, ...)",
-            m.crawl_log_write_failures.clone(),
-        );
-        registry.register(
-            "crawl_drained",
-            "Times the crawl drained: nothing queued, nothing in flight",
-            m.crawl_drained.clone(),
-        );
-        registry.register(
-            "leases_returned",
-            "Leases in flight when the last run ended, returned to their queues at start",
-            m.leases_returned.clone(),
-        );
-        registry.register(
-            "robots_transitions",
-            "robots.txt outcomes applied to an origin's state, by the state after (a refresh counts too)",
-            m.robots_transitions.clone(),
-        );
-        registry.register(
-            "pages_completed",
-            "Pages the frontier counted done: a final answer, whatever its status (pages_fetched in /v1/stats)",
-            m.pages_completed.clone(),
-        );
-        registry.register(
-            "warc_write_failures",
-            "Exchanges that could not be archived (disk full, ...): the crawl goes on without them",
-            m.warc_write_failures.clone(),
-        );
-        registry.register(
-            "revisits",
-            "Pages fetched again by the recrawl schedule, by what the visit found: changed, not-modified (a 304 to the conditional GET), identical-digest (same payload digest as the last capture)",
-            m.revisits.clone(),
-        );
-        registry.register(
-            "revisits_due",
-            "URLs whose revisit came due, moved from the due index back to their host queue",
-            m.revisits_due.clone(),
-        );
-        registry.register(
-            "revisits_gone",
-            "URLs that left the recrawl schedule after recrawl.gone_after 404/410 answers in a row",
-            m.revisits_gone.clone(),
-        );
-        registry.register(
-            "dns_lookups",
-            "Host name lookups by how they were answered: table ([resolve]), cached, cached-failure (negative cache), resolved, nxdomain (no such name or no address), failed (timeout, server failure)",
-            m.dns_lookups.clone(),
-        );
-        registry.register(
-            "address_refusals",
-            "Fetches not sent because the address policy ([addresses]) refuses the address their host is on, by fetch (robots, page) and rule (loopback, private, link-local, cgnat, deny, own-listener, ...)",
-            m.address_refusals.clone(),
-        );
-        registry.register(
-            "frontier_call_failures",
-            "Frontier calls of the dispatcher and the completer that failed, by call (next-batch, complete-batch, complete, complete-robots-batch, complete-robots, note-addresses, task, after-stop)",
-            m.frontier_call_failures.clone(),
-        );
-        registry.register(
-            "dns_cache_entries",
-            "Names in the DNS cache (answers and failures), at most dns.cache_entries",
-            m.dns_cache_entries.clone(),
-        );
-        registry.register(
-            "fetch_dns_failures",
-            "Fetches that failed because the host name did not resolve, by fetch (robots, page): the host backs off",
-            m.fetch_dns_failures.clone(),
-        );
-        registry.register(
-            "ip_groups",
-            "IP addresses with hosts in the frontier's memory (hosts sharing an address share its politeness budget)",
-            m.ip_groups.clone(),
-        );
-        registry.register(
-            "ip_waits",
-            "Times a host ready by its own rules waited for its IP address (politeness.max_in_flight_per_ip or politeness.ip_delay)",
-            m.ip_waits.clone(),
-        );
-        registry.register(
-            "host_address_changes",
-            "Hosts whose fetches connected to a new IP address (first seen, or moved): they joined that address's group",
-            m.host_address_changes.clone(),
-        );
-        registry.register(
-            "host_resolutions",
-            "New hosts resolved before their first robots.txt fetch (so that it waits for its IP group), by result: resolved, failed (the robots.txt fetch goes and reports the DNS failure)",
-            m.host_resolutions.clone(),
-        );
+        }
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let m = Metrics::default();
+        let mut registry = Registry::with_prefix("frontierd");
+        m.register_intake_and_grpc(&mut registry);
+        m.register_fetching(&mut registry);
+        m.register_store_and_outputs(&mut registry);
+        m.register_network(&mut registry);
         m.cluster.register(&mut registry);
         m.disk.register(&mut registry);
         Metrics { registry, ..m }
