@@ -11,8 +11,10 @@ use anyhow::{Context, Result};
 use fetcher::Fetcher;
 use frontier::{Frontier, RobotsEngine};
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use warc::{recover_open_files, WarcConfig, WarcWriter};
 
+use crate::admin::server::AdminServer;
 use crate::config::Settings;
 use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
@@ -32,72 +34,12 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     for warning in settings.warnings() {
         ConfigWarning { warning: &warning }.emit(&metrics);
     }
-    let data_dir = settings.data_dir.clone();
-    fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    let spool = settings.spool_dir.clone();
-    for sub in ["incoming", "done", "rejected", "tmp"] {
-        fs::create_dir_all(spool.join(sub))
-            .with_context(|| format!("creating {}", spool.join(sub).display()))?;
-    }
-    fs::create_dir_all(&settings.warc_dir)
-        .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
-    for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
-        WarcRecovered { result: &r }.emit(&metrics);
-    }
-    let crawl_log = crate::daemon::signals::open_crawl_log(&settings.crawl_log)?;
-
-    let token = match &settings.token_file {
-        None => None,
-        Some(p) => Some(
-            fs::read_to_string(p)
-                .with_context(|| format!("reading admin.token_file {}", p.display()))?
-                .trim()
-                .to_string(),
-        )
-        .filter(|t| !t.is_empty()),
-    };
-    if token.is_none()
-        && !crate::exposure::is_loopback(settings.admin_listen)
-        && !settings.raw.admin.allow_unauthenticated
-    {
-        // an empty token file: `config check` cannot see that
-        anyhow::bail!(crate::exposure::unauthenticated_listener(
-            settings.admin_listen
-        ));
-    }
-
-    let mut fcfg = settings.frontier_config();
-    // robots.txt fetches take at most half the workers: with many new hosts, pages of the
-    // hosts whose rules are known keep flowing beside them (no robots.txt wall)
-    fcfg.max_robots_in_flight = Some(match settings.raw.fetch.workers {
-        // a pure frontier: the daemon fetches only robots.txt, for the external fetchers
-        0 => u64::from(settings.raw.grpc.robots_in_flight),
-        w => u64::from(w / 2).max(1),
-    });
-    let engine = RobotsEngine {
-        state_config: Arc::new(settings.robots_state_config()),
-    };
-    let store_path = fcfg.path.clone();
-    let frontier = tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, engine))
-        .await
-        .context("store open task")?
-        .with_context(|| {
-            format!(
-                "opening the store at {} (see docs/operations.md, \"store will not open\")",
-                store_path.display()
-            )
-        })?;
+    let crawl_log = prepare_outputs(&settings, &metrics)?;
+    let token = read_token(&settings)?;
+    let frontier = open_frontier(&settings).await?;
     let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
-    let mut wcfg = WarcConfig::new(&settings.warc_dir);
-    wcfg.prefix = settings.raw.warc.prefix.clone();
-    wcfg.max_file_size = settings.raw.warc.max_file_size;
-    wcfg.gzip_level = settings.raw.warc.gzip_level;
-    if !settings.raw.warc.operator.is_empty() {
-        wcfg.operator = Some(settings.raw.warc.operator.clone());
-    }
-    let warc = WarcWriter::new(wcfg).context("opening the WARC writer")?;
-    let follow = settings.follow_rules();
+    let warc = open_warc(&settings)?;
+    let data_dir = settings.data_dir.clone();
     let cluster = match &settings.cluster {
         None => None,
         Some(c) => Some(Arc::new(
@@ -110,6 +52,90 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         )),
     };
 
+    let opened = Opened {
+        frontier,
+        fetcher,
+        warc,
+        crawl_log,
+        token,
+        metrics,
+    };
+    let (shared, pipeline_tasks) = build_shared(settings, opened, cluster)?;
+    // before anything is fetched or taken in: a start on a full disk starts paused
+    let mut disk_watch = disk_watch::DiskWatch::new(shared.settings.raw.disk.thresholds());
+    crate::daemon::disk::check(&shared, &mut disk_watch);
+    shared
+        .metrics
+        .config_warnings
+        .set(shared.settings.warnings().len() as i64);
+
+    let (admin, admin_addr, grpc_task) = start_listeners(&shared).await?;
+    if let Some(seeds) = seeds {
+        crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
+    }
+    crate::daemon::sitemaps::from_config(&shared).await;
+
+    let tasks = start_tasks(&shared, disk_watch);
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&format!("crawling; admin API on {admin_addr}")),
+        ],
+    );
+    Running {
+        workers: shared.settings.raw.fetch.workers,
+    }
+    .emit(&shared.metrics);
+
+    let cluster_failed = async {
+        match &shared.cluster {
+            Some(node) => node.failed.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    let cause = tokio::select! {
+        _ = signals.wait_for_stop(&shared) => StopCause::Signal,
+        _ = cluster_failed => StopCause::ClusterFailed,
+        _ = shared.disk.restart.notified() => StopCause::StoreFailed,
+    };
+    Stopping { cause }.emit(&shared.metrics);
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Stopping,
+            sd_notify::NotifyState::Status("stopping: finishing in-flight fetches"),
+        ],
+    );
+    stop(shared, tasks, pipeline_tasks, admin, grpc_task).await
+}
+
+/// What the start opened, for [`build_shared`].
+struct Opened {
+    frontier: Frontier,
+    fetcher: Fetcher,
+    warc: WarcWriter,
+    crawl_log: fs::File,
+    token: Option<String>,
+    metrics: Metrics,
+}
+
+/// The state every task shares, with the dispatcher and the completer started on it (their
+/// observer reaches the state through a weak reference: it holds them).
+fn build_shared(
+    settings: Settings,
+    opened: Opened,
+    cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
+) -> Result<(Arc<Shared>, crate::daemon::pipeline::Tasks)> {
+    let Opened {
+        frontier,
+        fetcher,
+        warc,
+        crawl_log,
+        token,
+        metrics,
+    } = opened;
+    let follow = settings.follow_rules();
     let frontier = Arc::new(frontier);
     let mut pipeline_tasks = None;
     let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
@@ -159,7 +185,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             follow,
             token,
             started: Instant::now(),
-            cluster: cluster.clone(),
+            cluster,
             disk: Default::default(),
             crawl_log_failing: AtomicBool::new(false),
             warc_failing: AtomicBool::new(false),
@@ -167,15 +193,96 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         }
     });
     let pipeline_tasks = pipeline_tasks.context("starting the dispatcher")?;
-    // before anything is fetched or taken in: a start on a full disk starts paused
-    let mut disk_watch = disk_watch::DiskWatch::new(shared.settings.raw.disk.thresholds());
-    crate::daemon::disk::check(&shared, &mut disk_watch);
-    shared
-        .metrics
-        .config_warnings
-        .set(shared.settings.warnings().len() as i64);
+    Ok((shared, pipeline_tasks))
+}
 
-    // admin listener
+/// The data, spool and WARC directories made, WARC files an earlier run left open
+/// recovered, the crawl log opened.
+fn prepare_outputs(settings: &Settings, metrics: &Metrics) -> Result<fs::File> {
+    let data_dir = &settings.data_dir;
+    fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let spool = settings.spool_dir.clone();
+    for sub in ["incoming", "done", "rejected", "tmp"] {
+        fs::create_dir_all(spool.join(sub))
+            .with_context(|| format!("creating {}", spool.join(sub).display()))?;
+    }
+    fs::create_dir_all(&settings.warc_dir)
+        .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
+    for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {
+        WarcRecovered { result: &r }.emit(metrics);
+    }
+    crate::daemon::signals::open_crawl_log(&settings.crawl_log)
+}
+
+/// The admin API's bearer token, if a token file is set; refused when the API would listen
+/// beyond loopback without one (an empty file: `config check` cannot see that).
+fn read_token(settings: &Settings) -> Result<Option<String>> {
+    let token = match &settings.token_file {
+        None => None,
+        Some(p) => Some(
+            fs::read_to_string(p)
+                .with_context(|| format!("reading admin.token_file {}", p.display()))?
+                .trim()
+                .to_string(),
+        )
+        .filter(|t| !t.is_empty()),
+    };
+    if token.is_none()
+        && !crate::exposure::is_loopback(settings.admin_listen)
+        && !settings.raw.admin.allow_unauthenticated
+    {
+        anyhow::bail!(crate::exposure::unauthenticated_listener(
+            settings.admin_listen
+        ));
+    }
+
+    Ok(token)
+}
+
+/// The frontier on its store (opened off the runtime: recovery reads the whole store).
+async fn open_frontier(settings: &Settings) -> Result<Frontier> {
+    let mut fcfg = settings.frontier_config();
+    // robots.txt fetches take at most half the workers: with many new hosts, pages of the
+    // hosts whose rules are known keep flowing beside them (no robots.txt wall)
+    fcfg.max_robots_in_flight = Some(match settings.raw.fetch.workers {
+        // a pure frontier: the daemon fetches only robots.txt, for the external fetchers
+        0 => u64::from(settings.raw.grpc.robots_in_flight),
+        w => u64::from(w / 2).max(1),
+    });
+    let engine = RobotsEngine {
+        state_config: Arc::new(settings.robots_state_config()),
+    };
+    let store_path = fcfg.path.clone();
+    tokio::task::spawn_blocking(move || Frontier::open_with(fcfg, engine))
+        .await
+        .context("store open task")?
+        .with_context(|| {
+            format!(
+                "opening the store at {} (see docs/operations.md, \"store will not open\")",
+                store_path.display()
+            )
+        })
+}
+
+/// The WARC writer with `[warc]`'s settings.
+fn open_warc(settings: &Settings) -> Result<WarcWriter> {
+    let mut wcfg = WarcConfig::new(&settings.warc_dir);
+    wcfg.prefix = settings.raw.warc.prefix.clone();
+    wcfg.max_file_size = settings.raw.warc.max_file_size;
+    wcfg.gzip_level = settings.raw.warc.gzip_level;
+    if !settings.raw.warc.operator.is_empty() {
+        wcfg.operator = Some(settings.raw.warc.operator.clone());
+    }
+    WarcWriter::new(wcfg).context("opening the WARC writer")
+}
+
+/// The admin API and, with `[grpc]`, the gRPC API listening, each address written to the
+/// data directory for tools (useful with port 0) and refused to the fetcher.
+async fn start_listeners(
+    shared: &Arc<Shared>,
+) -> Result<(AdminServer, std::net::SocketAddr, Option<JoinHandle<()>>)> {
+    let data_dir = &shared.settings.data_dir;
     let listener = std::net::TcpListener::bind(shared.settings.admin_listen)
         .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
     let admin_addr = listener.local_addr()?;
@@ -187,14 +294,14 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
     Listening::Admin {
         addr: admin_addr,
-        data_dir: &data_dir,
+        data_dir,
     }
     .emit(&shared.metrics);
 
     let grpc_task = match shared.settings.grpc.clone() {
         None => None,
         Some(g) => {
-            let (addr, task) = crate::grpc::start(&shared, &g).await?;
+            let (addr, task) = crate::grpc::start(shared, &g).await?;
             shared.fetcher.add_own_listener(addr);
             fs::write(data_dir.join("grpc.addr"), format!("{addr}\n")).ok();
             Listening::Grpc { addr }.emit(&shared.metrics);
@@ -202,11 +309,11 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         }
     };
 
-    if let Some(seeds) = seeds {
-        crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
-    }
-    crate::daemon::sitemaps::from_config(&shared).await;
+    Ok((admin, admin_addr, grpc_task))
+}
 
+/// The fetch workers and the background tasks.
+fn start_tasks(shared: &Arc<Shared>, disk_watch: disk_watch::DiskWatch) -> Tasks {
     let workers = shared.settings.raw.fetch.workers;
     let mut handles = Vec::new();
     for i in 0..workers {
@@ -220,43 +327,42 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
     let collect_task = tokio::spawn(crate::daemon::memory::collect_loop());
     let disk_task = tokio::spawn(crate::daemon::disk::watch(shared.clone(), disk_watch));
-    let cluster_task = cluster
+    let cluster_task = shared
+        .cluster
         .as_ref()
         .map(|node| crate::daemon::cluster::start(shared.clone(), node.clone()));
 
-    let _ = sd_notify::notify(
-        false,
-        &[
-            sd_notify::NotifyState::Ready,
-            sd_notify::NotifyState::Status(&format!("crawling; admin API on {admin_addr}")),
-        ],
-    );
-    Running { workers }.emit(&shared.metrics);
+    Tasks {
+        workers: handles,
+        spool: spool_task,
+        cluster: cluster_task,
+        background: vec![stats_task, drain_task, collect_task, disk_task],
+    }
+}
 
-    let cluster_failed = async {
-        match &cluster {
-            Some(node) => node.failed.notified().await,
-            None => std::future::pending().await,
-        }
-    };
-    let cause = tokio::select! {
-        _ = signals.wait_for_stop(&shared) => StopCause::Signal,
-        _ = cluster_failed => StopCause::ClusterFailed,
-        _ = shared.disk.restart.notified() => StopCause::StoreFailed,
-    };
-    Stopping { cause }.emit(&shared.metrics);
-    let _ = sd_notify::notify(
-        false,
-        &[
-            sd_notify::NotifyState::Stopping,
-            sd_notify::NotifyState::Status("stopping: finishing in-flight fetches"),
-        ],
-    );
+/// What runs between the start and the stop, ended by [`stop`].
+struct Tasks {
+    workers: Vec<JoinHandle<()>>,
+    spool: JoinHandle<()>,
+    cluster: Option<JoinHandle<()>>,
+    background: Vec<JoinHandle<()>>,
+}
+
+/// The stop: no new URLs handed out, workers given `[fetch] shutdown_grace`, every
+/// completion applied, the listeners and tasks ended, the WARC file and the crawl log
+/// closed, then the store.
+async fn stop(
+    shared: Arc<Shared>,
+    tasks: Tasks,
+    pipeline_tasks: crate::daemon::pipeline::Tasks,
+    admin: AdminServer,
+    grpc_task: Option<JoinHandle<()>>,
+) -> Result<()> {
     shared.stopping.store(true, Ordering::SeqCst);
     shared.pipeline.stop();
     shared.shutdown.notify_waiters();
-    spool_task.abort();
-    if let Some(task) = cluster_task {
+    tasks.spool.abort();
+    if let Some(task) = tasks.cluster {
         // unacknowledged deliveries come back after the ack wait; the outbox is durable
         task.abort();
         let _ = task.await;
@@ -264,7 +370,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let grace = shared.settings.raw.fetch.shutdown_grace.0;
     let deadline = tokio::time::Instant::now() + grace;
     let mut abandoned = 0;
-    for h in handles {
+    for h in tasks.workers {
         match tokio::time::timeout_at(deadline, h).await {
             Ok(_) => {}
             Err(_) => abandoned += 1,
@@ -280,7 +386,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         t.abort();
     }
     admin.stop().await;
-    for task in [stats_task, drain_task, spool_task, collect_task, disk_task] {
+    for task in tasks.background.into_iter().chain([tasks.spool]) {
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`
     }
@@ -297,9 +403,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         log.flush().ok();
         log.get_ref().sync_all().ok();
     }
-    fs::remove_file(data_dir.join("admin.addr")).ok();
-    let fatal = cluster.as_ref().and_then(|node| node.fatal());
-    drop(cluster);
+    fs::remove_file(shared.settings.data_dir.join("admin.addr")).ok();
+    let fatal = shared.cluster.as_ref().and_then(|node| node.fatal());
     let store_failure = shared.frontier.store_write_failure();
     let metrics = close_store(shared).await;
     Stopped.emit(&metrics);
