@@ -11,7 +11,8 @@ use frontier_grpc::{GrpcEvent, GrpcSettings, Hooks, LogLevel};
 
 use crate::config::grpc::GrpcListen;
 use crate::daemon::shared::Shared;
-use crate::metrics::Metrics;
+use crate::internal_events::grpc::GrpcServerFailed;
+use crate::internal_events::InternalEvent;
 
 /// What the service reports to, and asks of, the daemon.
 struct DaemonHooks {
@@ -48,45 +49,7 @@ impl Hooks for DaemonHooks {
 
     fn event(&self, event: GrpcEvent<'_>) {
         if let Some(sh) = self.shared.upgrade() {
-            record(&sh.metrics, event);
-        }
-    }
-}
-
-/// Count an event (the service logs it where it happens).
-fn record(m: &Metrics, event: GrpcEvent<'_>) {
-    match event {
-        GrpcEvent::Served { urls, queues } => {
-            tracing::debug!(urls, queues, "GetURLs served");
-            m.grpc_urls_served.inc_by(urls);
-        }
-        GrpcEvent::Acked { status, count } => {
-            m.grpc_acks
-                .get_or_create(&crate::metrics::l("status", status))
-                .inc_by(count);
-        }
-        GrpcEvent::LeasesExpired { count } => {
-            m.grpc_leases_expired.inc_by(count);
-        }
-        GrpcEvent::RpcFailed { rpc, code } => {
-            m.grpc_rpc_errors
-                .get_or_create(&vec![
-                    ("rpc".to_string(), rpc.to_string()),
-                    ("code".to_string(), code.to_string()),
-                ])
-                .inc();
-        }
-        GrpcEvent::Deleted { rpc, urls } => {
-            m.grpc_urls_deleted
-                .get_or_create(&crate::metrics::l("rpc", rpc))
-                .inc_by(urls);
-        }
-        GrpcEvent::LogLevelSet => {
-            m.grpc_log_level_changes.inc();
-        }
-        GrpcEvent::Unauthenticated => {
-            tracing::warn!("gRPC call refused: missing or wrong bearer token");
-            m.grpc_unauthenticated.inc();
+            event.emit(&sh.metrics);
         }
     }
 }
@@ -144,12 +107,12 @@ pub async fn start(
     let hooks: Arc<dyn Hooks> = Arc::new(DaemonHooks {
         shared: Arc::downgrade(shared),
     });
-    let sh = shared.clone();
+    let (sh, sh2) = (shared.clone(), shared.clone());
     let frontier = shared.frontier.clone();
     let task = tokio::spawn(async move {
         let stop = async move { sh.shutdown.notified().await };
         if let Err(e) = frontier_grpc::serve(listener, frontier, hooks, settings, stop).await {
-            tracing::error!(error = %e, "gRPC server failed");
+            GrpcServerFailed { error: &e }.emit(&sh2.metrics);
         }
     });
     Ok((addr, task))

@@ -21,8 +21,8 @@ use crate::admin::MAX_BODY;
 use crate::daemon::intake;
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::admin::{
-    AdminConnectionClosed, AdminConnectionOpened, AdminConnectionRefused, AdminTimedOut,
-    AdminTimeout,
+    AdminAcceptFailed, AdminConnectionClosed, AdminConnectionOpened, AdminConnectionRefused,
+    AdminTimedOut, AdminTimeout, HostPauseChanged,
 };
 use crate::internal_events::InternalEvent;
 use crate::url_list::{self, Batch};
@@ -127,7 +127,7 @@ async fn serve(listener: TcpListener, sh: Arc<Shared>) {
         let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!(error = %e, "admin accept failed");
+                AdminAcceptFailed { error: &e }.emit(&sh.metrics);
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
@@ -448,10 +448,14 @@ fn pause_or_resume(
             )
         }
     };
-    tracing::info!(
-        host = %h.key, requested = %h.requested, action, changed, created = !known,
-        "host {action} by operator"
-    );
+    HostPauseChanged {
+        host: &h.key,
+        requested: &h.requested,
+        action,
+        changed,
+        created: !known,
+    }
+    .emit(&sh.metrics);
     json(
         StatusCode::OK,
         &serde_json::json!({

@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 
 use crate::daemon::shared::Shared;
 use crate::internal_events::intake::{
-    SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected,
+    SeedLineRejected, SeedsSubmitted, SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested,
+    SpoolRoundFailed, UrlRejected,
 };
 use crate::internal_events::InternalEvent;
 use crate::url_list::{echo, read_batch, Batch, LineReader, Rejection};
@@ -94,20 +95,25 @@ pub async fn submit_seed_file(sh: &Arc<Shared>, path: &Path) -> Result<()> {
         let t = submit_batch(sh, batch).await?;
         for r in &t.rejected {
             if rejected < SEED_REJECTS_LOGGED {
-                tracing::warn!(
-                    file = %path.display(), line = r.line, reason = %r.reason, input = %r.input,
-                    "seed line rejected"
-                );
+                SeedLineRejected {
+                    file: path,
+                    rejection: r,
+                }
+                .emit(&sh.metrics);
             }
             rejected += 1;
         }
         accepted += t.accepted;
         duplicate += t.duplicate;
     }
-    tracing::info!(
-        file = %path.display(), lines = reader.lines_read(), accepted, duplicate, rejected,
-        "seeds submitted (rejected lines are in the crawl log)"
-    );
+    SeedsSubmitted {
+        file: path,
+        lines: reader.lines_read() as u64,
+        accepted,
+        duplicate,
+        rejected,
+    }
+    .emit(&sh.metrics);
     Ok(())
 }
 
@@ -125,7 +131,7 @@ pub async fn spool_loop(sh: Arc<Shared>) {
             }
         }
         if let Err(e) = spool_once(&sh).await {
-            tracing::error!(error = format!("{e:#}"), "spool intake failed");
+            SpoolRoundFailed { error: &e }.emit(&sh.metrics);
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::daemon::shared::{now_ms, Shared};
-use crate::internal_events::lifecycle::CrawlDrained;
+use crate::internal_events::lifecycle::{CrawlDrained, Progress};
 use crate::internal_events::InternalEvent;
 
 /// How often the frontier is looked at. Cheap: the full count of queued URLs is redone
@@ -111,21 +111,12 @@ pub async fn stats_loop(sh: Arc<Shared>) {
                 let bps = (bytes - last_bytes) as f64 / secs;
                 last_pages = pages;
                 last_bytes = bytes;
-                tracing::info!(
-                    pages_per_s = format!("{pps:.1}"),
-                    kib_per_s = format!("{:.1}", bps / 1024.0),
-                    queued = s.queued,
-                    in_flight = s.in_flight,
-                    fetched = pages,
-                    // reported by external fetchers (gRPC) included
-                    completed = s.frontier.completed,
-                    accepted = s.accepted,
-                    dropped = s.frontier.dropped,
-                    given_up = s.frontier.given_up,
-                    hosts_in_backoff = s.hosts_in_backoff,
-                    warc_mib = format!("{:.1}", s.warc_bytes as f64 / 1048576.0),
-                    "progress"
-                );
+                Progress {
+                    pages_per_s: pps,
+                    bytes_per_s: bps,
+                    snapshot: &s,
+                }
+                .emit(&sh.metrics);
                 let status = format!(
                     "{pps:.1} pages/s, {} queued, {} fetched",
                     s.queued, pages

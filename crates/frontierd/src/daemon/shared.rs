@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
+use crate::internal_events::daemon::{FrontierCall, FrontierCallFailed};
 use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
 use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
@@ -144,12 +145,8 @@ impl Shared {
                     self.address_changed(host_id, before, ip);
                 }
             }
-            Ok(Err(e)) => {
-                tracing::error!(hosts = n, error = %e, "reporting resolved addresses failed")
-            }
-            Err(e) => {
-                tracing::error!(hosts = n, error = %e, "reporting resolved addresses: task failed")
-            }
+            Ok(Err(e)) => self.frontier_failed(FrontierCall::Resolved, &e, n),
+            Err(e) => self.frontier_failed(FrontierCall::Task, &e, n),
         }
         self.pipeline.kick();
     }
@@ -174,6 +171,11 @@ impl Shared {
             duration_ms,
             ..LogLine::unfetched(url, outcome, reason, Found::SUBMITTED)
         });
+    }
+
+    /// A frontier call failed: logged and counted (`frontier_call_failures_total`).
+    pub fn frontier_failed(&self, call: FrontierCall, error: &dyn std::fmt::Display, items: usize) {
+        FrontierCallFailed { call, error, items }.emit(&self.metrics);
     }
 
     /// Append one crawl log line (fields: docs/crawl-log.md).
@@ -311,7 +313,7 @@ impl Shared {
         }
         // logged (the crawl log is line-buffered): not to be reported again after a crash
         if let Err(e) = self.frontier.drops_logged(&drops) {
-            tracing::error!(error = %e, "recording logged drops failed");
+            self.frontier_failed(FrontierCall::DropsLogged, &e, drops.len());
         }
     }
 

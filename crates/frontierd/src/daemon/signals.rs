@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::daemon::shared::Shared;
-use crate::internal_events::output::CrawlLogReopened;
+use crate::internal_events::output::{CrawlLogReopenFailed, CrawlLogReopened, StopSignal};
 use crate::internal_events::InternalEvent;
 
 /// Handlers installed at start, before the store is opened: from then on SIGHUP no longer
@@ -39,11 +39,11 @@ impl Signals {
         loop {
             tokio::select! {
                 _ = self.term.recv() => {
-                    tracing::info!("SIGTERM received");
+                    StopSignal { name: "SIGTERM" }.emit(&sh.metrics);
                     return;
                 }
                 _ = self.int.recv() => {
-                    tracing::info!("SIGINT received");
+                    StopSignal { name: "SIGINT" }.emit(&sh.metrics);
                     return;
                 }
                 _ = self.hup.recv() => sh.reopen_crawl_log(),
@@ -72,10 +72,7 @@ impl Shared {
         let file = match open_crawl_log(path) {
             Ok(f) => f,
             Err(e) => {
-                tracing::error!(
-                    error = format!("{e:#}"),
-                    "SIGHUP: crawl log not reopened, still writing to the old file"
-                );
+                CrawlLogReopenFailed::NotReopened { error: &e }.emit(&self.metrics);
                 return;
             }
         };
@@ -87,7 +84,7 @@ impl Shared {
             Ok(f)
         });
         if let Err(e) = finished {
-            tracing::error!(error = %e, "SIGHUP: finishing the old crawl log file failed");
+            CrawlLogReopenFailed::OldNotFinished { error: &e }.emit(&self.metrics);
         }
         CrawlLogReopened { path }.emit(&self.metrics);
     }

@@ -12,6 +12,7 @@ use fetcher::{FetchOutcome, Url};
 use frontier::{EnqueueItem, EntryKind, PageLease, SitemapSource};
 
 use crate::daemon::shared::Shared;
+use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::sitemap::{
     SitemapLastmodApplied, SitemapNotParsed, SitemapParsed, SitemapRefused, SitemapUrlsOffered,
 };
@@ -53,7 +54,7 @@ pub async fn judge(
     let verdict = match judged {
         Ok(v) => v,
         Err(e) => {
-            tracing::error!(sitemap = %lease.url, error = %e, "sitemap parse task failed");
+            sh.frontier_failed(FrontierCall::Task, &e, 1);
             return PageVerdict::not_fetched(format!("sitemap parse task failed: {e}"));
         }
     };
@@ -91,7 +92,8 @@ pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>)
     let summary = match sh.submit_items(items, false).await {
         Ok(summary) => summary,
         Err(e) => {
-            tracing::error!(sitemap = %sitemap, error = %e, "enqueue of sitemap URLs failed");
+            let what = format!("{sitemap}: {e:#}");
+            sh.frontier_failed(FrontierCall::EnqueueSitemap, &what, 0);
             return;
         }
     };
@@ -127,11 +129,10 @@ pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>)
             }
         }
         Ok(Err(e)) => {
-            tracing::error!(sitemap = %sitemap, error = %e, "applying sitemap lastmod failed")
+            let what = format!("{sitemap}: {e}");
+            sh.frontier_failed(FrontierCall::SitemapLastmod, &what, 0)
         }
-        Err(e) => {
-            tracing::error!(sitemap = %sitemap, error = %e, "sitemap lastmod task failed")
-        }
+        Err(e) => sh.frontier_failed(FrontierCall::Task, &e, 0),
     }
 }
 

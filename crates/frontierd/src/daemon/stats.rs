@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use frontier::{FrontierStats, QueueBreakdown};
 
 use crate::daemon::shared::{now_ms, Shared};
+use crate::internal_events::daemon::FrontierCall;
 
 /// Every counter of the daemon at one instant.
 #[derive(Debug, Clone)]
@@ -82,7 +83,7 @@ impl Shared {
                 Some(g.breakdown)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "queue gauges failed");
+                self.frontier_failed(FrontierCall::QueueGauges, &e, 0);
                 None
             }
         };

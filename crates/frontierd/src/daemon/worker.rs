@@ -17,6 +17,7 @@ use warc::Exchange;
 
 use crate::daemon::pipeline::Connected;
 use crate::daemon::shared::Shared;
+use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
     RobotsFetchRefused, RobotsFetched, RobotsRefusal,
@@ -320,7 +321,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             crate::daemon::sitemaps::offer(sh, &lease.url, verdict.discovered).await;
         // (in a cluster, links of hosts other nodes own go to the outbox instead)
         } else if let Err(e) = sh.queue_discovered(verdict.discovered).await {
-            tracing::error!(error = %e, "enqueue of discovered links failed");
+            sh.frontier_failed(FrontierCall::EnqueueDiscovered, &format!("{e:#}"), 0);
         }
     }
     if !done {

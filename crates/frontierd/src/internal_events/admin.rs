@@ -97,3 +97,37 @@ impl InternalEvent for AdminTimedOut<'_> {
         m.admin_timeouts.get_or_create(&label("phase", phase)).inc();
     }
 }
+
+/// Accepting an admin API connection failed (out of file descriptors, ...): retried after
+/// 100 ms.
+pub struct AdminAcceptFailed<'a> {
+    pub error: &'a std::io::Error,
+}
+
+impl InternalEvent for AdminAcceptFailed<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::warn!(error = %self.error, "admin accept failed");
+    }
+}
+
+/// An operator paused or resumed a host through the API.
+pub struct HostPauseChanged<'a> {
+    pub host: &'a str,
+    pub requested: &'a str,
+    /// `pause` or `resume`.
+    pub action: &'a str,
+    /// Whether it changed anything (pausing a paused host does not).
+    pub changed: bool,
+    /// Paused ahead of its first URL (`?create=true`).
+    pub created: bool,
+}
+
+impl InternalEvent for HostPauseChanged<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::info!(
+            host = %self.host, requested = %self.requested, action = self.action,
+            changed = self.changed, created = self.created,
+            "host {} by operator", self.action
+        );
+    }
+}

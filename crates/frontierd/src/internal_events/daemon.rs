@@ -180,6 +180,19 @@ pub enum FrontierCall {
     /// An outcome arrived after the completer ended (only during a stop): its URL or
     /// robots.txt is fetched again after the restart.
     AfterStop,
+    /// Reporting the addresses new hosts' names resolved to.
+    Resolved,
+    /// Recording that drops were written to the crawl log (they are logged again after a
+    /// crash otherwise).
+    DropsLogged,
+    /// Reading the queue gauges for /metrics and /v1/stats (they keep their last values).
+    QueueGauges,
+    /// Queueing the links a page led to.
+    EnqueueDiscovered,
+    /// Queueing the URLs a sitemap listed.
+    EnqueueSitemap,
+    /// Applying a sitemap's `lastmod` dates to known URLs.
+    SitemapLastmod,
 }
 
 impl FrontierCall {
@@ -193,12 +206,18 @@ impl FrontierCall {
             FrontierCall::NoteAddresses => "note-addresses",
             FrontierCall::Task => "task",
             FrontierCall::AfterStop => "after-stop",
+            FrontierCall::Resolved => "resolved",
+            FrontierCall::DropsLogged => "drops-logged",
+            FrontierCall::QueueGauges => "queue-gauges",
+            FrontierCall::EnqueueDiscovered => "enqueue-discovered",
+            FrontierCall::EnqueueSitemap => "enqueue-sitemap",
+            FrontierCall::SitemapLastmod => "sitemap-lastmod",
         }
     }
 }
 
-/// A frontier call of the dispatcher or the completer failed (the store failed a write, a
-/// lease it does not know): what it was about is retried or returns at the next start.
+/// A frontier call of the daemon failed (the store failed a write, a lease it does not
+/// know): what it was about is retried or returns at the next start.
 pub struct FrontierCallFailed<'a> {
     pub call: FrontierCall,
     pub error: &'a dyn Display,

@@ -140,3 +140,51 @@ impl InternalEvent for SpoolEntryRejected<'_> {
             .inc();
     }
 }
+
+/// A `--seeds` line rejected: the first few each get a WARN line naming the file and the line
+/// (the crawl log has them all; `UrlRejected` counts them).
+pub struct SeedLineRejected<'a> {
+    pub file: &'a std::path::Path,
+    pub rejection: &'a crate::url_list::Rejection,
+}
+
+impl InternalEvent for SeedLineRejected<'_> {
+    fn emit(self, _: &Metrics) {
+        let r = self.rejection;
+        tracing::warn!(
+            file = %self.file.display(), line = r.line, reason = %r.reason, input = %r.input,
+            "seed line rejected"
+        );
+    }
+}
+
+/// A `--seeds` file was submitted, with what became of its lines.
+pub struct SeedsSubmitted<'a> {
+    pub file: &'a std::path::Path,
+    pub lines: u64,
+    pub accepted: u64,
+    pub duplicate: u64,
+    pub rejected: usize,
+}
+
+impl InternalEvent for SeedsSubmitted<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::info!(
+            file = %self.file.display(), lines = self.lines, accepted = self.accepted,
+            duplicate = self.duplicate, rejected = self.rejected,
+            "seeds submitted (rejected lines are in the crawl log)"
+        );
+    }
+}
+
+/// A round of the spool failed (the directory unreadable, the store refused a write): the
+/// files stay in `spool/incoming` and the next round tries again.
+pub struct SpoolRoundFailed<'a> {
+    pub error: &'a anyhow::Error,
+}
+
+impl InternalEvent for SpoolRoundFailed<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::error!(error = format!("{:#}", self.error), "spool intake failed");
+    }
+}

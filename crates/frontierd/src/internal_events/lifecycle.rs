@@ -71,3 +71,32 @@ impl InternalEvent for JournalCheckpointed {
         m.journal_checkpoint_hosts.inc_by(self.hosts);
     }
 }
+
+/// The periodic progress line (`[log] stats_interval`): rates over the interval and the
+/// totals, from the same snapshot as /v1/stats.
+pub struct Progress<'a> {
+    pub pages_per_s: f64,
+    pub bytes_per_s: f64,
+    pub snapshot: &'a crate::daemon::stats::Snapshot,
+}
+
+impl InternalEvent for Progress<'_> {
+    fn emit(self, _: &Metrics) {
+        let s = self.snapshot;
+        tracing::info!(
+            pages_per_s = format!("{:.1}", self.pages_per_s),
+            kib_per_s = format!("{:.1}", self.bytes_per_s / 1024.0),
+            queued = s.queued,
+            in_flight = s.in_flight,
+            fetched = s.pages_fetched,
+            // reported by external fetchers (gRPC) included
+            completed = s.frontier.completed,
+            accepted = s.accepted,
+            dropped = s.frontier.dropped,
+            given_up = s.frontier.given_up,
+            hosts_in_backoff = s.hosts_in_backoff,
+            warc_mib = format!("{:.1}", s.warc_bytes as f64 / 1048576.0),
+            "progress"
+        );
+    }
+}

@@ -14,6 +14,7 @@
 //! - network.rs: DNS failures of fetches, hosts joining IP groups
 //! - cluster.rs: `[cluster]`: broker pauses, shard deliveries, link routing, events
 //! - daemon.rs: the daemon's start, listeners and stop; frontier calls of the pipeline that failed
+//! - grpc.rs: the url-frontier gRPC API's events, counted, and the server failing
 //! - disk.rs: the free-space watch: space low and back, refused submissions
 
 pub mod admin;
@@ -21,6 +22,7 @@ pub mod cluster;
 pub mod daemon;
 pub mod disk;
 pub mod fetch;
+pub mod grpc;
 pub mod intake;
 pub mod lifecycle;
 pub mod network;

@@ -97,3 +97,36 @@ impl InternalEvent for WarcWriteFailed<'_> {
         m.warc_write_failures.inc();
     }
 }
+
+/// SIGTERM or SIGINT arrived: the stop begins.
+pub struct StopSignal {
+    pub name: &'static str,
+}
+
+impl InternalEvent for StopSignal {
+    fn emit(self, _: &Metrics) {
+        tracing::info!("{} received", self.name);
+    }
+}
+
+/// SIGHUP could not move the crawl log on: the new file could not be opened (lines keep
+/// going to the old one), or the old one could not be finished.
+pub enum CrawlLogReopenFailed<'a> {
+    NotReopened { error: &'a anyhow::Error },
+    OldNotFinished { error: &'a std::io::Error },
+}
+
+impl InternalEvent for CrawlLogReopenFailed<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            CrawlLogReopenFailed::NotReopened { error } => tracing::error!(
+                error = format!("{error:#}"),
+                "SIGHUP: crawl log not reopened, still writing to the old file"
+            ),
+            CrawlLogReopenFailed::OldNotFinished { error } => tracing::error!(
+                error = %error,
+                "SIGHUP: finishing the old crawl log file failed"
+            ),
+        }
+    }
+}

@@ -278,7 +278,7 @@ impl Metrics {
         );
         r.register(
             "frontier_call_failures",
-            "Frontier calls of the dispatcher and the completer that failed, by call (next-batch, complete-batch, complete, complete-robots-batch, complete-robots, note-addresses, task, after-stop)",
+            "Frontier calls of the daemon that failed, by call (next-batch, complete-batch, complete, complete-robots-batch, complete-robots, note-addresses, resolved, drops-logged, queue-gauges, enqueue-discovered, enqueue-sitemap, sitemap-lastmod, task, after-stop)",
             self.frontier_call_failures.clone(),
         );
         r.register(
