@@ -1,6 +1,7 @@
 //! `[cluster]`: the broker connection, shard deliveries, link routing, the intake router and
 //! published events.
 
+use std::fmt::Display;
 use std::time::Duration;
 
 use super::{chain, label, InternalEvent};
@@ -227,5 +228,78 @@ impl InternalEvent for EventPublished {
     fn emit(self, m: &Metrics) {
         tracing::trace!("crawl-log record published");
         m.cluster.events_published.inc();
+    }
+}
+
+/// What went wrong in one of the node's cluster tasks, other than the broker being
+/// unreachable (that pauses with back-off: `BrokerPaused`). Each is an ERROR line and a
+/// count by kind; the work it was about is retried (messages come back, links stay in the
+/// outbox).
+pub enum ClusterTaskError<'a> {
+    /// A shard's messages could not be committed to the frontier: not acknowledged, so
+    /// the broker delivers them again.
+    ShardCommit { shard: u32, error: &'a dyn Display },
+    /// `cluster.shards` does not match the cluster's streams: the node stops.
+    ShardsMismatch { error: &'a dyn Display },
+    /// A cluster task panicked.
+    Panicked { error: &'a dyn Display },
+    /// The outbox could not be read.
+    OutboxRead { error: &'a dyn Display },
+    /// Published links could not be removed from the outbox (they are published again).
+    OutboxRemove { error: &'a dyn Display },
+    /// A blocking outbox task died.
+    OutboxTask { error: &'a dyn Display },
+}
+
+impl ClusterTaskError<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            ClusterTaskError::ShardCommit { .. } => "shard-commit",
+            ClusterTaskError::ShardsMismatch { .. } => "shards-mismatch",
+            ClusterTaskError::Panicked { .. } => "panicked",
+            ClusterTaskError::OutboxRead { .. } => "outbox-read",
+            ClusterTaskError::OutboxRemove { .. } => "outbox-remove",
+            ClusterTaskError::OutboxTask { .. } => "outbox-task",
+        }
+    }
+}
+
+impl InternalEvent for ClusterTaskError<'_> {
+    fn emit(self, m: &Metrics) {
+        let kind = self.kind();
+        match self {
+            ClusterTaskError::ShardCommit { shard, error } => tracing::error!(
+                shard, error = %error,
+                "committing shard messages failed; they will be delivered again"
+            ),
+            ClusterTaskError::ShardsMismatch { error } => {
+                tracing::error!(error = %error, "cluster.shards does not match the cluster: stopping")
+            }
+            ClusterTaskError::Panicked { error } => {
+                tracing::error!(error = %error, "a cluster task panicked")
+            }
+            ClusterTaskError::OutboxRead { error } => {
+                tracing::error!(error = %error, "reading the cluster outbox failed")
+            }
+            ClusterTaskError::OutboxRemove { error } => tracing::error!(
+                error = %error, "removing published links from the outbox failed"
+            ),
+            ClusterTaskError::OutboxTask { error } => {
+                tracing::error!(error = %error, "cluster outbox task failed")
+            }
+        }
+        m.cluster
+            .task_errors
+            .get_or_create(&label("kind", kind))
+            .inc();
+    }
+}
+
+/// The streams exist and match: the node consumes its shards.
+pub struct StreamsReady;
+
+impl InternalEvent for StreamsReady {
+    fn emit(self, _: &Metrics) {
+        tracing::info!("cluster streams ready; consuming owned shards");
     }
 }

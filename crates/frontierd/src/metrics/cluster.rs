@@ -28,6 +28,7 @@ pub struct ClusterMetrics {
     pub shard_pending: Family<Labels, Gauge>,
     pub shard_ack_pending: Family<Labels, Gauge>,
     pub shard_redelivered: Family<Labels, Gauge>,
+    pub task_errors: Family<Labels, Counter>,
 }
 
 impl ClusterMetrics {
@@ -121,6 +122,11 @@ impl ClusterMetrics {
             "cluster_shard_redelivered",
             "Messages of an owned shard delivered more than once and still unacknowledged, by shard",
             self.shard_redelivered.clone(),
+        );
+        r.register(
+            "cluster_task_errors",
+            "Errors of this node's cluster tasks other than an unreachable broker, by kind (shard-commit, shards-mismatch, panicked, outbox-read, outbox-remove, outbox-task); the work is retried",
+            self.task_errors.clone(),
         );
     }
 }

@@ -13,7 +13,8 @@ use frontier::EnqueueItem;
 use super::node::{Backoff, ClusterNode};
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
-    AckFailed, BrokerLineRejected, IntakeListsRouted, ShardBatchCommitted, Unroutable,
+    AckFailed, BrokerLineRejected, ClusterTaskError, IntakeListsRouted, ShardBatchCommitted,
+    Unroutable,
 };
 use crate::internal_events::InternalEvent;
 
@@ -82,7 +83,12 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
         // durable on return; rejected URLs are counted and written to the crawl log
         if let Err(e) = sh.submit_items(items, true).await {
             // not acknowledged: the messages come back after the ack wait
-            tracing::error!(shard, error = %format!("{e:#}"), "committing shard messages failed; they will be delivered again");
+            let error = format!("{e:#}");
+            ClusterTaskError::ShardCommit {
+                shard,
+                error: &error,
+            }
+            .emit(m);
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }

@@ -26,7 +26,9 @@ use frontier::EnqueueItem;
 use tokio::task::JoinSet;
 
 use crate::daemon::shared::Shared;
-use crate::internal_events::cluster::{LinksRouted, Unroutable, UrlsPublished};
+use crate::internal_events::cluster::{
+    ClusterTaskError, LinksRouted, StreamsReady, Unroutable, UrlsPublished,
+};
 use crate::internal_events::InternalEvent;
 
 use self::outbox::PUBLISH_BATCH;
@@ -83,7 +85,7 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
             match cluster::ensure_streams(&node.js, &node.settings.lib).await {
                 Ok(()) => break,
                 Err(e @ cluster::BrokerError::ShardCountMismatch { .. }) => {
-                    tracing::error!(error = %e, "cluster.shards does not match the cluster: stopping");
+                    ClusterTaskError::ShardsMismatch { error: &e }.emit(&sh.metrics);
                     node.fail(e.to_string());
                     return;
                 }
@@ -91,7 +93,7 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
             }
         }
         backoff.ok(&sh.metrics);
-        tracing::info!("cluster streams ready; consuming owned shards");
+        StreamsReady.emit(&sh.metrics);
         for shard in node.settings.lib.owned.iter() {
             tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard));
         }
@@ -110,7 +112,7 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
         while let Some(done) = tasks.join_next().await {
             if let Err(e) = done {
                 if e.is_panic() {
-                    tracing::error!(error = %e, "a cluster task panicked");
+                    ClusterTaskError::Panicked { error: &e }.emit(&sh.metrics);
                 }
             }
         }
@@ -128,12 +130,13 @@ pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         let entries = match taken {
             Ok(Ok(entries)) => entries,
             Ok(Err(e)) => {
-                tracing::error!(error = %format!("{e:#}"), "reading the cluster outbox failed");
+                let error = format!("{e:#}");
+                ClusterTaskError::OutboxRead { error: &error }.emit(m);
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
             Err(e) => {
-                tracing::error!(error = %e, "cluster outbox task failed");
+                ClusterTaskError::OutboxTask { error: &e }.emit(m);
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
@@ -164,9 +167,10 @@ pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
                 match tokio::task::spawn_blocking(move || n.outbox.remove(&keys)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => {
-                        tracing::error!(error = %format!("{e:#}"), "removing published links from the outbox failed")
+                        let error = format!("{e:#}");
+                        ClusterTaskError::OutboxRemove { error: &error }.emit(m)
                     }
-                    Err(e) => tracing::error!(error = %e, "cluster outbox task failed"),
+                    Err(e) => ClusterTaskError::OutboxTask { error: &e }.emit(m),
                 }
                 m.cluster.outbox_urls.set(node.outbox.len() as i64);
             }
