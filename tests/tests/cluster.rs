@@ -684,3 +684,49 @@ fn a_node_configured_for_another_shard_count_stops_with_an_error() {
         "{log}"
     );
 }
+
+/// `frontierd publish --retry-for` waits for a broker that is down when it starts (a broker
+/// restarting): started before the broker, it publishes every line once the broker answers
+/// (exit 0); with the broker never back, it exits 2 after `--retry-for`, saying that no line
+/// was published.
+#[test]
+fn publish_waits_for_a_broker_that_is_down_at_start() {
+    let Some(mut nats) = NatsServer::start() else {
+        return;
+    };
+    let env = node_env(&nats, 0, &[]);
+    nats.kill(0);
+    let urls: Vec<String> = (0..20)
+        .map(|i| format!("http://h{i}.site.test:9/late"))
+        .collect();
+    let file = env.dir.path().join("late.txt");
+    std::fs::write(&file, urls.join("\n") + "\n").unwrap();
+
+    // never back within --retry-for: exit 2, nothing published, and it says so
+    let gave_up = env
+        .cli("publish")
+        .arg(&file)
+        .args(["--retry-for", "1s"])
+        .output()
+        .expect("run frontierd publish");
+    let stderr = String::from_utf8_lossy(&gave_up.stderr);
+    assert_eq!(gave_up.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no line was published") && stderr.contains("trying again"),
+        "{stderr}"
+    );
+
+    // back 1.5 s after the start: everything published
+    let child = env
+        .cli("publish")
+        .arg(&file)
+        .args(["--retry-for", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run frontierd publish");
+    std::thread::sleep(Duration::from_millis(1500));
+    nats.restart(0);
+    let out = child.wait_with_output().expect("publish output");
+    assert_published(&out, 20);
+}

@@ -6,7 +6,7 @@
 //! dispatches and completes everything, printing VmRSS / VmHWM (MB) whenever VmRSS moved by
 //! more than 40 MB since the last line. At 1M hosts x 10 URLs the journal reaches its
 //! 256 MiB cap during the dispatch and a checkpoint writes 1M host records in one call
-//! (benchmarks.md, "Issue 13, session 9").
+//! (benchmarks.md, "The store under sled").
 use frontier::*;
 
 fn rss_mb() -> (u64, u64) {

@@ -9,7 +9,7 @@
 //! oldest first in calls of PER_CALL records (one `Store::apply` each) and prints the time,
 //! the longest call, and the rise of VmRSS (sampled every 5 ms) over the deletion. With
 //! glibc malloc (this example) the heap reuses what the writes freed and the rise reads 0;
-//! under the daemon's mimalloc it shows (docs/benchmarks.md, "Issue 13, session 16").
+//! under the daemon's mimalloc it shows (docs/benchmarks.md, "The store under sled").
 //! Before session 16 a checkpoint deleted its whole journal in one `Store::apply` (sled
 //! calls of 1 024) under the scheduler lock; now 64 per call.
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -4,7 +4,7 @@
 //! The walk touches every host in memory (a cache miss each: 0.1-0.3 µs a host here), under
 //! the scheduler lock. At a million hosts that is a third of a second during which nothing
 //! is handed out or completed, so a client polling stats twice a second halved the crawl
-//! (docs/benchmarks.md, "Issue 13, session 15"). A walk is therefore reused for
+//! (docs/benchmarks.md, "Admin API while crawling"). A walk is therefore reused for
 //! [`GAUGE_AGE_MS_PER_1000_HOSTS`] per thousand hosts: at most ~3 % of the lock's time.
 
 use crate::api::{Frontier, Inner};

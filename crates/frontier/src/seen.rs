@@ -49,7 +49,7 @@ impl SeenSet {
 /// bytes a hash, against 36 in a `HashSet<u128>` (17 bytes a bucket, twice as many buckets
 /// as hashes), which `drain` also left allocated after the fold, all through the crawl;
 /// and the fold sorts the list in place instead of copying the set into one (both were
-/// held at once: 206 MB at 4M). Docs: benchmarks.md, "Issue 13, session 15".
+/// held at once: 206 MB at 4M). Docs: benchmarks.md, "Memory at 10M URLs over 1M hosts".
 #[derive(Default)]
 pub(crate) struct RecentHashes {
     hashes: Vec<u128>,
@@ -123,7 +123,7 @@ pub(crate) struct IntakeLog {
 /// A fold makes segments of at least this many entries on average, unless the log has
 /// grown to [`THIN_FOLD_FACTOR`] times the buffer. Spread over a million hosts, the buffer
 /// holds about one URL per host: folding then would write one key per URL, and sled's
-/// memory grows with its keys (docs/benchmarks.md, "Issue 13, session 7").
+/// memory grows with its keys (docs/benchmarks.md, "The store under sled").
 pub(crate) const MIN_ENTRIES_PER_SEGMENT: u64 = 4;
 
 /// How far past `intake_buffer_bytes` the log may grow while the fold would be thin.

@@ -51,15 +51,29 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-/// Connect (failing if no server answers) and check the streams' shard count. Setting up
-/// the streams is retried for up to `patience`: a JetStream cluster that has just formed
-/// (or lost a server) answers "request timed out" until its leaders are elected, which is
-/// not a reason to fail a publish. A shard-count mismatch is never retried.
+/// Connect and check the streams' shard count, both retried for up to `patience`: a broker
+/// that is down (restarting) when the command starts is waited for, and a JetStream cluster
+/// that has just formed (or lost a server) answers "request timed out" until its leaders
+/// are elected; neither is a reason to fail a publish. A shard-count mismatch is never
+/// retried.
 async fn connect(settings: &ClusterSettings, patience: Duration) -> Result<cluster::JetStream> {
-    let (client, _) = cluster::connect(settings).await?;
-    let js = cluster::jetstream(client);
     let started = Instant::now();
     let mut pause = Duration::from_millis(100);
+    let client = loop {
+        match cluster::connect(settings).await {
+            Ok((client, _)) => break client,
+            Err(e) if started.elapsed() + pause < patience => {
+                eprintln!("frontierd: {e}; trying again in {pause:?}");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("no broker answered within {patience:?}")))
+            }
+        }
+    };
+    let js = cluster::jetstream(client);
     loop {
         match cluster::ensure_streams(&js, settings).await {
             Ok(()) => return Ok(js),
@@ -80,7 +94,9 @@ async fn connect(settings: &ClusterSettings, patience: Duration) -> Result<clust
 pub fn publish(file: String, config: Option<&Path>, retry_for: Duration) -> Result<ExitCode> {
     let (settings, max_url_len) = cluster_settings(config)?;
     runtime()?.block_on(async move {
-        let js = connect(&settings, retry_for).await?;
+        let js = connect(&settings, retry_for)
+            .await
+            .with_context(|| format!("publishing {file}: no line was published"))?;
         let publisher = Publisher::new(js, settings.shard_map, max_url_len);
         let input: Box<dyn BufRead> = if file == "-" {
             Box::new(BufReader::new(std::io::stdin()))

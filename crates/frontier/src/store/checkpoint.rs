@@ -114,7 +114,7 @@ impl Frontier {
     /// reads each deleted record's leaf back from disk (long evicted from its cache) and
     /// keeps every leaf a call touches until the call returns, so deleting a 256 MiB
     /// journal (about 44 000 records) in one call took seconds under the lock
-    /// (docs/benchmarks.md, "Issue 13, session 16"). A crash in between leaves a suffix of
+    /// (docs/benchmarks.md, "The store under sled"). A crash in between leaves a suffix of
     /// the old journal, whose replay (oldest first, then the newer records) still ends
     /// at the latest record of every host.
     pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {

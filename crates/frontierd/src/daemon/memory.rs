@@ -4,7 +4,7 @@
 //!
 //! Why mimalloc: with glibc malloc a large intake while crawling spent about a fifth of
 //! the daemon's CPU in the allocator (a large, fragmented heap), and glibc's own knobs did
-//! not close the gap; the figures are in docs/benchmarks.md, "Issue 13, session 13".
+//! not close the gap; the figures are in docs/benchmarks.md, "The allocator".
 
 use std::ffi::OsStr;
 use std::time::Duration;
@@ -16,7 +16,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// How long freed memory stays committed before mimalloc gives it back (ms). mimalloc 3
 /// waits a second, which raised the intake's peak; 0 cost more CPU per URL for about the
-/// same peak (docs/benchmarks.md, "Issue 13, session 13").
+/// same peak (docs/benchmarks.md, "The allocator").
 pub const PURGE_DELAY_MS: i64 = 10;
 
 /// The allocator settings the daemon makes, each unless the operator's environment already
