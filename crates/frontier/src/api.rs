@@ -55,6 +55,9 @@ pub(crate) struct Inner {
     pub(crate) seen: SeenSet,
     /// URLs an external fetcher reported done for good.
     pub(crate) done: crate::done::DoneSet,
+    /// Set by [`Frontier::hold_hosts_after_restart`]: hosts loaded from the store later are
+    /// held for their gap from this time too.
+    pub(crate) restart_hold_from_ms: Option<u64>,
     pub(crate) intake: IntakeLog,
     /// robots.txt leases handed out and not yet completed.
     pub(crate) robots_in_flight: u64,
@@ -225,6 +228,7 @@ impl Frontier {
                 pending_journal_bytes: 0,
             },
             done: Default::default(),
+            restart_hold_from_ms: None,
             seen: SeenSet {
                 starts: vec![0],
                 recent: Default::default(),
@@ -250,6 +254,26 @@ impl Frontier {
         };
         f.recover()?;
         Ok(f)
+    }
+
+    /// After an open: hold every host for its politeness gap from `now_ms`, as if a request
+    /// to it had just ended. A crash (SIGKILL, power loss) loses what was not yet flushed,
+    /// among it the completions of requests answered just before it and the gaps they
+    /// started; a daemon restarted within such a gap fetched those hosts again at once
+    /// (docs/politeness.md, "After a restart"). Hosts loaded from the store later (URLs
+    /// arriving for a host with none queued) are held the same way. Call once, before the
+    /// first dispatch.
+    pub fn hold_hosts_after_restart(&self, now_ms: u64) {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        inner.restart_hold_from_ms = Some(now_ms);
+        let ids: Vec<u64> = inner.hosts.keys().copied().collect();
+        for id in ids {
+            if let Some(h) = inner.hosts.get_mut(&id) {
+                hold_for_restart(&self.cfg, &mut h.rec, now_ms);
+            }
+            self.schedule(inner, id);
+        }
     }
 
     /// The store's first failed write, if one failed: nothing more can be made durable
@@ -745,4 +769,11 @@ fn host_of_origin(origin: &str) -> String {
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+/// A host may not be asked before its gap from `from_ms` has passed (see
+/// [`Frontier::hold_hosts_after_restart`]).
+pub(crate) fn hold_for_restart(cfg: &FrontierConfig, rec: &mut HostRecord, from_ms: u64) {
+    let until = from_ms.saturating_add(crate::sched::politeness::gap_ms(cfg, rec));
+    rec.next_allowed_ms = rec.next_allowed_ms.max(until);
 }

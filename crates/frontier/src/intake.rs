@@ -470,6 +470,9 @@ impl Frontier {
             inner.journal.dirty.insert(id);
         }
         let mut h = HostMem::empty(key.clone(), rec);
+        if let Some(from) = inner.restart_hold_from_ms.filter(|_| stored_before) {
+            crate::api::hold_for_restart(&self.cfg, &mut h.rec, from);
+        }
         // a host seen before keeps its IP group (a new one has no address yet)
         if stored_before {
             if let Some(v) = self.store.get(&keys::address(&key))? {

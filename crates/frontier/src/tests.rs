@@ -871,3 +871,32 @@ fn done_for_good_survives_a_reopen_and_a_requeue_clears_it() {
         "still queued after a reopen"
     );
 }
+
+/// After `hold_hosts_after_restart(T)` a host with queued URLs is not served before its gap
+/// from T (what a crash lost may include a request that just ended), then it is.
+#[test]
+fn hosts_wait_their_gap_from_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || {
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.min_delay_ms = 1000;
+        c.max_delay_ms = 1000;
+        c.seed = Some(1);
+        c
+    };
+    {
+        let f = Frontier::open(cfg()).unwrap();
+        allow_all(&f, &["r.test"], T0);
+        f.enqueue_batch(&["http://r.test/a"], T0).unwrap();
+    }
+    let f = Frontier::open(cfg()).unwrap();
+    let restart = T0 + 10_000;
+    f.hold_hosts_after_restart(restart);
+    assert!(pages(f.next_batch(restart + 999, 10).unwrap()).is_empty());
+    let served = pages(f.next_batch(restart + 1000, 10).unwrap());
+    assert_eq!(
+        served.len(),
+        1,
+        "served once its gap from the restart is over"
+    );
+}

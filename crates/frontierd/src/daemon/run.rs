@@ -37,6 +37,8 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let crawl_log = prepare_outputs(&settings, &metrics)?;
     let token = read_token(&settings)?;
     let frontier = open_frontier(&settings).await?;
+    // what a crash lost includes gaps just started: every host waits its gap from now
+    frontier.hold_hosts_after_restart(crate::daemon::now_ms());
     let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
     let warc = open_warc(&settings)?;
     let data_dir = settings.data_dir.clone();
