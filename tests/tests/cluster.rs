@@ -730,3 +730,54 @@ fn publish_waits_for_a_broker_that_is_down_at_start() {
     let out = child.wait_with_output().expect("publish output");
     assert_published(&out, 20);
 }
+
+/// A node whose disk is low takes nothing from its shards: each delivery is given back to
+/// the broker (nak with a delay), nothing is committed, nothing fetched, and nothing is
+/// lost: the same node started again with room takes and crawls every URL.
+#[test]
+fn a_node_with_a_low_disk_gives_its_shard_messages_back_and_loses_none() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let by_node = ByNode::default();
+    let site = by_node.site(plain_pages);
+    let hosts: Vec<String> = (0..4).map(|i| format!("low{i}.site.test")).collect();
+    let urls: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("{}/p", site.base(h)))
+        .collect();
+    // every filesystem is below 100 % free: low from the start
+    let low = [
+        ("cluster", "owned_shards", "\"0-11\""),
+        ("disk", "pause_below_percent", "100.0"),
+        ("disk", "resume_above_percent", "100.0"),
+    ];
+    let env = node_env(&nats, 0, &low);
+    let d = env.start();
+    assert_published(&publish(&env, "low.txt", &urls), urls.len());
+    wait_until("deliveries given back", Duration::from_secs(30), || {
+        node_metric(&d, "frontierd_disk_intake_refused_total{door=\"cluster\"}") >= 1.0
+    });
+    assert_eq!(
+        node_metric(&d, "frontierd_cluster_urls_received_total"),
+        0.0,
+        "nothing committed while low"
+    );
+    assert!(
+        by_node.nodes_per_host().is_empty(),
+        "nothing fetched while low"
+    );
+    d.signal(libc::SIGTERM);
+    drop(d);
+
+    // room again (the default thresholds): the messages come back and are crawled
+    let ok = [("cluster", "owned_shards", "\"0-11\"")];
+    let env2 = node_env(&nats, 0, &ok);
+    let _d = env2.start();
+    wait_crawl(
+        std::slice::from_ref(&env2),
+        "every URL fetched",
+        CRAWL_DEADLINE,
+        || all_fetched(std::slice::from_ref(&env2), &urls),
+    );
+}
