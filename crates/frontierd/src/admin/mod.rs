@@ -3,6 +3,7 @@
 //! groups view (ip_groups.rs).
 
 pub mod client;
+mod hosts;
 pub mod ip_groups;
 pub mod request;
 pub mod server;
