@@ -254,8 +254,8 @@ fn a_store_that_fills_the_disk_never_hangs_the_daemon_and_loses_nothing_acknowle
     for sub in ["incoming", "tmp"] {
         std::fs::create_dir_all(env.data.join("spool").join(sub)).unwrap();
     }
-    // freed later, to give the store room again
-    let filler = fs.fill_leaving(fs.available() - 4 * MIB);
+    // 12 MiB freed later: room for the store to open again (its recovery writes) and go on
+    let filler = fs.fill_leaving(fs.available() - 12 * MIB);
     let mut d = env.start();
     let mut acknowledged = 0u64;
     let mut refusal = None;
