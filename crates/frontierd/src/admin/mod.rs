@@ -8,6 +8,7 @@ pub mod ip_groups;
 pub mod request;
 pub mod server;
 pub mod submit;
+pub mod waiting;
 
 /// Largest request body the server reads (a URL list); the client sends less per request.
 pub const MAX_BODY: usize = 64 << 20;

@@ -20,7 +20,7 @@ use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
 use crate::internal_events::daemon::{
     ConfigWarning, FrontierCallFailed, LeasesAbandoned, Listening, Running, StopCause, Stopped,
-    Stopping, StoreClosed, WarcClosed, WarcRecovered,
+    Stopping, StoreClosed, StoreOpenWaiting, WarcClosed, WarcRecovered,
 };
 use crate::internal_events::fetch::CompletionsApplied;
 use crate::internal_events::InternalEvent;
@@ -36,7 +36,17 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     }
     let crawl_log = prepare_outputs(&settings, &metrics)?;
     let token = read_token(&settings)?;
-    let frontier = open_frontier(&settings).await?;
+    // bound first: while the store cannot be opened the address answers why
+    let admin_listener = std::net::TcpListener::bind(settings.admin_listen)
+        .with_context(|| format!("binding admin.listen {}", settings.admin_listen))?;
+    // written before the store is opened, which may take what room is left on the disk
+    let admin_addr = admin_listener.local_addr()?;
+    fs::write(
+        settings.data_dir.join("admin.addr"),
+        format!("{admin_addr}\n"),
+    )
+    .ok();
+    let frontier = open_frontier_when_writable(&settings, &admin_listener, &metrics).await?;
     // what a crash lost includes gaps just started: every host waits its gap from now
     frontier.hold_hosts_after_restart(crate::daemon::now_ms());
     let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
@@ -71,7 +81,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         .config_warnings
         .set(shared.settings.warnings().len() as i64);
 
-    let (admin, admin_addr, grpc_task) = start_listeners(&shared).await?;
+    let (admin, admin_addr, grpc_task) = start_listeners(&shared, admin_listener).await?;
     if let Some(seeds) = seeds {
         crate::daemon::intake::submit_seed_file(&shared, &seeds).await?;
     }
@@ -242,6 +252,64 @@ fn read_token(settings: &Settings) -> Result<Option<String>> {
     Ok(token)
 }
 
+/// The frontier, opened; a store that cannot be opened because its disk is full or
+/// read-only (sled writes at open) is tried again every `[disk] check_every` until it can
+/// be, meanwhile the admin address answers 503 with the reason (`admin/waiting.rs`) and
+/// systemd is told ready with the reason as status, so a start on a full disk neither exits
+/// into a restart loop nor hangs silently.
+async fn open_frontier_when_writable(
+    settings: &Settings,
+    admin_listener: &std::net::TcpListener,
+    metrics: &Metrics,
+) -> Result<Frontier> {
+    let first = match open_frontier(settings).await {
+        Ok(f) => return Ok(f),
+        Err(e) if disk_trouble(&e) => e,
+        Err(e) => return Err(e),
+    };
+    let reason = |e: &anyhow::Error| format!("the store cannot be opened: {e:#}");
+    let waiting = crate::admin::waiting::Waiting::start(admin_listener, reason(&first))?;
+    StoreOpenWaiting::Began { error: &first }.emit(metrics);
+    let _ = sd_notify::notify(
+        false,
+        &[
+            sd_notify::NotifyState::Ready,
+            sd_notify::NotifyState::Status(&reason(&first)),
+        ],
+    );
+    let started = Instant::now();
+    loop {
+        tokio::time::sleep(settings.raw.disk.check_every.0).await;
+        match open_frontier(settings).await {
+            Ok(f) => {
+                StoreOpenWaiting::Ended {
+                    waited: started.elapsed(),
+                }
+                .emit(metrics);
+                drop(waiting);
+                return Ok(f);
+            }
+            Err(e) if disk_trouble(&e) => waiting.set_reason(reason(&e)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether an error comes from a disk that is full or read-only (the store's engine
+/// reports the OS error in its message).
+fn disk_trouble(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        matches!(
+            io,
+            Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem)
+        ) || {
+            let text = c.to_string();
+            text.contains("(os error 28)") || text.contains("(os error 30)")
+        }
+    })
+}
+
 /// The frontier on its store (opened off the runtime: recovery reads the whole store).
 async fn open_frontier(settings: &Settings) -> Result<Frontier> {
     let mut fcfg = settings.frontier_config();
@@ -283,10 +351,9 @@ fn open_warc(settings: &Settings) -> Result<WarcWriter> {
 /// data directory for tools (useful with port 0) and refused to the fetcher.
 async fn start_listeners(
     shared: &Arc<Shared>,
+    listener: std::net::TcpListener,
 ) -> Result<(AdminServer, std::net::SocketAddr, Option<JoinHandle<()>>)> {
     let data_dir = &shared.settings.data_dir;
-    let listener = std::net::TcpListener::bind(shared.settings.admin_listen)
-        .with_context(|| format!("binding admin.listen {}", shared.settings.admin_listen))?;
     let admin_addr = listener.local_addr()?;
     // a page linking to our own API must never make us read it (before any worker runs)
     shared.fetcher.add_own_listener(admin_addr);

@@ -151,6 +151,28 @@ impl InternalEvent for StoreClosed<'_> {
     }
 }
 
+/// The store could not be opened at start because its disk is full or read-only: the
+/// daemon waits, trying again every `[disk] check_every`, its admin address answering why.
+pub enum StoreOpenWaiting<'a> {
+    Began { error: &'a anyhow::Error },
+    Ended { waited: std::time::Duration },
+}
+
+impl InternalEvent for StoreOpenWaiting<'_> {
+    fn emit(self, _: &Metrics) {
+        match self {
+            StoreOpenWaiting::Began { error } => tracing::error!(
+                error = format!("{error:#}"),
+                "the store cannot be opened (full or read-only disk): waiting for it, the admin API answers 503 meanwhile"
+            ),
+            StoreOpenWaiting::Ended { waited } => tracing::info!(
+                waited_ms = waited.as_millis() as u64,
+                "the store opened after waiting for its disk"
+            ),
+        }
+    }
+}
+
 /// The last line of a stop.
 pub struct Stopped;
 
