@@ -280,6 +280,8 @@ async fn open_frontier_when_writable(
     let started = Instant::now();
     loop {
         tokio::time::sleep(settings.raw.disk.check_every.0).await;
+        // alive while waiting (WatchdogSec in the unit)
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
         match open_frontier(settings).await {
             Ok(f) => {
                 StoreOpenWaiting::Ended {
