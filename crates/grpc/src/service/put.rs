@@ -19,18 +19,41 @@ struct Done {
     key: String,
 }
 
+/// A chunk's items sorted by what is to be done with them (item index first in each).
+#[derive(Default)]
+struct Sorted<'a> {
+    acks: Vec<Option<AckStatus>>,
+    /// New URLs, in their stored form.
+    discovered: Vec<(usize, String)>,
+    /// (stored URL, encoded metadata) to keep.
+    metadata: Vec<(String, Vec<u8>)>,
+    /// Reported leases.
+    done: Vec<Done>,
+    /// (item, stored URL, not before unix ms): Known items queued again / anew.
+    again: Vec<(usize, String, u64)>,
+    fresh: Vec<(usize, String, u64)>,
+    /// The crawls the chunk names.
+    crawls: Vec<&'a str>,
+}
+
 impl UrlFrontierService {
     /// Apply one chunk of PutURLs items (blocking: frontier calls); acks in order.
     pub(super) fn put_chunk(&self, items: Vec<pb::UrlItem>) -> Result<Vec<pb::AckMessage>, Status> {
         let now = now_ms();
-        let mut acks: Vec<Option<AckStatus>> = vec![None; items.len()];
-        let mut discovered: Vec<(usize, String)> = Vec::new();
-        let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut done: Vec<Done> = Vec::new();
-        // (item, stored URL, not before unix ms): Known items queued again / anew
-        let mut again: Vec<(usize, String, u64)> = Vec::new();
-        let mut fresh: Vec<(usize, String, u64)> = Vec::new();
-        let mut crawls: Vec<&str> = Vec::new();
+        let mut sorted = self.sort_items(&items)?;
+        self.apply_sorted(&mut sorted, now)?;
+        let acks = std::mem::take(&mut sorted.acks);
+        drop(sorted);
+        Ok(self.answer(&items, acks))
+    }
+
+    /// Sort a chunk's items into what is to be done with them (and the acks already
+    /// decided: items without a URL, URLs refused, known URLs with nothing to do).
+    fn sort_items<'a>(&self, items: &'a [pb::UrlItem]) -> Result<Sorted<'a>, Status> {
+        let mut o = Sorted {
+            acks: vec![None; items.len()],
+            ..Sorted::default()
+        };
         for (i, item) in items.iter().enumerate() {
             let (info, known) = match &item.item {
                 Some(pb::url_item::Item::Discovered(d)) => (d.info.as_ref(), None),
@@ -41,7 +64,7 @@ impl UrlFrontierService {
             };
             let Some(info) = info else {
                 tracing::warn!(id = %item.id, "PutURLs item without a URL skipped");
-                acks[i] = Some(AckStatus::Skipped);
+                o.acks[i] = Some(AckStatus::Skipped);
                 continue;
             };
             let crawl = normalise_crawl(&info.crawl_id);
@@ -56,10 +79,10 @@ impl UrlFrontierService {
             };
             if let Some((lease, refetch)) = handed_out.filter(|_| info.metadata.is_empty()) {
                 if let Some(canon) = CanonicalUrl::from_canonical(info.url.clone()) {
-                    if !crawls.contains(&crawl) {
-                        crawls.push(crawl);
+                    if !o.crawls.contains(&crawl) {
+                        o.crawls.push(crawl);
                     }
-                    done.push(Done {
+                    o.done.push(Done {
                         item: i,
                         lease,
                         refetch_at_ms: (refetch > 0).then(|| refetch.saturating_mul(1000)),
@@ -72,10 +95,10 @@ impl UrlFrontierService {
             // a discovered URL without metadata: canonicalized once, by the enqueue
             if known.is_none() && info.metadata.is_empty() {
                 if let Some(stored) = self.frontier.intake_form_in_crawl(&info.url, crawl) {
-                    if !crawls.contains(&crawl) {
-                        crawls.push(crawl);
+                    if !o.crawls.contains(&crawl) {
+                        o.crawls.push(crawl);
                     }
-                    discovered.push((i, stored));
+                    o.discovered.push((i, stored));
                     continue;
                 }
             }
@@ -84,25 +107,27 @@ impl UrlFrontierService {
                 Ok(c) => c,
                 Err(why) => {
                     tracing::info!(url = %info.url, reason = why.code(), "PutURLs URL refused");
-                    acks[i] = Some(AckStatus::Skipped);
+                    o.acks[i] = Some(AckStatus::Skipped);
                     continue;
                 }
             };
-            if !crawls.contains(&crawl) {
-                crawls.push(crawl);
+            if !o.crawls.contains(&crawl) {
+                o.crawls.push(crawl);
             }
             match known {
                 None => {
                     if !info.metadata.is_empty()
                         && !self.frontier.is_seen(&stored).map_err(internal)?
                     {
-                        metadata.push((stored.clone(), encode_metadata(&info.metadata)));
+                        o.metadata
+                            .push((stored.clone(), encode_metadata(&info.metadata)));
                     }
-                    discovered.push((i, stored));
+                    o.discovered.push((i, stored));
                 }
                 Some(refetch) => {
                     if !info.metadata.is_empty() {
-                        metadata.push((stored.clone(), encode_metadata(&info.metadata)));
+                        o.metadata
+                            .push((stored.clone(), encode_metadata(&info.metadata)));
                     }
                     let lease = match handed_out {
                         Some((lease, _)) => Some(lease),
@@ -114,7 +139,7 @@ impl UrlFrontierService {
                             // than 0 the URL goes to the recrawl due index and is served
                             // again from then on (durable with the completion)
                             let at = (refetch > 0).then(|| refetch.saturating_mul(1000));
-                            done.push(Done {
+                            o.done.push(Done {
                                 item: i,
                                 lease,
                                 refetch_at_ms: at,
@@ -122,43 +147,60 @@ impl UrlFrontierService {
                                 key: self.key_of(&canon),
                             });
                         }
-                        // done for good earlier, now with a next date (StormCrawler's
-                        // recrawl): queued again, due at that date
-                        None if refetch > 0
-                            && self.frontier.fetcher_done(&stored).map_err(internal)? =>
-                        {
-                            again.push((i, stored, refetch.saturating_mul(1000)));
-                        }
-                        None if self.frontier.is_seen(&stored).map_err(internal)? => {
-                            // not out and not done for good (queued, scheduled, given up):
-                            // known, nothing to update but its metadata
-                            acks[i] = Some(AckStatus::Ok);
-                        }
-                        // new, with a date: queued, not served before it (url-frontier)
-                        None if refetch > 0 => {
-                            fresh.push((i, stored, refetch.saturating_mul(1000)));
-                        }
-                        None => {
-                            tracing::info!(url = %info.url, crawl, "KnownURLItem with date 0 for a URL frontierd never had: skipped");
-                            acks[i] = Some(AckStatus::Skipped);
-                        }
+                        None => self.sort_not_out(&mut o, i, stored, refetch, &info.url)?,
                     }
                 }
             }
         }
-        self.frontier.note_crawls(&crawls).map_err(internal)?;
-        let meta_refs: Vec<(&str, &[u8])> = metadata
+        Ok(o)
+    }
+
+    /// A KnownURLItem for a URL not out under a lease: done for good earlier and now given
+    /// a date (StormCrawler's recrawl: queued again, due then), known otherwise (nothing to
+    /// do but its metadata), new with a date (queued, not served before it), or new with
+    /// date 0 (skipped: nothing to remember).
+    fn sort_not_out(
+        &self,
+        o: &mut Sorted<'_>,
+        i: usize,
+        stored: String,
+        refetch: u64,
+        url: &str,
+    ) -> Result<(), Status> {
+        let at = refetch.saturating_mul(1000);
+        if refetch > 0 && self.frontier.fetcher_done(&stored).map_err(internal)? {
+            o.again.push((i, stored, at));
+        } else if self.frontier.is_seen(&stored).map_err(internal)? {
+            o.acks[i] = Some(AckStatus::Ok);
+        } else if refetch > 0 {
+            o.fresh.push((i, stored, at));
+        } else {
+            tracing::info!(%url, "KnownURLItem with date 0 for a URL frontierd never had: skipped");
+            o.acks[i] = Some(AckStatus::Skipped);
+        }
+        Ok(())
+    }
+
+    /// Apply what a chunk's items sorted into: crawl names, metadata, enqueues, completions
+    /// (one flush for them all), filling in their acks.
+    fn apply_sorted(&self, o: &mut Sorted<'_>, now: u64) -> Result<(), Status> {
+        self.frontier.note_crawls(&o.crawls).map_err(internal)?;
+        let meta_refs: Vec<(&str, &[u8])> = o
+            .metadata
             .iter()
             .map(|(u, m)| (u.as_str(), m.as_slice()))
             .collect();
         // flushed by the enqueue or the completions below when there are any
-        let flush_here =
-            discovered.is_empty() && done.is_empty() && again.is_empty() && fresh.is_empty();
+        let flush_here = o.discovered.is_empty()
+            && o.done.is_empty()
+            && o.again.is_empty()
+            && o.fresh.is_empty();
         self.frontier
             .put_metadata(&meta_refs, flush_here)
             .map_err(internal)?;
-        if !discovered.is_empty() {
-            let enqueue: Vec<EnqueueItem> = discovered
+        if !o.discovered.is_empty() {
+            let enqueue: Vec<EnqueueItem> = o
+                .discovered
                 .iter()
                 .map(|(_, u)| EnqueueItem::seed(u.clone()))
                 .collect();
@@ -166,8 +208,8 @@ impl UrlFrontierService {
                 .frontier
                 .enqueue_items(&enqueue, now)
                 .map_err(internal)?;
-            for ((i, url), r) in discovered.iter().zip(results) {
-                acks[*i] = Some(match r {
+            for ((i, url), r) in o.discovered.iter().zip(results) {
+                o.acks[*i] = Some(match r {
                     EnqueueResult::Queued | EnqueueResult::Duplicate => AckStatus::Ok,
                     EnqueueResult::Rejected(why) => {
                         tracing::info!(%url, reason = why.code(), "PutURLs URL refused");
@@ -176,7 +218,7 @@ impl UrlFrontierService {
                 });
             }
         }
-        for (known, is_again) in [(&again, true), (&fresh, false)] {
+        for (known, is_again) in [(&o.again, true), (&o.fresh, false)] {
             if known.is_empty() {
                 continue;
             }
@@ -193,18 +235,23 @@ impl UrlFrontierService {
             }
             .map_err(internal)?;
             for ((i, _, _), r) in known.iter().zip(results) {
-                acks[*i] = Some(match r {
+                o.acks[*i] = Some(match r {
                     EnqueueResult::Queued | EnqueueResult::Duplicate => AckStatus::Ok,
                     EnqueueResult::Rejected(_) => AckStatus::Skipped,
                 });
             }
         }
-        if !done.is_empty() {
-            self.complete(&done, now)?;
-            for d in &done {
-                acks[d.item].get_or_insert(AckStatus::Ok);
+        if !o.done.is_empty() {
+            self.complete(&o.done, now)?;
+            for d in &o.done {
+                o.acks[d.item].get_or_insert(AckStatus::Ok);
             }
         }
+        Ok(())
+    }
+
+    /// The acks in item order (an item with no decision is a failure), counted.
+    fn answer(&self, items: &[pb::UrlItem], acks: Vec<Option<AckStatus>>) -> Vec<pb::AckMessage> {
         let mut counts = [0u64; 3];
         let answers = items
             .iter()
@@ -233,7 +280,7 @@ impl UrlFrontierService {
                 });
             }
         }
-        Ok(answers)
+        answers
     }
 
     /// Complete reported leases, counting them for their crawl's limits (written before
