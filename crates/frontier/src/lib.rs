@@ -37,6 +37,7 @@ mod resolve;
 pub mod sched;
 mod seen;
 pub mod store;
+mod views;
 mod work;
 
 #[cfg(test)]

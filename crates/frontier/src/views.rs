@@ -1,0 +1,267 @@
+//! What the frontier shows of itself, read-only: hosts and their records, origins and
+//! their robots states, IP groups, drop records, the queued URLs of a host, and the totals
+//! behind the gauges (for the admin API, `frontierd stats` and /metrics). Nothing here
+//! changes what is scheduled.
+
+use std::net::IpAddr;
+
+use crate::api::{host_of_origin, parse_address, Frontier, Inner};
+use crate::crawl::canonicalize_stored;
+use crate::error::Result;
+use crate::events::{HostTotals, OriginView};
+use crate::sched::ipgroup::IpGroupView;
+use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
+use crate::store::keys;
+use crate::store::packed::Segment;
+use crate::work::url_hash;
+
+impl Frontier {
+    /// The politeness key of a host in memory (by the id its leases carry).
+    pub fn host_key_of(&self, host_id: u64) -> Option<String> {
+        self.inner
+            .lock()
+            .hosts
+            .get(&host_id)
+            .map(|h| h.key.to_string())
+    }
+
+    /// The IP address a politeness key's fetches last connected to, if known.
+    pub fn host_address(&self, key: &str) -> Result<Option<IpAddr>> {
+        {
+            let inner = self.inner.lock();
+            if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+                if h.ip.is_some() {
+                    return Ok(h.ip);
+                }
+            }
+        }
+        Ok(self
+            .store
+            .get(&keys::address(key))?
+            .and_then(|v| parse_address(key, &v)))
+    }
+
+    /// The IP groups of the hosts in memory (hosts with queued or in-flight work), by
+    /// address: which hosts share it, its requests in flight and next allowed instant.
+    pub fn ip_groups(&self) -> Vec<IpGroupView> {
+        let inner = self.inner.lock();
+        inner
+            .ip_groups
+            .views(|id| inner.hosts.get(&id).map(|h| h.key.to_string()))
+    }
+
+    /// How many IP groups have hosts in memory.
+    pub fn ip_group_count(&self) -> usize {
+        self.inner.lock().ip_groups.groups.len()
+    }
+
+    // ---------------------------------------------------------------- inspection
+
+    /// The drop / give-up record of a URL, if any.
+    pub fn drop_record(&self, url: &str) -> Result<Option<DropRecord>> {
+        let Ok((_, c)) = canonicalize_stored(url, self.cfg.max_url_len) else {
+            return Ok(None);
+        };
+        match self.store.get(&keys::dropped(url_hash(&c)))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(DropRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored record of a politeness key.
+    pub fn host_record(&self, key: &str) -> Result<Option<HostRecord>> {
+        // under the lock: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+            return Ok(Some(h.rec));
+        }
+        if let Some(v) = inner.journal.evicted.get(key) {
+            return Ok(Some(HostRecord::decode(v)?));
+        }
+        match self.store.get(&keys::host(key))? {
+            None => Ok(None),
+            Some(v) => Ok(Some(HostRecord::decode(&v)?)),
+        }
+    }
+
+    /// The stored robots record of an origin (robots-policy's encoding).
+    pub fn robots_record(&self, origin: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.get(&keys::robots(origin))?)
+    }
+
+    /// URLs queued, hosts in back-off and hosts paused, for gauges. Read from memory only:
+    /// a host with queued URLs or fetches in flight is always in memory, so no stored
+    /// record needs reading; hosts without work that are still backing off are not
+    /// counted. (Listing every host with [`Frontier::hosts`] for this scanned and
+    /// decoded every record under the scheduler lock at each stats tick.)
+    pub fn host_totals(&self, now_ms: u64) -> HostTotals {
+        let inner = self.inner.lock();
+        let mut t = HostTotals {
+            paused: inner.paused.len() as u64,
+            ..HostTotals::default()
+        };
+        for h in inner.hosts.values() {
+            t.queued += h.rec.counters.queued;
+            t.in_flight += h.rec.in_flight;
+            if h.rec.backoff_until_ms > now_ms {
+                t.in_backoff += 1;
+            }
+        }
+        t
+    }
+
+    /// Politeness keys (in key order) with their records, up to `limit`, starting after
+    /// `after` when given.
+    pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
+        // held throughout: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        let wanted = |key: &str| after.is_none_or(|a| key > a);
+        let mut out: std::collections::BTreeMap<String, HostRecord> = Default::default();
+        // the first `limit` stored keys after `after` ...
+        let mut from_store = 0usize;
+        for kv in self.store.scan_prefix(b"H") {
+            if from_store >= limit {
+                break;
+            }
+            let (k, v) = kv?;
+            let key = String::from_utf8_lossy(&k[1..]).into_owned();
+            if !wanted(&key) {
+                continue;
+            }
+            from_store += 1;
+            out.insert(key, HostRecord::decode(&v)?);
+        }
+        // ... merged with the records that are newer than `H` (in memory, or journaled)
+        for (key, v) in &inner.journal.evicted {
+            if wanted(key) {
+                out.insert(key.to_string(), HostRecord::decode(v)?);
+            }
+        }
+        for h in inner.hosts.values() {
+            if wanted(&h.key) {
+                out.insert(h.key.to_string(), h.rec);
+            }
+        }
+        Ok(out.into_iter().take(limit).collect())
+    }
+
+    /// Every origin with a robots record, in origin order, decoded at `now_ms`.
+    pub fn origins(&self, now_ms: u64) -> Result<Vec<OriginView>> {
+        self.origins_where(now_ms, |_| true)
+    }
+
+    /// The origins under a politeness key: the key itself (origin keys), its host, or a
+    /// subdomain of it (host and domain keys), decoded at `now_ms`.
+    pub fn origins_of(&self, key: &str, now_ms: u64) -> Result<Vec<OriginView>> {
+        let suffix = format!(".{key}");
+        self.origins_where(now_ms, |origin| {
+            let host = host_of_origin(origin);
+            origin == key || host == key || host.ends_with(&suffix)
+        })
+    }
+
+    /// How many origins are in each robots state at `now_ms` (state name -> origins).
+    /// Kept in memory (see `census.rs`): the first call reads every record, later calls
+    /// decode only the origins whose state time alone may have changed.
+    pub fn robots_state_counts(
+        &self,
+        now_ms: u64,
+    ) -> Result<std::collections::BTreeMap<&'static str, u64>> {
+        let mut guard = self.inner.lock();
+        self.refresh_census(&mut guard, now_ms)?;
+        Ok(guard.census.counts())
+    }
+
+    /// Builds the robots census at the first call, then decodes again the origins whose
+    /// state may have changed with time alone by `now_ms`.
+    pub(crate) fn refresh_census(&self, inner: &mut Inner, now_ms: u64) -> Result<()> {
+        let backend = inner.robots.backend().clone();
+        if !inner.census.ready {
+            for kv in self.store.scan_prefix(b"R") {
+                let (k, v) = kv?;
+                let origin = String::from_utf8_lossy(&k[1..]).into_owned();
+                match backend.decode(&v) {
+                    Ok(state) => inner.census.set(&origin, &state.status(now_ms), now_ms),
+                    Err(e) => {
+                        tracing::warn!(%origin, error = %e, "robots record not decodable; not counted")
+                    }
+                }
+            }
+            inner.census.ready = true;
+        }
+        for origin in inner.census.due(now_ms) {
+            if let Some(v) = self.store.get(&keys::robots(&origin))? {
+                let state = backend.decode(&v)?;
+                inner.census.set(&origin, &state.status(now_ms), now_ms);
+            }
+        }
+        Ok(())
+    }
+
+    fn origins_where(&self, now_ms: u64, keep: impl Fn(&str) -> bool) -> Result<Vec<OriginView>> {
+        let backend = self.inner.lock().robots.backend().clone();
+        let mut out = Vec::new();
+        for kv in self.store.scan_prefix(b"R") {
+            let (k, v) = kv?;
+            let origin = String::from_utf8_lossy(&k[1..]).into_owned();
+            if !keep(&origin) {
+                continue;
+            }
+            match backend.decode(&v) {
+                Ok(state) => out.push(OriginView {
+                    status: state.status(now_ms),
+                    sitemaps: state.sitemaps(),
+                    origin,
+                }),
+                // one bad record does not hide the others
+                Err(e) => {
+                    tracing::warn!(%origin, error = %e, "robots record not decodable; skipped")
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every queued (not in flight) URL of a politeness key: in queue order, then those
+    /// waiting out a retry back-off or set aside while their origin is held.
+    pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
+        let inner = self.inner.lock();
+        let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
+            return Ok(Vec::new());
+        };
+        let id = h.rec.id;
+        let mut out = Vec::new();
+        for &seq in &h.front {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
+        }
+        let head = h.rec.head_seq;
+        for s in &h.segs {
+            if s.end() <= head {
+                continue;
+            }
+            let Some(v) = self.store.get(&s.key(id))? else {
+                continue;
+            };
+            let seg = Segment::parse(&v)?;
+            for i in head.saturating_sub(s.first)..u64::from(s.len) {
+                out.push(seg.entry(i as usize)?.url);
+            }
+        }
+        for b in h.pending.from(head) {
+            out.push(QueueEntry::decode(b)?.url);
+        }
+        // then the URLs waiting out their own retry back-off, and those of held origins
+        let mut aside: Vec<u64> = h.delayed.iter().map(|d| d.seq).collect();
+        for p in h.parked.values() {
+            aside.extend(&p.seqs);
+        }
+        for seq in aside {
+            if let Some(b) = self.entry_bytes(id, h, seq)? {
+                out.push(QueueEntry::decode(&b)?.url);
+            }
+        }
+        Ok(out)
+    }
+}
