@@ -19,6 +19,9 @@ use crate::work::{url_hash, EnqueueItem, EnqueueResult};
 /// time and length in the due index (12) and its hash in `recent` (16).
 const DEFERRED_RECORD_OVERHEAD: usize = 12 + 16;
 
+/// A URL offered, prepared: canonical form, stored form, hash, the item.
+type Prepared<'a> = (CanonicalUrl, String, u128, &'a EnqueueItem);
+
 impl Frontier {
     // ---------------------------------------------------------------- enqueue
 
@@ -47,16 +50,13 @@ impl Frontier {
         self.enqueue_with(items, now_ms, true)
     }
 
-    fn enqueue_with(
+    /// Canonicalize and hash, outside the lock (a URL of a crawl other than the default
+    /// keeps its crawl tag: crawl.rs).
+    fn prepare<'a>(
         &self,
-        items: &[EnqueueItem],
-        now_ms: u64,
-        again: bool,
-    ) -> Result<Vec<EnqueueResult>> {
-        // canonicalize and hash outside the lock
-        // (a URL of a crawl other than the default keeps its crawl tag: crawl.rs)
-        type Prepared<'a> = (CanonicalUrl, String, u128, &'a EnqueueItem);
-        let prepared: Vec<std::result::Result<Prepared<'_>, Rejection>> = items
+        items: &'a [EnqueueItem],
+    ) -> Vec<std::result::Result<Prepared<'a>, Rejection>> {
+        items
             .iter()
             .map(|item| {
                 canonicalize_stored(&item.url, self.cfg.max_url_len).map(|(c, stored)| {
@@ -64,7 +64,16 @@ impl Frontier {
                     (c, stored, h, item)
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    fn enqueue_with(
+        &self,
+        items: &[EnqueueItem],
+        now_ms: u64,
+        again: bool,
+    ) -> Result<Vec<EnqueueResult>> {
+        let prepared = self.prepare(items);
         let mut results = Vec::with_capacity(items.len());
         let ticket;
         {
