@@ -259,13 +259,14 @@ impl Frontier {
     /// to it had just ended. A crash (SIGKILL, power loss) loses what was not yet flushed,
     /// among it the completions of requests answered just before it and the gaps they
     /// started; a daemon restarted within such a gap fetched those hosts again at once
-    /// (docs/politeness.md, "After a restart"). Hosts loaded from the store later (URLs
-    /// arriving for a host with none queued) are held the same way. Call once, before the
-    /// first dispatch.
+    /// (docs/politeness.md, "After a restart"). Every IP group waits its `ip_delay` from
+    /// `now_ms` too. Hosts loaded from the store later (URLs arriving for a host with none
+    /// queued) are held the same way. Call once, before the first dispatch.
     pub fn hold_hosts_after_restart(&self, now_ms: u64) {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         inner.restart_hold_from_ms = Some(now_ms);
+        inner.ip_groups.hold_all(now_ms);
         let ids: Vec<u64> = inner.hosts.keys().copied().collect();
         for id in ids {
             if let Some(h) = inner.hosts.get_mut(&id) {

@@ -489,7 +489,9 @@ impl Frontier {
             }
         }
         if let Some(ip) = h.ip {
-            inner.ip_groups.join(ip, id, 0, 0);
+            // after a restart the address's gap runs from it (see hold_hosts_after_restart)
+            let started = inner.restart_hold_from_ms.unwrap_or(0);
+            inner.ip_groups.join(ip, id, 0, started);
         }
         inner.by_key.insert(key, id);
         inner.hosts.insert(id, Box::new(h));

@@ -132,6 +132,19 @@ impl IpGroups {
         self.arm(ip);
     }
 
+    /// After a restart: every address waits its gap from `from_ms`, as if a request to it
+    /// had just begun (a crash lost the starts of requests that may have been in flight).
+    pub(crate) fn hold_all(&mut self, from_ms: u64) {
+        let until = from_ms.saturating_add(self.limits.delay_ms);
+        let ips: Vec<IpAddr> = self.groups.keys().copied().collect();
+        for ip in ips {
+            if let Some(g) = self.groups.get_mut(&ip) {
+                g.next_allowed_ms = g.next_allowed_ms.max(until);
+            }
+            self.arm(ip);
+        }
+    }
+
     /// A request to `ip` ended: its slot is free (the gap stays as it was).
     pub(crate) fn release(&mut self, ip: IpAddr) {
         if let Some(g) = self.groups.get_mut(&ip) {
@@ -261,6 +274,24 @@ mod tests {
             max_in_flight: max,
             delay_ms,
         })
+    }
+
+    #[test]
+    fn after_a_restart_every_address_waits_its_gap() {
+        let mut g = groups(10, 500);
+        g.join(ip(1), 1, 0, 0);
+        g.join(ip(2), 2, 0, 0);
+        g.hold_all(10_000);
+        for a in [ip(1), ip(2)] {
+            assert!(matches!(
+                g.gate(a, 10_499),
+                IpGate::Wait {
+                    until_ms: 10_500,
+                    ..
+                }
+            ));
+            assert_eq!(g.gate(a, 10_500), IpGate::Go);
+        }
     }
 
     #[test]
