@@ -57,19 +57,15 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// are elected; neither is a reason to fail a publish. A shard-count mismatch is never
 /// retried.
 async fn connect(settings: &ClusterSettings, patience: Duration) -> Result<cluster::JetStream> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(100);
+    let mut waited = Patience::new(patience);
     let client = loop {
         match cluster::connect(settings).await {
             Ok((client, _)) => break client,
-            Err(e) if started.elapsed() + pause < patience => {
-                eprintln!("frontierd: {e}; trying again in {pause:?}");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(2));
-            }
             Err(e) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("no broker answered within {patience:?}")))
+                if !waited.again(&e).await {
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("no broker answered within {patience:?}")));
+                }
             }
         }
     };
@@ -78,13 +74,42 @@ async fn connect(settings: &ClusterSettings, patience: Duration) -> Result<clust
         match cluster::ensure_streams(&js, settings).await {
             Ok(()) => return Ok(js),
             Err(e @ cluster::BrokerError::ShardCountMismatch { .. }) => return Err(e.into()),
-            Err(e) if started.elapsed() + pause < patience => {
-                eprintln!("frontierd: {e}; trying again in {pause:?}");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(2));
+            Err(e) => {
+                if !waited.again(&e).await {
+                    return Err(e.into());
+                }
             }
-            Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// Retrying with the broker's back-off ([`cluster::reconnect_delay`]) for up to a limit.
+struct Patience {
+    started: Instant,
+    limit: Duration,
+    attempt: usize,
+}
+
+impl Patience {
+    fn new(limit: Duration) -> Patience {
+        Patience {
+            started: Instant::now(),
+            limit,
+            attempt: 0,
+        }
+    }
+
+    /// After `error`: wait and say true, or false when the next wait would end past the
+    /// limit.
+    async fn again(&mut self, error: &dyn std::fmt::Display) -> bool {
+        self.attempt += 1;
+        let pause = cluster::reconnect_delay(self.attempt);
+        if self.started.elapsed() + pause >= self.limit {
+            return false;
+        }
+        eprintln!("frontierd: {error}; trying again in {pause:?}");
+        tokio::time::sleep(pause).await;
+        true
     }
 }
 
