@@ -81,11 +81,9 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// What a check changed.
+/// What a check changed (a check that changed nothing returns none).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    /// Nothing: still fine, or still low.
-    None,
     /// Space went low: pause.
     WentLow(Low),
     /// Every directory is back above the resume threshold: resume.

@@ -78,7 +78,6 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
     }
     for change in watch.check(&measured) {
         match change {
-            Change::None => {}
             Change::WentLow(low) => {
                 DiskSpaceLow { low: &low }.emit(&sh.metrics);
                 sh.pipeline.set_paused(true);

@@ -187,7 +187,10 @@ impl Shared {
         }
         match written {
             Ok(()) => {
-                if self.crawl_log_failing.swap(false, Ordering::SeqCst) {
+                // a load first: the swap (a write) only in the rare failing episode
+                if self.crawl_log_failing.load(Ordering::Relaxed)
+                    && self.crawl_log_failing.swap(false, Ordering::SeqCst)
+                {
                     OutputWritesResumed {
                         output: "crawl log",
                     }
@@ -350,7 +353,9 @@ impl Shared {
         };
         match written {
             Ok(written) => {
-                if self.warc_failing.swap(false, Ordering::SeqCst) {
+                if self.warc_failing.load(Ordering::Relaxed)
+                    && self.warc_failing.swap(false, Ordering::SeqCst)
+                {
                     OutputWritesResumed { output: "WARC" }.emit(&self.metrics);
                 }
                 ExchangeArchived {
@@ -384,7 +389,6 @@ impl Shared {
 /// The watch's verdict, read by the intake doors, the dispatcher's owner and /healthz.
 #[derive(Default)]
 pub struct DiskGate {
-    low: AtomicBool,
     reason: Mutex<Option<String>>,
     /// The store's first failed write was reported.
     pub(crate) store_failed: AtomicBool,
@@ -396,9 +400,6 @@ pub struct DiskGate {
 impl DiskGate {
     /// Why new URLs are refused, while free space is low.
     pub fn refusal(&self) -> Option<String> {
-        if !self.low.load(Ordering::SeqCst) {
-            return None;
-        }
         self.reason
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -406,7 +407,6 @@ impl DiskGate {
     }
 
     pub(crate) fn set(&self, reason: Option<String>) {
-        self.low.store(reason.is_some(), Ordering::SeqCst);
         *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = reason;
     }
 }
