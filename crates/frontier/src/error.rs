@@ -24,5 +24,13 @@ pub enum FrontierError {
     UnknownRobotsLease(String),
 }
 
+impl FrontierError {
+    /// Whether the store failed because its disk is full or read-only (see
+    /// [`StoreError::disk_unavailable`]).
+    pub fn disk_unavailable(&self) -> bool {
+        matches!(self, FrontierError::Store(e) if e.disk_unavailable())
+    }
+}
+
 /// Result alias.
 pub type Result<T, E = FrontierError> = std::result::Result<T, E>;

@@ -46,6 +46,19 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// Whether the engine failed because its disk is full or read-only: nothing is wrong
+    /// with the data, and the same operation goes through once there is room or the
+    /// filesystem is writable again.
+    pub fn disk_unavailable(&self) -> bool {
+        match self.source.downcast_ref::<::sled::Error>() {
+            Some(::sled::Error::Io(e)) => matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem
+            ),
+            _ => false,
+        }
+    }
+
     pub(crate) fn sled(op: &'static str, e: ::sled::Error) -> StoreError {
         StoreError {
             op,

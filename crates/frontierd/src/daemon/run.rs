@@ -297,19 +297,11 @@ async fn open_frontier_when_writable(
     }
 }
 
-/// Whether an error comes from a disk that is full or read-only (the store's engine
-/// reports the OS error in its message).
+/// Whether opening the frontier failed because its disk is full or read-only.
 fn disk_trouble(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
-        matches!(
-            io,
-            Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem)
-        ) || {
-            let text = c.to_string();
-            text.contains("(os error 28)") || text.contains("(os error 30)")
-        }
-    })
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<frontier::FrontierError>())
+        .any(frontier::FrontierError::disk_unavailable)
 }
 
 /// The frontier on its store (opened off the runtime: recovery reads the whole store).
