@@ -469,8 +469,7 @@ async fn stop(
     fs::remove_file(shared.settings.data_dir.join("admin.addr")).ok();
     let fatal = shared.cluster.as_ref().and_then(|node| node.fatal());
     let store_failure = shared.frontier.store_write_failure();
-    let metrics = close_store(shared).await;
-    Stopped.emit(&metrics);
+    close_store(shared).await;
     if let Some(e) = store_failure {
         anyhow::bail!(
             "the store failed a write ({e}): what was acknowledged before is on disk; start frontierd again to open it (systemd does: Restart=on-failure)"
@@ -487,20 +486,31 @@ async fn stop(
 /// done by the runtime's teardown it held the exit up to a second after "frontierd
 /// stopped" (the runtime's shutdown timeout). Fetches abandoned after the grace period
 /// still hold it: then it is left to the exit.
-async fn close_store(shared: Arc<Shared>) -> Metrics {
+async fn close_store(shared: Arc<Shared>) {
     let started = Instant::now();
-    // the events after the store: a registry of their own (nothing scrapes it any more)
-    let metrics = Metrics::new();
-    let Some(frontier) = Arc::into_inner(shared).and_then(|sh| Arc::into_inner(sh.frontier)) else {
-        StoreClosed::AtExit.emit(&metrics);
-        return metrics;
+    // the state's other parts are dropped at the end of this statement (the frontier's last
+    // other handles among them); its metrics stay for the last events
+    let (frontier, metrics) = match Arc::try_unwrap(shared) {
+        Ok(Shared {
+            frontier, metrics, ..
+        }) => (frontier, metrics),
+        Err(shared) => {
+            StoreClosed::AtExit.emit(&shared.metrics);
+            Stopped.emit(&shared.metrics);
+            return;
+        }
     };
-    if let Err(e) = tokio::task::spawn_blocking(move || drop(frontier)).await {
-        StoreClosed::Failed { error: &e }.emit(&metrics);
+    match Arc::try_unwrap(frontier) {
+        Err(_) => StoreClosed::AtExit.emit(&metrics),
+        Ok(frontier) => {
+            if let Err(e) = tokio::task::spawn_blocking(move || drop(frontier)).await {
+                StoreClosed::Failed { error: &e }.emit(&metrics);
+            }
+            StoreClosed::Closed {
+                elapsed_ms: started.elapsed().as_millis() as u64,
+            }
+            .emit(&metrics);
+        }
     }
-    StoreClosed::Closed {
-        elapsed_ms: started.elapsed().as_millis() as u64,
-    }
-    .emit(&metrics);
-    metrics
+    Stopped.emit(&metrics);
 }
