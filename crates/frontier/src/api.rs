@@ -394,8 +394,12 @@ impl Frontier {
         match canonicalize_stored(url, self.cfg.max_url_len) {
             Err(_) => Ok(false),
             Ok((_, stored)) => {
-                let inner = self.inner.lock();
-                inner.done.contains(self.store.as_ref(), url_hash(&stored))
+                let hash = url_hash(&stored);
+                let recent = self.inner.lock().done.recent_mark(hash);
+                match recent {
+                    Some(done) => Ok(done),
+                    None => crate::done::DoneSet::stored_contains(self.store.as_ref(), hash),
+                }
             }
         }
     }

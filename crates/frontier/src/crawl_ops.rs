@@ -42,10 +42,11 @@ impl Frontier {
         }
         let crawl = normalise_crawl(crawl);
         let inner = self.inner.lock();
+        // with no queue deleted, every key of the crawl has the crawl's generation
         if !inner.crawls.queue_gen.is_empty() {
             return None;
         }
-        let generation = inner.crawls.crawl_gen.get(crawl).copied().unwrap_or(0);
+        let generation = inner.crawls.generation(crawl, "");
         Some(tag_url(url.trim(), crawl, generation))
     }
 

@@ -119,10 +119,22 @@ impl DoneSet {
 
     /// Whether `hash` is marked done for good (the marks not yet folded, then its bucket,
     /// then the per-URL `e` key older versions wrote).
+    #[cfg(test)]
     pub(crate) fn contains(&self, store: &dyn Store, hash: u128) -> Result<bool> {
-        if let Some(&done) = self.recent.get(&hash) {
-            return Ok(done);
+        match self.recent_mark(hash) {
+            Some(done) => Ok(done),
+            None => DoneSet::stored_contains(store, hash),
         }
+    }
+
+    /// The last mark of `hash` not yet folded, if any (read under the frontier's lock).
+    pub(crate) fn recent_mark(&self, hash: u128) -> Option<bool> {
+        self.recent.get(&hash).copied()
+    }
+
+    /// Whether the folded buckets (or an older version's per-URL `e` key) mark `hash` done:
+    /// store reads only, made without the frontier's lock.
+    pub(crate) fn stored_contains(store: &dyn Store, hash: u128) -> Result<bool> {
         let mut found = Ok(false);
         store.read_with(&keys::done_bucket(bucket_index(hash)), &mut |v| {
             if let Some(v) = v {
