@@ -11,6 +11,7 @@ use http::header::{
 };
 use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, Version};
 use http_body_util::Empty;
+use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::{HttpConnector, HttpInfo};
 use hyper_util::client::legacy::Client;
@@ -28,8 +29,8 @@ use crate::error::{
 };
 use crate::headers::{max_age_from_headers, retry_after_from_headers};
 use crate::outcome::{
-    FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord, RobotsFetch,
-    RobotsHop, Timings,
+    ContentCoding, FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord,
+    RobotsFetch, RobotsHop, Timings,
 };
 use crate::pool_cap::{CappedConnector, PoolCap};
 use crate::resolve::TableResolver;
@@ -302,7 +303,83 @@ impl Fetcher {
                 url: url.clone(),
                 source,
             })?;
+        let mut request = self.request_record(target, options);
+        let req = http_request(url, uri, &request)?;
 
+        let response = match timeout_at(deadline, self.client.request(req)).await {
+            Err(_) => {
+                return Ok(network_failure(
+                    url,
+                    request,
+                    NetworkErrorKind::Timeout,
+                    "no response head before the total timeout".into(),
+                    None,
+                ))
+            }
+            Ok(Err(e)) => {
+                if let Some(refused) = find_refusal(&e) {
+                    debug!(%url, %refused, "address refused");
+                    return Err(FetchError::AddressRefused {
+                        url: url.clone(),
+                        refused,
+                    });
+                }
+                let kind = classify_request_error(&e);
+                return Ok(network_failure(url, request, kind, describe(&e), None));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let time_to_headers = started.elapsed();
+        let received_at = SystemTime::now();
+        let (parts, incoming) = response.into_parts();
+        request.version = parts.version;
+        let peer_addr = parts
+            .extensions
+            .get::<HttpInfo>()
+            .map(|info| info.remote_addr());
+        let status = parts.status;
+        let coding = content_coding(&parts.headers);
+
+        let caps = self.body_caps(purpose);
+        // robots.txt needs only a 2xx body; skipping the others avoids waiting on them.
+        let want_body = purpose == Purpose::Page || status.is_success();
+        let body = if want_body {
+            read_body_by(deadline, incoming, &coding, caps).await
+        } else {
+            Ok(no_body())
+        };
+
+        let (read, body_error) = match body {
+            Ok(read) => (read, None),
+            Err((kind, detail)) => {
+                if status.is_success() {
+                    let mut ex = network_failure(url, request, kind, detail, Some(time_to_headers));
+                    ex.peer_addr = peer_addr;
+                    ex.response = Some(response_record(parts, coding, no_body(), Some(kind)));
+                    return Ok(ex);
+                }
+                // The status alone classifies a non-2xx response; note the broken body.
+                debug!(%url, %status, %kind, %detail, "error response body broke off");
+                (no_body(), Some(kind))
+            }
+        };
+        if read.truncated {
+            debug!(%url, cap = caps.wire, "body cut at its cap");
+        }
+
+        let outcome = classify_status(url, status, &parts.headers, received_at, &read, &coding);
+        Ok(Exchange {
+            request,
+            response: Some(response_record(parts, coding, read, body_error)),
+            outcome,
+            peer_addr,
+            time_to_headers: Some(time_to_headers),
+        })
+    }
+
+    /// The request as recorded: its headers (Host included), the validators that are
+    /// valid header values, and `Connection: close` for the host's last request.
+    fn request_record(&self, target: Url, options: &PageOptions) -> RequestRecord {
         let mut headers = HeaderMap::new();
         if let Some(host) = host_header(&target) {
             headers.insert(HOST, host);
@@ -325,159 +402,120 @@ impl Fetcher {
             // hyper then does not return the connection to the pool either
             headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        let mut request = RequestRecord {
+        RequestRecord {
             method: Method::GET,
             url: target,
             version: Version::HTTP_11,
             headers,
-        };
-
-        let mut builder = Request::builder().method(Method::GET).uri(uri);
-        for (name, value) in &request.headers {
-            // Host is set by the client from the URI: under HTTP/2 it must travel as
-            // :authority, not as a header.
-            if name != HOST {
-                builder = builder.header(name, value);
-            }
         }
-        let req = builder
-            .body(Empty::new())
-            .map_err(|source| FetchError::InvalidRequest {
-                url: url.clone(),
-                source,
-            })?;
+    }
 
-        let network = |request: RequestRecord, kind, detail: String, ttfb| {
-            debug!(%url, %kind, %detail, "fetch failed");
-            Exchange {
-                request,
-                response: None,
-                outcome: FetchOutcome::Network { kind, detail },
-                peer_addr: None,
-                time_to_headers: ttfb,
-            }
-        };
-
-        let response = match timeout_at(deadline, self.client.request(req)).await {
-            Err(_) => {
-                return Ok(network(
-                    request,
-                    NetworkErrorKind::Timeout,
-                    "no response head before the total timeout".into(),
-                    None,
-                ))
-            }
-            Ok(Err(e)) => {
-                if let Some(refused) = find_refusal(&e) {
-                    debug!(%url, %refused, "address refused");
-                    return Err(FetchError::AddressRefused {
-                        url: url.clone(),
-                        refused,
-                    });
-                }
-                let kind = classify_request_error(&e);
-                return Ok(network(request, kind, describe(&e), None));
-            }
-            Ok(Ok(response)) => response,
-        };
-        let time_to_headers = started.elapsed();
-        let received_at = SystemTime::now();
-        let (parts, incoming) = response.into_parts();
-        request.version = parts.version;
-        let peer_addr = parts
-            .extensions
-            .get::<HttpInfo>()
-            .map(|info| info.remote_addr());
-        let status = parts.status;
-        let coding = content_coding(&parts.headers);
-
+    /// The body caps for this kind of fetch: its own wire cap, and the decoded output
+    /// held to the smaller of that and `max_decoded_bytes`.
+    fn body_caps(&self, purpose: Purpose) -> Caps {
         let cap = match purpose {
             Purpose::Robots => self.config.robots_body_cap,
             Purpose::Page => self.config.page_body_cap,
         };
-        let caps = Caps {
+        Caps {
             wire: cap,
             decoded: cap.min(self.config.max_decoded_bytes),
-        };
-        // robots.txt needs only a 2xx body; skipping the others avoids waiting on them.
-        let want_body = purpose == Purpose::Page || status.is_success();
-        let body = if want_body {
-            match timeout_at(deadline, read_body(incoming, &coding, caps)).await {
-                Err(_) => Err((
-                    NetworkErrorKind::Timeout,
-                    "body stalled past the total timeout".to_owned(),
-                )),
-                Ok(Err(e)) => Err((
-                    classify_body_error(&e),
-                    match &e {
-                        crate::body::BodyError::Transport(t) => describe(t),
-                        crate::body::BodyError::Decode(d) => {
-                            format!("decoding {coding:?} body: {d}")
-                        }
-                    },
-                )),
-                Ok(Ok(read)) => Ok(read),
-            }
-        } else {
-            Ok(ReadBody {
-                body: Bytes::new(),
-                wire_body: None,
-                truncated: false,
-            })
-        };
-
-        let (read, body_error) = match body {
-            Ok(read) => (read, None),
-            Err((kind, detail)) => {
-                if status.is_success() {
-                    let mut ex = network(request, kind, detail, Some(time_to_headers));
-                    ex.peer_addr = peer_addr;
-                    ex.response = Some(ResponseRecord {
-                        status,
-                        version: parts.version,
-                        headers: parts.headers,
-                        body: Bytes::new(),
-                        wire_body: None,
-                        content_coding: coding,
-                        truncated: false,
-                        body_error: Some(kind),
-                    });
-                    return Ok(ex);
-                }
-                // The status alone classifies a non-2xx response; note the broken body.
-                debug!(%url, %status, %kind, %detail, "error response body broke off");
-                (
-                    ReadBody {
-                        body: Bytes::new(),
-                        wire_body: None,
-                        truncated: false,
-                    },
-                    Some(kind),
-                )
-            }
-        };
-        if read.truncated {
-            debug!(%url, cap, "body cut at its cap");
         }
+    }
+}
 
-        let outcome = classify_status(url, status, &parts.headers, received_at, &read, &coding);
-        let response = ResponseRecord {
-            status,
-            version: parts.version,
-            headers: parts.headers,
-            body: read.body,
-            wire_body: read.wire_body,
-            content_coding: coding,
-            truncated: read.truncated,
-            body_error,
-        };
-        Ok(Exchange {
-            request,
-            response: Some(response),
-            outcome,
-            peer_addr,
-            time_to_headers: Some(time_to_headers),
+/// The GET that goes to hyper for `request`'s record.
+fn http_request(
+    url: &Url,
+    uri: Uri,
+    request: &RequestRecord,
+) -> Result<Request<Empty<Bytes>>, FetchError> {
+    let mut builder = Request::builder().method(Method::GET).uri(uri);
+    for (name, value) in &request.headers {
+        // Host is set by the client from the URI: under HTTP/2 it must travel as
+        // :authority, not as a header.
+        if name != HOST {
+            builder = builder.header(name, value);
+        }
+    }
+    builder
+        .body(Empty::new())
+        .map_err(|source| FetchError::InvalidRequest {
+            url: url.clone(),
+            source,
         })
+}
+
+/// An exchange that failed on the network (logged): no response unless the caller adds
+/// the head that came before the failure.
+fn network_failure(
+    url: &Url,
+    request: RequestRecord,
+    kind: NetworkErrorKind,
+    detail: String,
+    time_to_headers: Option<Duration>,
+) -> Exchange {
+    debug!(%url, %kind, %detail, "fetch failed");
+    Exchange {
+        request,
+        response: None,
+        outcome: FetchOutcome::Network { kind, detail },
+        peer_addr: None,
+        time_to_headers,
+    }
+}
+
+/// Reads the body up to its caps, giving up at `deadline`; on failure, how it failed and
+/// in what words.
+async fn read_body_by(
+    deadline: tokio::time::Instant,
+    incoming: Incoming,
+    coding: &ContentCoding,
+    caps: Caps,
+) -> Result<ReadBody, (NetworkErrorKind, String)> {
+    match timeout_at(deadline, read_body(incoming, coding, caps)).await {
+        Err(_) => Err((
+            NetworkErrorKind::Timeout,
+            "body stalled past the total timeout".to_owned(),
+        )),
+        Ok(Err(e)) => Err((
+            classify_body_error(&e),
+            match &e {
+                crate::body::BodyError::Transport(t) => describe(t),
+                crate::body::BodyError::Decode(d) => {
+                    format!("decoding {coding:?} body: {d}")
+                }
+            },
+        )),
+        Ok(Ok(read)) => Ok(read),
+    }
+}
+
+/// The body recorded when it was not read, or broke off.
+fn no_body() -> ReadBody {
+    ReadBody {
+        body: Bytes::new(),
+        wire_body: None,
+        truncated: false,
+    }
+}
+
+/// The response as recorded: its head and what was read of its body.
+fn response_record(
+    parts: http::response::Parts,
+    coding: ContentCoding,
+    read: ReadBody,
+    body_error: Option<NetworkErrorKind>,
+) -> ResponseRecord {
+    ResponseRecord {
+        status: parts.status,
+        version: parts.version,
+        headers: parts.headers,
+        body: read.body,
+        wire_body: read.wire_body,
+        content_coding: coding,
+        truncated: read.truncated,
+        body_error,
     }
 }
 
