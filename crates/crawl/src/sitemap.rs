@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use flate2::read::MultiGzDecoder;
 use frontier::{ChangeFreq, SitemapHints};
-use quick_xml::events::Event;
+use quick_xml::events::{BytesRef, Event};
 use quick_xml::Reader;
 
 mod judge;
@@ -374,10 +374,7 @@ fn read_entries<R: io::BufRead>(
     event_start: &mut u64,
 ) -> Option<Cut> {
     let mut buf = Vec::new();
-    // element depth: 1 = the root, 2 = an entry, 3 = an entry's field
-    let mut depth = 0usize;
-    let mut entry: Option<EntryText> = None;
-    let mut field: Option<Field> = None;
+    let mut cursor = Cursor::default();
     loop {
         buf.clear();
         // a buffer that once held a long event does not stay that long
@@ -400,50 +397,25 @@ fn read_entries<R: io::BufRead>(
             Event::Text(t) => {
                 // text before the root: not XML of any sitemap (an endless "aaaa..." body,
                 // a plain text file); said at once, not after reading up to the cap
-                if depth == 0 && t.iter().any(|b| !b.is_ascii_whitespace()) {
+                if cursor.depth == 0 && t.iter().any(|b| !b.is_ascii_whitespace()) {
                     return Some(Cut::NotASitemap {
                         start: "text".into(),
                     });
                 }
-                if let (Some(f), Some(en)) = (field, entry.as_mut()) {
-                    match t.decode() {
-                        Ok(s) => en.push(f, &s),
-                        Err(_) => en.too_long = true,
-                    }
-                }
+                cursor.push_text(|| t.decode().ok());
                 continue;
             }
             Event::CData(t) => {
-                if let (Some(f), Some(en)) = (field, entry.as_mut()) {
-                    match t.decode() {
-                        Ok(s) => en.push(f, &s),
-                        Err(_) => en.too_long = true,
-                    }
-                }
+                cursor.push_text(|| t.decode().ok());
                 continue;
             }
             Event::GeneralRef(r) => {
-                if let (Some(f), Some(en)) = (field, entry.as_mut()) {
-                    let resolved = match r.resolve_char_ref() {
-                        Ok(Some(c)) => Some(c.to_string()),
-                        Ok(None) => r
-                            .decode()
-                            .ok()
-                            .and_then(|n| quick_xml::escape::resolve_predefined_entity(&n))
-                            .map(str::to_string),
-                        Err(_) => None,
-                    };
-                    match resolved {
-                        Some(s) => en.push(f, &s),
-                        // an entity we cannot resolve: the field is not what it says
-                        None => en.too_long = true,
-                    }
-                }
+                cursor.push_text(|| resolve_reference(r));
                 continue;
             }
             Event::Eof => {
-                let error = if depth > 0 {
-                    format!("the document ends inside {depth} open element(s)")
+                let error = if cursor.depth > 0 {
+                    format!("the document ends inside {} open element(s)", cursor.depth)
                 } else {
                     // empty, or only a declaration or comments (a body cut short)
                     "no root element".to_string()
@@ -456,54 +428,107 @@ fn read_entries<R: io::BufRead>(
             _ => continue,
         };
         if start {
-            depth += 1;
-            match depth {
-                1 => {
-                    out.kind = match name.as_slice() {
-                        b"urlset" => Some(SitemapType::UrlSet),
-                        b"sitemapindex" => Some(SitemapType::Index),
-                        other => {
-                            let name: String =
-                                String::from_utf8_lossy(other).chars().take(64).collect();
-                            return Some(Cut::NotASitemap {
-                                start: format!("<{name}>"),
-                            });
-                        }
-                    };
-                }
-                2 => {
-                    let want: &[u8] = match out.kind {
-                        Some(SitemapType::Index) => b"sitemap",
-                        _ => b"url",
-                    };
-                    if name == want {
-                        entry = Some(EntryText::default());
-                    }
-                }
-                3 => field = entry.as_ref().and_then(|_| Field::of(&name)),
-                _ => {}
+            if let Some(cut) = cursor.open(&name, out) {
+                return Some(cut);
             }
         }
-        if end {
-            match depth {
-                3 => field = None,
-                2 => {
-                    if let (Some(en), Some(kind)) = (entry.take(), out.kind) {
-                        match en.finish(kind) {
-                            None => out.invalid += 1,
-                            Some(_) if out.entries.len() >= limits.max_urls => *over += 1,
-                            Some(e) => out.entries.push(e),
-                        }
+        if end && cursor.close(limits, out, over) {
+            // the root closed: whatever follows (comments, space) is not read
+            return None;
+        }
+    }
+}
+
+/// Where the event loop is in the document.
+#[derive(Default)]
+struct Cursor {
+    /// Element depth: 1 = the root, 2 = an entry, 3 = an entry's field.
+    depth: usize,
+    /// The entry being read, when the element at depth 2 is one.
+    entry: Option<EntryText>,
+    /// The field being read, when the element at depth 3 is one of an entry.
+    field: Option<Field>,
+}
+
+impl Cursor {
+    /// Adds text to the field being read, if any. `text` is only worked out then; None
+    /// (text that does not decode, an entity that does not resolve) makes the field not
+    /// what it says, so its entry is invalid.
+    fn push_text<S: AsRef<str>>(&mut self, text: impl FnOnce() -> Option<S>) {
+        if let (Some(f), Some(en)) = (self.field, self.entry.as_mut()) {
+            match text() {
+                Some(s) => en.push(f, s.as_ref()),
+                None => en.too_long = true,
+            }
+        }
+    }
+
+    /// An element opens: the root sets the document's kind (or ends the parse when it
+    /// is no sitemap's), an entry of that kind starts, a known field of it starts.
+    fn open(&mut self, name: &[u8], out: &mut ParsedSitemap) -> Option<Cut> {
+        self.depth += 1;
+        match self.depth {
+            1 => {
+                out.kind = match name {
+                    b"urlset" => Some(SitemapType::UrlSet),
+                    b"sitemapindex" => Some(SitemapType::Index),
+                    other => {
+                        let name: String =
+                            String::from_utf8_lossy(other).chars().take(64).collect();
+                        return Some(Cut::NotASitemap {
+                            start: format!("<{name}>"),
+                        });
+                    }
+                };
+            }
+            2 => {
+                let want: &[u8] = match out.kind {
+                    Some(SitemapType::Index) => b"sitemap",
+                    _ => b"url",
+                };
+                if name == want {
+                    self.entry = Some(EntryText::default());
+                }
+            }
+            3 => self.field = self.entry.as_ref().and_then(|_| Field::of(name)),
+            _ => {}
+        }
+        None
+    }
+
+    /// An element closes: a field ends, an entry is kept (or counted as invalid, or as
+    /// over `max_urls`). True when it was the root.
+    fn close(&mut self, limits: &SitemapLimits, out: &mut ParsedSitemap, over: &mut u64) -> bool {
+        match self.depth {
+            3 => self.field = None,
+            2 => {
+                if let (Some(en), Some(kind)) = (self.entry.take(), out.kind) {
+                    match en.finish(kind) {
+                        None => out.invalid += 1,
+                        Some(_) if out.entries.len() >= limits.max_urls => *over += 1,
+                        Some(e) => out.entries.push(e),
                     }
                 }
-                1 => {
-                    // the root closed: whatever follows (comments, space) is not read
-                    return None;
-                }
-                _ => {}
             }
-            depth = depth.saturating_sub(1);
+            1 => return true,
+            _ => {}
         }
+        self.depth = self.depth.saturating_sub(1);
+        false
+    }
+}
+
+/// The text of a character reference (`&#233;`) or of a predefined entity (`&amp;`);
+/// None for any other entity, which a sitemap cannot declare.
+fn resolve_reference(r: &BytesRef<'_>) -> Option<String> {
+    match r.resolve_char_ref() {
+        Ok(Some(c)) => Some(c.to_string()),
+        Ok(None) => r
+            .decode()
+            .ok()
+            .and_then(|n| quick_xml::escape::resolve_predefined_entity(&n))
+            .map(str::to_string),
+        Err(_) => None,
     }
 }
 
