@@ -89,7 +89,7 @@ pub async fn start(
             Some(pem)
         }
     };
-    if token.is_none() && tls.is_none() && !crate::exposure::is_loopback(cfg.listen) {
+    if token.is_none() && tls.is_none() && !crate::config::exposure::is_loopback(cfg.listen) {
         // an empty token file: `config check` cannot see that
         anyhow::bail!(crate::config::grpc::unauthenticated(cfg.listen));
     }

@@ -2,11 +2,10 @@
 //! decision in the library crates.
 
 mod admin;
+/// The configuration, from its own crate (`crate::config::…` everywhere in the binary).
+use frontierd_config as config;
 mod cluster_cmd;
-mod config;
-mod config_checks;
 mod daemon;
-mod exposure;
 mod grpc;
 mod internal_events;
 mod log_filter;

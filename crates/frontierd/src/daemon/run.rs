@@ -241,10 +241,10 @@ fn read_token(settings: &Settings) -> Result<Option<String>> {
         .filter(|t| !t.is_empty()),
     };
     if token.is_none()
-        && !crate::exposure::is_loopback(settings.admin_listen)
+        && !crate::config::exposure::is_loopback(settings.admin_listen)
         && !settings.raw.admin.allow_unauthenticated
     {
-        anyhow::bail!(crate::exposure::unauthenticated_listener(
+        anyhow::bail!(crate::config::exposure::unauthenticated_listener(
             settings.admin_listen
         ));
     }

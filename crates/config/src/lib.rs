@@ -1,6 +1,12 @@
 //! `frontierd run` configuration: a TOML file whose every key has a default (the embedded
 //! `configs/frontierd.toml` documents them). Unknown keys, bad durations and values out of
 //! range are errors that name the key, the value and what is allowed.
+//!
+//! Owns: the file's shape, its defaults, its checks (`Config::check` -> [`Settings`]), the
+//! warnings about what is allowed but probably not meant (`warnings.rs`), who may reach a
+//! listener (`exposure.rs`), and the translation into each library crate's own config.
+//! Must never: start anything, open a socket or the store, read the clock, or log (the
+//! binary reports what the checks return).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -447,7 +453,7 @@ const FALLBACK_WARN_BELOW: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Values that are allowed (they make rehearsals on a test site quick) but below what a
 /// crawl of the open web should use.
-pub(crate) fn robots_timing_warnings(c: &Config) -> Vec<String> {
+pub fn robots_timing_warnings(c: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if c.robots.freshness.0 < FRESHNESS_WARN_BELOW {
         out.push(format!(
@@ -529,22 +535,44 @@ impl Settings {
     }
 
     /// Fetcher settings.
-    pub fn fetcher_config(&self) -> anyhow::Result<fetcher::FetcherConfig> {
+    pub fn fetcher_config(&self) -> Result<fetcher::FetcherConfig, ConfigError> {
         let f = &self.raw.fetch;
         let mut resolve = fetcher::ResolveTable::new();
         for (name, ips) in &self.raw.resolve {
             let addrs: Vec<IpAddr> = ips.iter().filter_map(|ip| ip.parse().ok()).collect();
-            resolve
-                .insert(name, addrs)
-                .map_err(|e| anyhow::anyhow!("resolve.\"{name}\": {e}"))?;
+            resolve.insert(name, addrs).map_err(|e| {
+                bad(
+                    &format!("resolve.\"{name}\""),
+                    format!("{ips:?}"),
+                    &e.to_string(),
+                )
+            })?;
         }
         Ok(fetcher::FetcherConfig {
             user_agent: f.user_agent.clone(),
             connect_timeout: f.connect_timeout.0,
             total_timeout: f.total_timeout.0,
-            robots_body_cap: usize::try_from(f.robots_body_cap)?,
-            page_body_cap: usize::try_from(f.page_body_cap)?,
-            max_decoded_bytes: usize::try_from(f.max_decoded_bytes)?,
+            robots_body_cap: usize::try_from(f.robots_body_cap).map_err(|_| {
+                bad(
+                    "fetch.robots_body_cap",
+                    f.robots_body_cap,
+                    "at most the machine's address space",
+                )
+            })?,
+            page_body_cap: usize::try_from(f.page_body_cap).map_err(|_| {
+                bad(
+                    "fetch.page_body_cap",
+                    f.page_body_cap,
+                    "at most the machine's address space",
+                )
+            })?,
+            max_decoded_bytes: usize::try_from(f.max_decoded_bytes).map_err(|_| {
+                bad(
+                    "fetch.max_decoded_bytes",
+                    f.max_decoded_bytes,
+                    "at most the machine's address space",
+                )
+            })?,
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: f.max_pooled_connections as usize,
             pool_idle_timeout: f.pool_idle_timeout.0,
@@ -559,7 +587,9 @@ impl Settings {
 pub mod addresses;
 pub mod cluster;
 pub mod disk;
+pub mod exposure;
 pub mod grpc;
 mod recrawl;
 #[cfg(test)]
 mod tests;
+mod warnings;

@@ -105,9 +105,9 @@ impl ClusterSection {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
+    use crate::Config;
 
-    fn check(text: &str) -> Result<crate::config::Settings, String> {
+    fn check(text: &str) -> Result<crate::Settings, String> {
         Config::parse(text, "t")
             .map_err(|e| e.to_string())?
             .check(None)
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn the_deploy_example_node_config_checks() {
-        let text = include_str!("../../../../deploy/cluster/frontierd-node.toml");
+        let text = include_str!("../../../deploy/cluster/frontierd-node.toml");
         let s = check(text).unwrap();
         let c = s.cluster.unwrap();
         assert_eq!(c.lib.node_id, "node-1");

@@ -2,8 +2,8 @@
 //! can reach the admin API, and whether site owners can reach the operator. The listener
 //! rule itself is exposure.rs's, which config.rs applies as an error.
 
-use crate::config::Settings;
 use crate::exposure::is_loopback;
+use crate::Settings;
 
 /// The contact part of the default user agent: a placeholder nobody can be reached at.
 const PLACEHOLDER_CONTACTS: [&str; 3] = ["example.org", "example.com", "example.net"];
@@ -48,7 +48,7 @@ impl Settings {
                 self.admin_listen
             ));
         }
-        out.extend(crate::config::robots_timing_warnings(&self.raw));
+        out.extend(crate::robots_timing_warnings(&self.raw));
         out.extend(self.raw.sitemaps.warnings());
         out
     }
@@ -56,7 +56,7 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
+    use crate::Config;
 
     fn err(text: &str) -> String {
         match Config::parse(text, "t.toml").and_then(|c| c.check(None)) {
