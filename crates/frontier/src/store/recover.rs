@@ -3,21 +3,118 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::api::Frontier;
+use crate::api::{Frontier, Inner};
 use crate::error::Result;
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
 use crate::sched::hosts::{HostMem, SegRef};
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
-use crate::store::journal::journal_decode;
+use crate::store::journal::{journal_decode, Journal};
 use crate::store::keys;
 use crate::store::packed::{self, Pending, Segment};
 use crate::store::Batch;
 use crate::work::url_hash;
 
+/// A host's intake-log entries: (queue sequence, encoded entry), in log order.
+type IntakeEntries = Vec<(u64, Vec<u8>)>;
+
+/// Queue segments by host id, each host's in sequence order.
+type HostSegments = HashMap<u64, VecDeque<SegRef>>;
+
+/// What the store holds of the hosts' queues, by host id, before the host records are
+/// read: each record takes its host's share out, and what is left has no record.
+struct StoredQueues {
+    segs: HostSegments,
+    /// Sequences with a retry entry (`T` keys).
+    retries: HashMap<u64, Vec<u64>>,
+    /// The intake log since the last fold: entries not in segments yet.
+    intake: HashMap<u64, IntakeEntries>,
+}
+
+/// One host record to load: its `H` key, its encoded record, and whether the record came
+/// from the journal (newer than the one under `H`).
+type StoredRecord = (Vec<u8>, Vec<u8>, bool);
+
+/// The host records to load, the newest version of each, and the journal's extent.
+struct StoredRecords {
+    records: Vec<StoredRecord>,
+    /// The sequence of the journal's first record, if it has any.
+    journal_first: Option<u64>,
+    journal_bytes: u64,
+    /// The next journal sequence: after the journal's last record and every stored
+    /// record's stamp.
+    next_journal: u64,
+}
+
 impl Frontier {
     pub(crate) fn recover(&self) -> Result<()> {
         let mut inner = self.inner.lock();
+        self.load_controls(&mut inner)?;
+        let mut batch = Batch::new();
+        // 1. queue segments by host id
+        let (mut segs, last_fold) = self.scan_segments()?;
+        inner.intake.next_fold = last_fold.map_or(0, SegRef::fold_after);
+        self.return_legacy_leases(&mut segs, &mut batch)?;
+        // 2. retry entries
+        let retries = self.scan_retries()?;
+        // 3. the intake log since the last fold: entries not in segments yet
+        let intake = self.replay_intake_log(&mut inner)?;
+        let mut queues = StoredQueues {
+            segs,
+            retries,
+            intake,
+        };
+        // 4. the host-record journal, replayed over `H` (a later record wins)
+        let stored = self.read_host_records()?;
+        // 5. each host with anything queued comes into memory; leases in flight when the
+        // last run ended return to the front of their queues
+        let mut recovered = 0u64;
+        let mut loaded = Vec::new();
+        for record in stored.records {
+            let (h, leases) = rebuild_host(
+                &mut inner.journal,
+                &mut batch,
+                &mut queues,
+                record,
+                stored.next_journal,
+            )?;
+            recovered += leases;
+            loaded.extend(h);
+        }
+        queues.log_orphans();
+        let n_hosts = loaded.len();
+        self.bring_into_memory(&mut inner, loaded)?;
+        inner.stats.recovered_leases = recovered;
+        if recovered > 0 {
+            inner
+                .events
+                .push(FrontierEvent::LeasesReturned { count: recovered });
+        }
+        // the journal stays; the next checkpoint writes its records to `H`
+        inner.journal.next_seq = stored.next_journal;
+        inner.journal.first_seq = stored.journal_first.unwrap_or(stored.next_journal);
+        inner.journal.bytes = stored.journal_bytes;
+        // 6. the seen-set and the done-set
+        self.load_seen_set(&mut inner, &mut batch)?;
+        inner.done = crate::done::DoneSet::load(self.store.as_ref())?;
+        // 7. drops the caller had not logged when the last run ended: report them again
+        self.report_unlogged_drops(&mut inner, &mut batch)?;
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.store.flush()?;
+        }
+        tracing::info!(
+            hosts_with_work = n_hosts,
+            recovered_leases = recovered,
+            intake_bytes = inner.intake.bytes,
+            "frontier opened"
+        );
+        Ok(())
+    }
+
+    /// The operator's and clients' settings: paused politeness keys (`P`), queue controls
+    /// (`g`) and crawls (`c`).
+    fn load_controls(&self, inner: &mut Inner) -> Result<()> {
         for kv in self.store.scan_prefix(b"P") {
             let (k, _) = kv?;
             if let Ok(key) = std::str::from_utf8(&k[1..]) {
@@ -35,10 +132,14 @@ impl Frontier {
             let (k, v) = kv?;
             inner.crawls.load(&k, &v);
         }
-        let mut batch = Batch::new();
-        // 1. queue segments by host id: `q` keys (fold first), and the `Q` keys of older
-        // stores (segments, or one-entry values of still older ones)
-        let mut segs: HashMap<u64, VecDeque<SegRef>> = HashMap::new();
+        Ok(())
+    }
+
+    /// Queue segments by host id, each host's in sequence order: `q` keys (fold first),
+    /// and the `Q` keys of older stores (segments, or one-entry values of still older
+    /// ones); and the last fold a `q` key names.
+    fn scan_segments(&self) -> Result<(HostSegments, Option<u32>)> {
+        let mut segs: HostSegments = HashMap::new();
         // (only each value's header is needed: visited in place, not copied)
         let mut bad = None;
         let mut last_fold = None;
@@ -70,8 +171,12 @@ impl Frontier {
                 .make_contiguous()
                 .sort_unstable_by_key(|s| s.first);
         }
-        inner.intake.next_fold = last_fold.map_or(0, SegRef::fold_after);
-        // leases of older versions (`L` keys) become one-entry segments again
+        Ok((segs, last_fold))
+    }
+
+    /// Leases of older versions (`L` keys) become one-entry segments again: rewritten as
+    /// queue keys in `batch`, and placed in their hosts' `segs` in sequence order.
+    fn return_legacy_leases(&self, segs: &mut HostSegments, batch: &mut Batch) -> Result<()> {
         for kv in self.store.scan_prefix(b"L") {
             let (k, v) = kv?;
             let Some((id, seq)) = keys::parse_idseq(&k) else {
@@ -91,7 +196,11 @@ impl Frontier {
                 },
             );
         }
-        // 2. retry entries
+        Ok(())
+    }
+
+    /// Sequences with a retry entry (`T` keys), by host id.
+    fn scan_retries(&self) -> Result<HashMap<u64, Vec<u64>>> {
         let mut retries: HashMap<u64, Vec<u64>> = HashMap::new();
         for kv in self.store.scan_prefix(b"T") {
             let (k, _) = kv?;
@@ -99,8 +208,13 @@ impl Frontier {
                 retries.entry(id).or_default().push(seq);
             }
         }
-        // 3. the intake log since the last fold: entries not in segments yet
-        let mut intake: HashMap<u64, Vec<(u64, Vec<u8>)>> = HashMap::new();
+        Ok(retries)
+    }
+
+    /// The intake log (`W` keys) by host id: its extent and size go to `inner.intake`, and
+    /// its URLs count as recently seen (they are queued, not yet in the seen-set's buckets).
+    fn replay_intake_log(&self, inner: &mut Inner) -> Result<HashMap<u64, IntakeEntries>> {
+        let mut intake: HashMap<u64, IntakeEntries> = HashMap::new();
         let mut intake_first = None;
         for kv in self.store.scan_prefix(b"W") {
             let (k, v) = kv?;
@@ -121,8 +235,12 @@ impl Frontier {
         inner.intake.first_seq = intake_first.unwrap_or(inner.intake.next_seq);
         inner.intake.hosts = intake.len() as u64;
         inner.intake.entries = intake.values().map(|e| e.len() as u64).sum();
-        // 4. the host-record journal, replayed over `H` (a later record wins); every
-        // replayed record is written to `H` below and the journal deleted
+        Ok(intake)
+    }
+
+    /// The host records: `H`, with the journal (`J`) replayed over it (a later record
+    /// wins). Every record taken from the journal is marked so; the journal itself stays.
+    fn read_host_records(&self) -> Result<StoredRecords> {
         let mut replay: HashMap<Vec<u8>, (u64, Vec<u8>)> = HashMap::new();
         let mut journal_keys = Vec::new();
         let mut journal_bytes = 0u64;
@@ -140,7 +258,7 @@ impl Frontier {
             .and_then(|k| keys::parse_journal(k))
             .map(|s| s + 1)
             .unwrap_or(0);
-        let mut records: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
+        let mut records: Vec<StoredRecord> = Vec::new();
         for kv in self.store.scan_prefix(b"H") {
             let (k, v) = kv?;
             // a record written when its host left memory is newer than the journal
@@ -158,140 +276,17 @@ impl Frontier {
             k.extend_from_slice(&key);
             records.push((k, val, true));
         }
-        // 5. each host with anything queued comes into memory; leases in flight when the
-        // last run ended return to the front of their queues
-        let mut recovered = 0u64;
-        let mut loaded = Vec::new();
-        for (k, v, from_journal) in records {
-            let (rec, leased, _) = HostRecord::decode_parts(&v)?;
-            let id = rec.id;
-            let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
-            let host_segs = segs.remove(&id).unwrap_or_default();
-            let host_retries = retries.remove(&id).unwrap_or_default();
-            let host_intake = intake.remove(&id).unwrap_or_default();
-            let stored_queued = rec.counters.queued;
-            let mut h = HostMem::empty(key, rec);
-            h.segs = host_segs;
-            h.retries = host_retries.into();
-            // leases in flight and the front come back first (records of older versions
-            // have head 0: their leased entries are still queued at the head); other
-            // retries below the head (per-URL retries, URLs of held origins set aside)
-            // go behind the queue, where a held origin's are set aside again
-            let mut front: Vec<u64> = leased
-                .iter()
-                .copied()
-                .filter(|&s| s < h.rec.head_seq)
-                .collect();
-            front.sort_unstable();
-            front.dedup();
-            let mut behind: Vec<u64> = h
-                .retries
-                .iter()
-                .copied()
-                .filter(|&s| s < h.rec.head_seq && front.binary_search(&s).is_err())
-                .collect();
-            behind.sort_unstable();
-            behind.dedup();
-            recovered += leased.len() as u64;
-            h.front = front.into();
-            let seg_end = h.segs.back().map_or(0, SegRef::end);
-            let keep_from = seg_end.max(h.live_from());
-            let mut pending: Option<Pending> = None;
-            for (seq, e) in host_intake {
-                if seq < keep_from {
-                    continue;
-                }
-                let p = pending.get_or_insert_with(|| Pending::starting_at(seq));
-                if seq != p.end() {
-                    tracing::error!(host = %h.key, seq, expected = p.end(), "intake log out of order; entry skipped");
-                    continue;
-                }
-                p.push(&e);
-            }
-            let tail = [
-                h.rec.head_seq,
-                seg_end,
-                h.front.last().map_or(0, |&s| s + 1),
-                pending.as_ref().map_or(0, |p| p.end()),
-            ]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-            h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
-            let end = h.pending.end();
-            h.delayed = behind
-                .into_iter()
-                .map(|seq| Delayed {
-                    seq,
-                    due_ms: 0,
-                    behind: end,
-                    expired: false,
-                })
-                .collect();
-            // queued: the front, plus everything stored or pending from the head on
-            let head = h.rec.head_seq;
-            let in_segs: u64 = h
-                .segs
-                .iter()
-                .map(|s| s.end().saturating_sub(s.first.max(head)))
-                .sum();
-            let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
-            let queued = (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending;
-            // enqueues since the record was last written are not in its counters yet
-            let stored = stored_queued + leased.len() as u64;
-            if queued > stored {
-                h.rec.counters.enqueued += queued - stored;
-            }
-            // the journal is kept as it is (no checkpoint at open: that would be one write
-            // per host); what differs from the stored record is journaled by the host's
-            // next change, or redone by the next open
-            let changed =
-                h.rec.in_flight != 0 || !leased.is_empty() || h.rec.counters.queued != queued;
-            h.rec.in_flight = 0;
-            h.rec.counters.queued = queued;
-            // segments that only hold URLs handed out and completed before the crash
-            for s in h.drop_dead_segments() {
-                batch.del(s.key(id));
-            }
-            batch.cut();
-            if queued > 0 {
-                if changed || from_journal {
-                    inner.journal.dirty.insert(id);
-                }
-                loaded.push(h);
-            } else {
-                if changed {
-                    // stamped: older journal entries of this host must not undo it
-                    batch.put(k.clone(), h.rec.encode_stamped(&[], next_journal));
-                } else if from_journal {
-                    inner.journal.evicted.insert(h.key.clone(), v);
-                }
-                for s in h.segs.drain(..) {
-                    batch.del(s.key(id));
-                }
-                for s in h.retries.drain(..) {
-                    batch.del(keys::retry(id, s));
-                }
-                batch.cut();
-            }
-        }
-        for (id, _) in segs
-            .into_iter()
-            .chain(retries.into_keys().map(|i| (i, VecDeque::new())))
-        {
-            tracing::error!(
-                host_id = id,
-                "queue entries of a host without a record are ignored"
-            );
-        }
-        for (id, entries) in intake {
-            tracing::error!(
-                host_id = id,
-                entries = entries.len(),
-                "intake-log entries of a host without a record are ignored"
-            );
-        }
-        let n_hosts = loaded.len();
+        Ok(StoredRecords {
+            records,
+            journal_first: journal_keys.first().and_then(|k| keys::parse_journal(k)),
+            journal_bytes,
+            next_journal,
+        })
+    }
+
+    /// The hosts with work join the scheduler: with the IP group their last fetch
+    /// reported, indexed by key, and scheduled.
+    fn bring_into_memory(&self, inner: &mut Inner, loaded: Vec<HostMem>) -> Result<()> {
         for mut h in loaded {
             let id = h.rec.id;
             // its IP group, as its last fetch reported it
@@ -304,22 +299,15 @@ impl Frontier {
             }
             inner.by_key.insert(h.key.clone(), id);
             inner.hosts.insert(id, Box::new(h));
-            self.schedule(&mut inner, id);
+            self.schedule(inner, id);
         }
-        inner.stats.recovered_leases = recovered;
-        if recovered > 0 {
-            inner
-                .events
-                .push(FrontierEvent::LeasesReturned { count: recovered });
-        }
-        // the journal stays; the next checkpoint writes its records to `H`
-        inner.journal.next_seq = next_journal;
-        inner.journal.first_seq = journal_keys
-            .first()
-            .and_then(|k| keys::parse_journal(k))
-            .unwrap_or(next_journal);
-        inner.journal.bytes = journal_bytes;
-        // 6. the seen-set: bucket directory, and per-URL keys of older versions
+        Ok(())
+    }
+
+    /// The seen-set: its bucket directory (`b` keys), written first from the buckets
+    /// themselves in a store from before the directory, and whether per-URL keys of older
+    /// versions are left.
+    fn load_seen_set(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
         let starts = &mut inner.seen.starts;
         let mut add_start = |k: &[u8], _: &[u8]| {
             if let Some(b) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
@@ -340,8 +328,12 @@ impl Frontier {
         inner.seen.starts.sort_unstable();
         inner.seen.starts.dedup();
         inner.seen.legacy = self.store.first_in_range(b"S", b"T")?.is_some();
-        inner.done = crate::done::DoneSet::load(self.store.as_ref())?;
-        // 7. drops the caller had not logged when the last run ended: report them again
+        Ok(())
+    }
+
+    /// Drops the caller had not logged (`U` keys) are reported again; a mark whose drop
+    /// record is gone is deleted.
+    fn report_unlogged_drops(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
         for kv in self.store.scan_prefix(b"U") {
             let (k, _) = kv?;
             let Some(hash) = k.get(1..17).and_then(|b| <[u8; 16]>::try_from(b).ok()) else {
@@ -355,16 +347,169 @@ impl Frontier {
                 }
             }
         }
-        if !batch.is_empty() {
-            self.store.apply(batch)?;
-            self.store.flush()?;
-        }
-        tracing::info!(
-            hosts_with_work = n_hosts,
-            recovered_leases = recovered,
-            intake_bytes = inner.intake.bytes,
-            "frontier opened"
-        );
         Ok(())
     }
+}
+
+impl StoredQueues {
+    /// Queue entries and intake-log entries that no host record claimed: reported, and
+    /// otherwise ignored.
+    fn log_orphans(self) {
+        for (id, _) in self
+            .segs
+            .into_iter()
+            .chain(self.retries.into_keys().map(|i| (i, VecDeque::new())))
+        {
+            tracing::error!(
+                host_id = id,
+                "queue entries of a host without a record are ignored"
+            );
+        }
+        for (id, entries) in self.intake {
+            tracing::error!(
+                host_id = id,
+                entries = entries.len(),
+                "intake-log entries of a host without a record are ignored"
+            );
+        }
+    }
+}
+
+/// One stored host record at open, with its share of `queues`: the host, if it has
+/// anything queued, and how many of its leases were in flight (they return to its queue).
+/// A host with nothing queued stays out of memory: its record is corrected in `batch` if
+/// it changed, and its queue keys are deleted.
+fn rebuild_host(
+    journal: &mut Journal,
+    batch: &mut Batch,
+    queues: &mut StoredQueues,
+    (k, v, from_journal): StoredRecord,
+    next_journal: u64,
+) -> Result<(Option<HostMem>, u64)> {
+    let (rec, leased, _) = HostRecord::decode_parts(&v)?;
+    let id = rec.id;
+    let key: Arc<str> = Arc::from(String::from_utf8_lossy(&k[1..]).as_ref());
+    let host_segs = queues.segs.remove(&id).unwrap_or_default();
+    let host_retries = queues.retries.remove(&id).unwrap_or_default();
+    let host_intake = queues.intake.remove(&id).unwrap_or_default();
+    let stored_queued = rec.counters.queued;
+    let mut h = HostMem::empty(key, rec);
+    h.segs = host_segs;
+    h.retries = host_retries.into();
+    restore_queue(&mut h, &leased, host_intake);
+    let queued = queued_at_open(&h);
+    // enqueues since the record was last written are not in its counters yet
+    let stored = stored_queued + leased.len() as u64;
+    if queued > stored {
+        h.rec.counters.enqueued += queued - stored;
+    }
+    // the journal is kept as it is (no checkpoint at open: that would be one write per
+    // host); what differs from the stored record is journaled by the host's next change,
+    // or redone by the next open
+    let changed = h.rec.in_flight != 0 || !leased.is_empty() || h.rec.counters.queued != queued;
+    h.rec.in_flight = 0;
+    h.rec.counters.queued = queued;
+    // segments that only hold URLs handed out and completed before the crash
+    for s in h.drop_dead_segments() {
+        batch.del(s.key(id));
+    }
+    batch.cut();
+    let returned = leased.len() as u64;
+    if queued > 0 {
+        if changed || from_journal {
+            journal.dirty.insert(id);
+        }
+        return Ok((Some(h), returned));
+    }
+    if changed {
+        // stamped: older journal entries of this host must not undo it
+        batch.put(k.clone(), h.rec.encode_stamped(&[], next_journal));
+    } else if from_journal {
+        journal.evicted.insert(h.key.clone(), v);
+    }
+    for s in h.segs.drain(..) {
+        batch.del(s.key(id));
+    }
+    for s in h.retries.drain(..) {
+        batch.del(keys::retry(id, s));
+    }
+    batch.cut();
+    Ok((None, returned))
+}
+
+/// A host's queue as the last run left it, around its stored segments and retries.
+/// Leases in flight and the front come back first (records of older versions have head 0:
+/// their leased entries are still queued at the head); other retries below the head
+/// (per-URL retries, URLs of held origins set aside) go behind the queue, where a held
+/// origin's are set aside again; intake-log entries past the segments are pending.
+fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
+    let mut front: Vec<u64> = leased
+        .iter()
+        .copied()
+        .filter(|&s| s < h.rec.head_seq)
+        .collect();
+    front.sort_unstable();
+    front.dedup();
+    let mut behind: Vec<u64> = h
+        .retries
+        .iter()
+        .copied()
+        .filter(|&s| s < h.rec.head_seq && front.binary_search(&s).is_err())
+        .collect();
+    behind.sort_unstable();
+    behind.dedup();
+    h.front = front.into();
+    let seg_end = h.segs.back().map_or(0, SegRef::end);
+    let pending = pending_from_intake(h, seg_end.max(h.live_from()), host_intake);
+    let tail = [
+        h.rec.head_seq,
+        seg_end,
+        h.front.last().map_or(0, |&s| s + 1),
+        pending.as_ref().map_or(0, |p| p.end()),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
+    let end = h.pending.end();
+    h.delayed = behind
+        .into_iter()
+        .map(|seq| Delayed {
+            seq,
+            due_ms: 0,
+            behind: end,
+            expired: false,
+        })
+        .collect();
+}
+
+/// The host's intake-log entries from `keep_from` on (those below are in its segments or
+/// were handed out), if any; entries out of sequence are logged and skipped.
+fn pending_from_intake(h: &HostMem, keep_from: u64, host_intake: IntakeEntries) -> Option<Pending> {
+    let mut pending: Option<Pending> = None;
+    for (seq, e) in host_intake {
+        if seq < keep_from {
+            continue;
+        }
+        let p = pending.get_or_insert_with(|| Pending::starting_at(seq));
+        if seq != p.end() {
+            tracing::error!(host = %h.key, seq, expected = p.end(), "intake log out of order; entry skipped");
+            continue;
+        }
+        p.push(&e);
+    }
+    pending
+}
+
+/// What a rebuilt host has queued: the front and the URLs set aside, plus everything
+/// stored or pending from the head on.
+fn queued_at_open(h: &HostMem) -> u64 {
+    let head = h.rec.head_seq;
+    let in_segs: u64 = h
+        .segs
+        .iter()
+        .map(|s| s.end().saturating_sub(s.first.max(head)))
+        .sum();
+    let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
+    (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending
 }
