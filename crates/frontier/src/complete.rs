@@ -4,7 +4,7 @@ use crate::api::{Frontier, Inner};
 use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
-use crate::sched::failure::{backoff_step_ms, FailureScope, PageOutcome};
+use crate::sched::failure::{host_backoff_ms, retry_wait_ms, FailureScope, PageOutcome};
 use crate::sched::hosts::HostMem;
 use crate::sched::ipgroup::IpGroups;
 use crate::sched::politeness;
@@ -66,6 +66,33 @@ fn keep_for_retry(h: &mut HostMem, batch: &mut Batch, (id, seq): (u64, u64), ent
     if !h.retries.contains(&seq) {
         h.retries.push(seq);
     }
+}
+
+/// Every lease of a batch is checked before any is applied: a batch with one unknown (or
+/// repeated) lease changes nothing, so the caller can retry the others.
+fn check_leases(inner: &Inner, done: &[(LeaseId, PageOutcome)]) -> Result<()> {
+    let mut given = std::collections::HashSet::with_capacity(done.len());
+    for (lease, _) in done {
+        let known = inner.hosts.get(&lease.host_id).is_some_and(|h| {
+            h.leased.contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
+        });
+        if !known || !given.insert(*lease) {
+            return Err(FrontierError::UnknownLease(*lease));
+        }
+    }
+    Ok(())
+}
+
+/// What the reports of one [`Frontier::complete_visits`] call write, and leave for after
+/// them (under the same lock, in the same batch).
+struct Completions<'v> {
+    batch: Batch,
+    /// Hosts whose records changed: scheduled again and settled.
+    dirty: Vec<u64>,
+    /// URLs whose next visit is scheduled from their answers.
+    revisits: Vec<(QueueEntry, Option<&'v Visit>)>,
+    /// URLs an external fetcher finished for good (the done-set).
+    done_for_good: Vec<u128>,
 }
 
 impl Frontier {
@@ -170,216 +197,30 @@ impl Frontier {
         visits: &[Option<Visit>],
         now_ms: u64,
     ) -> Result<()> {
-        let mut batch = Batch::new();
         let mut dead = Vec::new();
         let ticket;
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            // every lease is checked before any is applied: a batch with one unknown (or
-            // repeated) lease changes nothing, so the caller can retry the others
-            let mut given = std::collections::HashSet::with_capacity(done.len());
-            for (lease, _) in done {
-                let known = inner.hosts.get(&lease.host_id).is_some_and(|h| {
-                    h.leased.contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
-                });
-                if !known || !given.insert(*lease) {
-                    return Err(FrontierError::UnknownLease(*lease));
-                }
-            }
-            let mut dirty = Vec::with_capacity(done.len());
-            let recrawl_on = inner.revisit_records;
-            let mut revisits: Vec<(QueueEntry, Option<&Visit>)> = Vec::new();
-            let mut done_for_good: Vec<u128> = Vec::new();
+            check_leases(inner, done)?;
+            let mut out = Completions {
+                batch: Batch::new(),
+                dirty: Vec::with_capacity(done.len()),
+                revisits: Vec::new(),
+                done_for_good: Vec::new(),
+            };
             for (i, (lease, outcome)) in done.iter().enumerate() {
-                let (id, seq) = (lease.host_id, lease.seq);
-                let Some(h) = inner.hosts.get_mut(&lease.host_id) else {
-                    return Err(FrontierError::UnknownLease(*lease));
-                };
-                let Some(pos) = h.leased.iter().position(|&s| s == lease.seq) else {
-                    // a report of a lease that expired and has not been handed out again
-                    // (a fetch slower than its lease): it completes the URL, no refetch
-                    if let Some(at) = h.expired_waiting(seq) {
-                        let done_ok = matches!(outcome, PageOutcome::Done { .. });
-                        let visit = visits.get(i).and_then(Option::as_ref);
-                        let fetchers_time = visit.is_some_and(|v| v.refetch_at_ms.is_some());
-                        if done_ok {
-                            if let Some(Ok(e)) = self
-                                .entry_bytes(id, h, seq)?
-                                .map(|v| QueueEntry::decode(&v))
-                            {
-                                if fetchers_time || recrawl_on {
-                                    // its next visit from this answer, as on time
-                                    revisits.push((e, visit));
-                                } else {
-                                    done_for_good.push(url_hash(&e.url));
-                                }
-                            }
-                        }
-                        Self::complete_late(h, at, id, seq, outcome, now_ms, &mut batch);
-                        if done_ok {
-                            inner.stats.completed += 1;
-                            inner.stats.late_reports += 1;
-                        }
-                        dirty.push(id);
-                        continue;
-                    }
-                    return Err(FrontierError::UnknownLease(*lease));
-                };
-                let done_ok = matches!(outcome, PageOutcome::Done { .. });
-                let fetchers_time = visits
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|v| v.refetch_at_ms.is_some());
-                // an external fetcher's lease (it has a deadline) done with no next date:
-                // marked done for good, so a KnownURLItem with a date can queue it again
-                // (with [recrawl] on the configuration schedules it instead)
-                let fetcher_done_for_good = done_ok
-                    && !fetchers_time
-                    && !recrawl_on
-                    && inner.lease_clock.deadline(*lease).is_some();
-                // a retry needs the entry (attempts, URL); a success does not, unless
-                // it is to be scheduled for a revisit or marked done
-                let entry = if done_ok && !recrawl_on && !fetchers_time && !fetcher_done_for_good {
-                    None
-                } else if done_ok {
-                    // only for its next visit: an entry that cannot be read costs the URL
-                    // its place in the schedule, not the completion
-                    match self
-                        .entry_bytes(id, h, seq)?
-                        .map(|v| QueueEntry::decode(&v))
-                    {
-                        Some(Ok(e)) => Some(e),
-                        Some(Err(e)) => {
-                            tracing::error!(host = %h.key, seq, error = %e, "leased entry not decodable; not rescheduled");
-                            None
-                        }
-                        None => None,
-                    }
-                } else {
-                    match self.entry_bytes(id, h, seq)? {
-                        Some(v) => Some(QueueEntry::decode(&v)?),
-                        None => return Err(FrontierError::UnknownLease(*lease)),
-                    }
-                };
-                inner.lease_clock.clear(*lease);
-                end_lease(h, pos, &mut inner.ip_groups, now_ms);
-                if outcome.host_answered() {
-                    h.timeouts.clear();
-                }
-                if let PageOutcome::Done { response_ms } = outcome {
-                    if h.forget_retry(seq) {
-                        batch.del(keys::retry(id, seq));
-                    }
-                    if let Some(e) = entry.as_ref().filter(|_| fetcher_done_for_good) {
-                        done_for_good.push(url_hash(&e.url));
-                    }
-                    batch.cut();
-                    h.rec.last_response_ms = *response_ms;
-                    h.rec.backoff_level = 0;
-                    h.rec.counters.completed += 1;
-                    h.rec.next_allowed_ms = h
-                        .rec
-                        .next_allowed_ms
-                        .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
-                    if let Some(e) = entry {
-                        revisits.push((e, visits.get(i).and_then(Option::as_ref)));
-                    }
-                    inner.stats.completed += 1;
-                    dirty.push(lease.host_id);
-                    continue;
-                }
-                if let PageOutcome::Throttled { response_ms, .. } = outcome {
-                    h.rec.last_response_ms = *response_ms;
-                }
-                if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.timeouts.contains(&seq) {
-                    h.timeouts.push(seq);
-                }
-                let scope = outcome.scope(h.timeouts.len()).unwrap_or(FailureScope::Url);
-                let why = outcome.reason();
-                let jitter: f64 = inner.rng.gen_range(0.0..0.25);
-                if scope == FailureScope::Host {
-                    // server-wide: the host backs off (Retry-After, capped, or exponential
-                    // with jitter)
-                    h.rec.backoff_level += 1;
-                    let wait = match outcome {
-                        PageOutcome::Throttled {
-                            retry_after: Some(d),
-                            ..
-                        } => (d.as_millis() as u64).min(self.cfg.retry_after_cap_ms),
-                        _ => backoff_step_ms(
-                            self.cfg.backoff_base_ms,
-                            self.cfg.backoff_max_ms,
-                            h.rec.backoff_level,
-                            jitter,
-                        ),
-                    };
-                    h.rec.backoff_until_ms = now_ms + wait;
-                    tracing::info!(host = %h.key, level = h.rec.backoff_level, wait_ms = wait, %why, "host backs off");
-                }
-                // either way the host keeps its normal gap after this request
-                h.rec.next_allowed_ms = h
-                    .rec
-                    .next_allowed_ms
-                    .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
-                let Some(mut entry) = entry else {
-                    continue;
-                };
-                entry.attempts += 1;
-                if entry.attempts >= self.cfg.max_attempts {
-                    if recrawl_on {
-                        // a known URL that fails for a while keeps its place in the
-                        // schedule (only 404/410 answers make it gone)
-                        revisits.push((entry.clone(), None));
-                    }
-                    let rec = give_up(h, &mut batch, (id, seq), entry, &why, now_ms);
-                    inner.stats.given_up += 1;
-                    inner.push_drop(rec);
-                } else {
-                    // a retry entry with the attempts raised
-                    keep_for_retry(h, &mut batch, (id, seq), &entry);
-                    match scope {
-                        // the host backs off; when it may go again, its first request is a
-                        // URL that has not just failed (a probe that can succeed): this one
-                        // goes behind the host's queued URLs, with no wait of its own
-                        FailureScope::Host => {
-                            h.delayed.push(Delayed {
-                                seq,
-                                due_ms: now_ms,
-                                behind: h.pending.end(),
-                                expired: false,
-                            });
-                        }
-                        // the URL's own back-off, behind the URLs queued before it failed
-                        FailureScope::Url => {
-                            let wait = backoff_step_ms(
-                                self.cfg.backoff_base_ms,
-                                self.cfg.backoff_max_ms,
-                                u64::from(entry.attempts),
-                                jitter,
-                            );
-                            tracing::debug!(url = %entry.url, wait_ms = wait, %why, "URL retried later");
-                            h.delayed.push(Delayed {
-                                seq,
-                                due_ms: now_ms + wait,
-                                behind: h.pending.end(),
-                                expired: false,
-                            });
-                        }
-                    }
-                    h.rec.counters.queued += 1;
-                    h.rec.counters.retried += 1;
-                    inner.stats.retried += 1;
-                }
-                dirty.push(lease.host_id);
+                let visit = visits.get(i).and_then(Option::as_ref);
+                self.complete_one(inner, &mut out, (*lease, outcome, visit), now_ms)?;
             }
-            self.reschedule_all(inner, &mut batch, revisits, now_ms);
+            let mut batch = out.batch;
+            self.reschedule_all(inner, &mut batch, out.revisits, now_ms);
             batch.cut();
-            for &id in &dirty {
+            for &id in &out.dirty {
                 self.schedule(inner, id);
             }
-            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
-            inner.done.mark(&mut batch, &done_for_good, &[]);
+            Self::settle_hosts(inner, out.dirty, &mut batch, &mut dead);
+            inner.done.mark(&mut batch, &out.done_for_good, &[]);
             self.store.apply(batch)?;
             if inner.done.fold_due() {
                 inner.done.fold(self.store.as_ref())?;
@@ -390,6 +231,224 @@ impl Frontier {
         // only now: the completions that made these segments dead are durable
         self.reclaimer.delete(dead);
         Ok(())
+    }
+
+    /// One report of a [`Frontier::complete_visits`] call, applied to its host; what it
+    /// writes and leaves for after the batch goes to `out`.
+    fn complete_one<'v>(
+        &self,
+        inner: &mut Inner,
+        out: &mut Completions<'v>,
+        (lease, outcome, visit): (LeaseId, &PageOutcome, Option<&'v Visit>),
+        now_ms: u64,
+    ) -> Result<()> {
+        let (id, seq) = (lease.host_id, lease.seq);
+        let recrawl_on = inner.revisit_records;
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return Err(FrontierError::UnknownLease(lease));
+        };
+        let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
+            // a report of a lease that expired and has not been handed out again (a fetch
+            // slower than its lease): it completes the URL, no refetch
+            let Some(at) = h.expired_waiting(seq) else {
+                return Err(FrontierError::UnknownLease(lease));
+            };
+            let report = (lease, outcome, visit);
+            if self.complete_expired(h, at, out, report, recrawl_on, now_ms)? {
+                inner.stats.completed += 1;
+                inner.stats.late_reports += 1;
+            }
+            out.dirty.push(id);
+            return Ok(());
+        };
+        let done_ok = matches!(outcome, PageOutcome::Done { .. });
+        let fetchers_time = visit.is_some_and(|v| v.refetch_at_ms.is_some());
+        // an external fetcher's lease (it has a deadline) done with no next date: marked
+        // done for good, so a KnownURLItem with a date can queue it again (with [recrawl]
+        // on the configuration schedules it instead)
+        let fetcher_done_for_good =
+            done_ok && !fetchers_time && !recrawl_on && inner.lease_clock.deadline(lease).is_some();
+        // a retry needs the entry (attempts, URL); a success does not, unless it is to be
+        // scheduled for a revisit or marked done
+        let wanted = !done_ok || recrawl_on || fetchers_time || fetcher_done_for_good;
+        let entry = if wanted {
+            self.leased_entry(id, h, lease, done_ok)?
+        } else {
+            None
+        };
+        inner.lease_clock.clear(lease);
+        end_lease(h, pos, &mut inner.ip_groups, now_ms);
+        if outcome.host_answered() {
+            h.timeouts.clear();
+        }
+        if let PageOutcome::Done { response_ms } = outcome {
+            if let Some(e) = entry.as_ref().filter(|_| fetcher_done_for_good) {
+                out.done_for_good.push(url_hash(&e.url));
+            }
+            self.record_success(h, &mut out.batch, (id, seq), *response_ms, now_ms);
+            if let Some(e) = entry {
+                out.revisits.push((e, visit));
+            }
+            inner.stats.completed += 1;
+            out.dirty.push(id);
+            return Ok(());
+        }
+        let jitter: f64 = inner.rng.gen_range(0.0..0.25);
+        let why = outcome.reason();
+        let scope = self.charge_failure(h, seq, outcome, &why, jitter, now_ms);
+        let Some(mut entry) = entry else {
+            return Ok(());
+        };
+        entry.attempts += 1;
+        if entry.attempts >= self.cfg.max_attempts {
+            if recrawl_on {
+                // a known URL that fails for a while keeps its place in the schedule (only
+                // 404/410 answers make it gone)
+                out.revisits.push((entry.clone(), None));
+            }
+            let rec = give_up(h, &mut out.batch, (id, seq), entry, &why, now_ms);
+            inner.stats.given_up += 1;
+            inner.push_drop(rec);
+        } else {
+            // a retry entry with the attempts raised
+            keep_for_retry(h, &mut out.batch, (id, seq), &entry);
+            let wait = retry_wait_ms(scope, &self.cfg, entry.attempts, jitter);
+            if scope == FailureScope::Url {
+                tracing::debug!(url = %entry.url, wait_ms = wait, %why, "URL retried later");
+            }
+            h.delayed.push(Delayed {
+                seq,
+                due_ms: now_ms + wait,
+                behind: h.pending.end(),
+                expired: false,
+            });
+            h.rec.counters.queued += 1;
+            h.rec.counters.retried += 1;
+            inner.stats.retried += 1;
+        }
+        out.dirty.push(id);
+        Ok(())
+    }
+
+    /// A report of an expired lease whose URL waits at `at` in its host's delayed list
+    /// (see `complete_late`). A success's entry goes to its next visit, or to the
+    /// done-set (an entry that cannot be read is completed all the same). True for a
+    /// success.
+    fn complete_expired<'v>(
+        &self,
+        h: &mut HostMem,
+        at: usize,
+        out: &mut Completions<'v>,
+        (lease, outcome, visit): (LeaseId, &PageOutcome, Option<&'v Visit>),
+        recrawl_on: bool,
+        now_ms: u64,
+    ) -> Result<bool> {
+        let (id, seq) = (lease.host_id, lease.seq);
+        let done_ok = matches!(outcome, PageOutcome::Done { .. });
+        let fetchers_time = visit.is_some_and(|v| v.refetch_at_ms.is_some());
+        if done_ok {
+            if let Some(Ok(e)) = self
+                .entry_bytes(id, h, seq)?
+                .map(|v| QueueEntry::decode(&v))
+            {
+                if fetchers_time || recrawl_on {
+                    // its next visit from this answer, as on time
+                    out.revisits.push((e, visit));
+                } else {
+                    out.done_for_good.push(url_hash(&e.url));
+                }
+            }
+        }
+        Self::complete_late(h, at, id, seq, outcome, now_ms, &mut out.batch);
+        Ok(done_ok)
+    }
+
+    /// The leased URL's entry for its completion. After a failure it must be there (a
+    /// retry needs its attempts and URL): none is an unknown lease. After a success it is
+    /// only for its next visit: one that cannot be read costs the URL its place in the
+    /// schedule, not the completion.
+    fn leased_entry(
+        &self,
+        id: u64,
+        h: &HostMem,
+        lease: LeaseId,
+        done_ok: bool,
+    ) -> Result<Option<QueueEntry>> {
+        let seq = lease.seq;
+        if !done_ok {
+            return match self.entry_bytes(id, h, seq)? {
+                Some(v) => Ok(Some(QueueEntry::decode(&v)?)),
+                None => Err(FrontierError::UnknownLease(lease)),
+            };
+        }
+        Ok(
+            match self
+                .entry_bytes(id, h, seq)?
+                .map(|v| QueueEntry::decode(&v))
+            {
+                Some(Ok(e)) => Some(e),
+                Some(Err(e)) => {
+                    tracing::error!(host = %h.key, seq, error = %e, "leased entry not decodable; not rescheduled");
+                    None
+                }
+                None => None,
+            },
+        )
+    }
+
+    /// A page fetched: its retry entry (if any) goes, the host's back-off is over, and it
+    /// keeps its normal gap after this request.
+    fn record_success(
+        &self,
+        h: &mut HostMem,
+        batch: &mut Batch,
+        (id, seq): (u64, u64),
+        response_ms: u64,
+        now_ms: u64,
+    ) {
+        if h.forget_retry(seq) {
+            batch.del(keys::retry(id, seq));
+        }
+        batch.cut();
+        h.rec.last_response_ms = response_ms;
+        h.rec.backoff_level = 0;
+        h.rec.counters.completed += 1;
+        h.rec.next_allowed_ms = h
+            .rec
+            .next_allowed_ms
+            .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
+    }
+
+    /// What a failed fetch of `seq` does to its host: its timeouts counted, a server-wide
+    /// failure backs the host off, and either way the host keeps its normal gap after this
+    /// request. Returns whom the failure is blamed on.
+    fn charge_failure(
+        &self,
+        h: &mut HostMem,
+        seq: u64,
+        outcome: &PageOutcome,
+        why: &str,
+        jitter: f64,
+        now_ms: u64,
+    ) -> FailureScope {
+        if let PageOutcome::Throttled { response_ms, .. } = outcome {
+            h.rec.last_response_ms = *response_ms;
+        }
+        if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.timeouts.contains(&seq) {
+            h.timeouts.push(seq);
+        }
+        let scope = outcome.scope(h.timeouts.len()).unwrap_or(FailureScope::Url);
+        if scope == FailureScope::Host {
+            h.rec.backoff_level += 1;
+            let wait = host_backoff_ms(outcome, &self.cfg, h.rec.backoff_level, jitter);
+            h.rec.backoff_until_ms = now_ms + wait;
+            tracing::info!(host = %h.key, level = h.rec.backoff_level, wait_ms = wait, %why, "host backs off");
+        }
+        h.rec.next_allowed_ms = h
+            .rec
+            .next_allowed_ms
+            .max(now_ms + politeness::gap_ms(&self.cfg, &h.rec));
+        scope
     }
 
     /// Report the outcome of a robots.txt fetch handed out by `next`. The new robots state

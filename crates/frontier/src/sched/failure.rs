@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use crate::config::FrontierConfig;
+
 /// How a page fetch ended (the caller maps its fetch outcome with [`PageOutcome::from_status`]
 /// and [`PageOutcome::from_network`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +178,44 @@ pub fn backoff_step_ms(base_ms: u64, max_ms: u64, level: u64, jitter: f64) -> u6
     let shift = level.saturating_sub(1).min(32) as u32;
     let step = base_ms.saturating_mul(1u64 << shift).min(max_ms);
     step + (step as f64 * jitter.clamp(0.0, 0.25)) as u64
+}
+
+/// How long a host backs off after a server-wide failure, at back-off `level`: the
+/// server's `Retry-After` (capped), or else the exponential step with `jitter`.
+pub(crate) fn host_backoff_ms(
+    outcome: &PageOutcome,
+    cfg: &FrontierConfig,
+    level: u64,
+    jitter: f64,
+) -> u64 {
+    match outcome {
+        PageOutcome::Throttled {
+            retry_after: Some(d),
+            ..
+        } => (d.as_millis() as u64).min(cfg.retry_after_cap_ms),
+        _ => backoff_step_ms(cfg.backoff_base_ms, cfg.backoff_max_ms, level, jitter),
+    }
+}
+
+/// How long a failed URL with attempts left waits, behind the URLs queued before it
+/// failed. A server-wide failure: no wait of its own (the host backs off; when it may go
+/// again, its first request is a URL that has not just failed: a probe that can succeed).
+/// A per-URL failure: the URL's own back-off, by its attempts.
+pub(crate) fn retry_wait_ms(
+    scope: FailureScope,
+    cfg: &FrontierConfig,
+    attempts: u32,
+    jitter: f64,
+) -> u64 {
+    match scope {
+        FailureScope::Host => 0,
+        FailureScope::Url => backoff_step_ms(
+            cfg.backoff_base_ms,
+            cfg.backoff_max_ms,
+            u64::from(attempts),
+            jitter,
+        ),
+    }
 }
 
 #[cfg(test)]
