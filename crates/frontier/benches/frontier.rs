@@ -68,27 +68,69 @@ fn dir_size(p: &std::path::Path) -> u64 {
     total
 }
 
-fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return;
-    }
-    let n = env_usize("FRONTIER_BENCH_URLS", 1_000_000);
-    let hosts = env_usize("FRONTIER_BENCH_HOSTS", 100_000);
-    let batch = 10_000;
-    let base = std::env::var("FRONTIER_BENCH_DIR").unwrap_or_else(|_| "/tmp".into());
-    let dir = tempfile::tempdir_in(&base).expect("tempdir");
-    let mut cfg = FrontierConfig::new(dir.path().join("frontier")).without_gaps();
-    // sled's resident memory is several times its cache_capacity (its node accounting
-    // undercounts): 64 MiB keeps the whole process under 500 MB at 1M URLs
-    let cache_mb = env_usize("FRONTIER_BENCH_CACHE_MB", 64);
-    cfg.sled.cache_bytes = cache_mb as u64 * 1024 * 1024;
-    let intake_mb = env_usize("FRONTIER_BENCH_INTAKE_MB", 64);
-    cfg.intake_buffer_bytes = intake_mb as u64 * 1024 * 1024;
-    // the working set of origins: every host is dispatched once per round
-    cfg.robots_cache_origins = hosts.max(2) * 2;
-    let f = Frontier::open(cfg.clone()).expect("open");
+/// The run's size and store settings, from the environment.
+struct Params {
+    /// URLs to ingest and dispatch.
+    n: usize,
+    hosts: usize,
+    /// URLs per enqueue_batch, next_batch and raw sled batch.
+    batch: usize,
+    cache_mb: usize,
+    intake_mb: usize,
+}
 
-    // robots preset (not timed)
+impl Params {
+    fn from_env() -> Params {
+        Params {
+            n: env_usize("FRONTIER_BENCH_URLS", 1_000_000),
+            hosts: env_usize("FRONTIER_BENCH_HOSTS", 100_000),
+            batch: 10_000,
+            // sled's resident memory is several times its cache_capacity (its node
+            // accounting undercounts): 64 MiB keeps the whole process under 500 MB at 1M URLs
+            cache_mb: env_usize("FRONTIER_BENCH_CACHE_MB", 64),
+            intake_mb: env_usize("FRONTIER_BENCH_INTAKE_MB", 64),
+        }
+    }
+}
+
+/// Wall-clock and CPU seconds of one phase.
+#[derive(Clone, Copy)]
+struct Timed {
+    s: f64,
+    cpu: f64,
+}
+
+/// Runs `f`, timing it on the wall clock and in CPU seconds.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Timed) {
+    let t = Instant::now();
+    let c = cpu_s();
+    let out = f();
+    let s = t.elapsed().as_secs_f64();
+    (
+        out,
+        Timed {
+            s,
+            cpu: cpu_s() - c,
+        },
+    )
+}
+
+fn env_is(k: &str, v: &str) -> bool {
+    std::env::var(k).is_ok_and(|x| x == v)
+}
+
+/// A store in `dir` with no politeness gaps, and robots cache room for every origin.
+fn bench_config(p: &Params, dir: &std::path::Path) -> FrontierConfig {
+    let mut cfg = FrontierConfig::new(dir.join("frontier")).without_gaps();
+    cfg.sled.cache_bytes = p.cache_mb as u64 * 1024 * 1024;
+    cfg.intake_buffer_bytes = p.intake_mb as u64 * 1024 * 1024;
+    // the working set of origins: every host is dispatched once per round
+    cfg.robots_cache_origins = p.hosts.max(2) * 2;
+    cfg
+}
+
+/// Every origin's robots.txt preset to allow-all (a 404), so dispatch hands out pages only.
+fn preset_robots(f: &Frontier, hosts: usize) {
     let origins: Vec<String> = (0..hosts)
         .map(|h| format!("http://host{h}.example"))
         .collect();
@@ -99,56 +141,44 @@ fn main() {
             .collect();
         f.set_robots(&outs, T0).expect("robots");
     }
+}
 
-    // ingest
-    let t = Instant::now();
-    let c = cpu_s();
+/// Enqueues the run's URLs, spread round-robin over its hosts; returns how many were queued.
+fn ingest(f: &Frontier, p: &Params) -> usize {
     let mut queued = 0usize;
     let mut i = 0usize;
-    while i < n {
-        let urls: Vec<String> = (i..(i + batch).min(n))
-            .map(|k| format!("http://host{}.example/page/{}", k % hosts, k))
+    while i < p.n {
+        let urls: Vec<String> = (i..(i + p.batch).min(p.n))
+            .map(|k| format!("http://host{}.example/page/{}", k % p.hosts, k))
             .collect();
         i += urls.len();
         let r = f.enqueue_batch(&urls, T0).expect("enqueue");
         queued += r.iter().filter(|x| **x == EnqueueResult::Queued).count();
     }
-    let ingest_s = t.elapsed().as_secs_f64();
-    let ingest_cpu = cpu_s() - c;
-    assert_eq!(queued, n);
-    let rss_ingest = peak_rss_mb();
-    let disk_ingest = f.size_on_disk().expect("size");
-    let disk_files = dir_size(dir.path());
-    if std::env::var("FRONTIER_BENCH_INGEST_ONLY").is_ok_and(|v| v == "1") {
-        println!(
-            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), peak RSS {rss_ingest:.0} MB, {:.0} B/URL on disk",
-            n as f64 / ingest_s,
-            disk_files as f64 / n as f64
-        );
-        return;
+    queued
+}
+
+/// With FRONTIER_BENCH_REOPEN=1, the store closed and opened again, timed: what an operator
+/// waits for after a stop with everything queued. Off by default: two stores opened one
+/// after the other in one process raise its peak RSS (freed memory is not returned to the
+/// system), so the standard run's peak RSS is measured without it.
+fn reopen_if_asked(f: Frontier, cfg: &FrontierConfig) -> (Frontier, Option<f64>) {
+    if !env_is("FRONTIER_BENCH_REOPEN", "1") {
+        return (f, None);
     }
-
-    // restart (with FRONTIER_BENCH_REOPEN=1): what an operator waits for after a stop with
-    // everything queued. Off by default: two stores opened one after the other in one
-    // process raise its peak RSS (freed memory is not returned to the system), so the
-    // standard run's peak RSS is measured without it.
-    let (f, reopen_s) = if std::env::var("FRONTIER_BENCH_REOPEN").is_ok_and(|v| v == "1") {
-        drop(f);
-        let t = Instant::now();
-        let f = Frontier::open(cfg.clone()).expect("reopen");
-        (f, Some(t.elapsed().as_secs_f64()))
-    } else {
-        (f, None)
-    };
-    let reopen = reopen_s.map_or("not measured".to_string(), |s| format!("{s:.2} s"));
-
-    // dispatch + complete
+    drop(f);
     let t = Instant::now();
-    let c = cpu_s();
+    let f = Frontier::open(cfg.clone()).expect("reopen");
+    (f, Some(t.elapsed().as_secs_f64()))
+}
+
+/// Dispatches and completes every queued URL, moving the clock on only when nothing is
+/// ready.
+fn dispatch_all(f: &Frontier, p: &Params) {
     let mut dispatched = 0usize;
     let mut now = T0 + 1;
-    while dispatched < n {
-        let items = f.next_batch(now, batch).expect("next");
+    while dispatched < p.n {
+        let items = f.next_batch(now, p.batch).expect("next");
         if items.is_empty() {
             now += 1;
             continue;
@@ -156,58 +186,73 @@ fn main() {
         let done: Vec<(LeaseId, PageOutcome)> = items
             .into_iter()
             .filter_map(|w| match w {
-                WorkItem::Page(p) => Some((p.id, PageOutcome::Done { response_ms: 0 })),
+                WorkItem::Page(page) => Some((page.id, PageOutcome::Done { response_ms: 0 })),
                 WorkItem::Robots(_) => None,
             })
             .collect();
         dispatched += done.len();
         f.complete_batch(&done, now).expect("complete");
     }
-    let dispatch_s = t.elapsed().as_secs_f64();
-    let dispatch_cpu = cpu_s() - c;
-    let rss_dispatch = peak_rss_mb();
-    let hosts_left = f.hosts_in_memory();
-    drop(f);
+}
 
-    if std::env::var("FRONTIER_BENCH_RAW").is_ok_and(|v| v == "0") {
-        println!(
-            "ingest {:.0} URLs/s (CPU {ingest_cpu:.2} s), reopen {reopen}, dispatch {:.0} URLs/s (CPU {dispatch_cpu:.2} s), peak RSS {rss_ingest:.0} MB after ingest, {rss_dispatch:.0} MB after dispatch, {:.0} B/URL on disk",
-            n as f64 / ingest_s,
-            n as f64 / dispatch_s,
-            disk_ingest as f64 / n as f64
-        );
-        return;
-    }
-    // raw sled reference: same number of keys, keys laid out as queue keys, values the size
-    // of a queue entry
-    let raw = SledStore::open(&dir.path().join("raw"), &cfg.sled).expect("raw open");
+/// Raw sled reference: the same number of keys, laid out as queue keys, values the size of
+/// a queue entry, inserted then removed in batches (one flush each).
+fn raw_sled_reference(dir: &std::path::Path, cfg: &FrontierConfig, p: &Params) -> (Timed, Timed) {
+    let raw = SledStore::open(&dir.join("raw"), &cfg.sled).expect("raw open");
     let db = raw.db();
     let value = vec![7u8; 45];
-    let t = Instant::now();
-    let c0 = cpu_s();
-    for c in 0..n.div_ceil(batch) {
-        let mut b = sled::Batch::default();
-        for k in (c * batch)..((c + 1) * batch).min(n) {
-            b.insert(keys::queued((k % hosts) as u64, k as u64), value.clone());
+    let chunks = p.n.div_ceil(p.batch);
+    let keys_of = |c: usize| {
+        ((c * p.batch)..((c + 1) * p.batch).min(p.n))
+            .map(|k| keys::queued((k % p.hosts) as u64, k as u64))
+    };
+    let ((), insert) = timed(|| {
+        for c in 0..chunks {
+            let mut b = sled::Batch::default();
+            for k in keys_of(c) {
+                b.insert(k, value.clone());
+            }
+            db.apply_batch(b).expect("raw insert");
+            db.flush().expect("flush");
         }
-        db.apply_batch(b).expect("raw insert");
-        db.flush().expect("flush");
-    }
-    let raw_ins_s = t.elapsed().as_secs_f64();
-    let raw_ins_cpu = cpu_s() - c0;
-    let t = Instant::now();
-    let c0 = cpu_s();
-    for c in 0..n.div_ceil(batch) {
-        let mut b = sled::Batch::default();
-        for k in (c * batch)..((c + 1) * batch).min(n) {
-            b.remove(keys::queued((k % hosts) as u64, k as u64));
+    });
+    let ((), remove) = timed(|| {
+        for c in 0..chunks {
+            let mut b = sled::Batch::default();
+            for k in keys_of(c) {
+                b.remove(k);
+            }
+            db.apply_batch(b).expect("raw remove");
+            db.flush().expect("flush");
         }
-        db.apply_batch(b).expect("raw remove");
-        db.flush().expect("flush");
-    }
-    let raw_rm_s = t.elapsed().as_secs_f64();
-    let raw_rm_cpu = cpu_s() - c0;
+    });
+    (insert, remove)
+}
 
+/// What the frontier phases measured.
+struct Measured {
+    ingest: Timed,
+    dispatch: Timed,
+    /// The reopen's time, or "not measured".
+    reopen: String,
+    rss_ingest: f64,
+    rss_dispatch: f64,
+    /// sled's size_on_disk after ingest.
+    disk_ingest: u64,
+    /// The store's files after ingest.
+    disk_files: u64,
+    hosts_left: usize,
+}
+
+/// The full report: the frontier's phases and the raw sled reference, as a table.
+fn print_table(p: &Params, m: &Measured, (raw_ins, raw_rm): (Timed, Timed)) {
+    let Params {
+        n,
+        hosts,
+        batch,
+        cache_mb,
+        intake_mb,
+    } = *p;
     let rate = |s: f64| n as f64 / s;
     println!(
         "frontier benchmark: {n} URLs over {hosts} hosts, batches of {batch}, sled cache {cache_mb} MiB, intake buffer {intake_mb} MiB"
@@ -215,31 +260,98 @@ fn main() {
     println!("| measure | value |");
     println!("| --- | --- |");
     println!(
-        "| ingest (enqueue_batch, durable) | {:.0} URLs/s ({ingest_s:.2} s, CPU {ingest_cpu:.2} s) |",
-        rate(ingest_s)
+        "| ingest (enqueue_batch, durable) | {:.0} URLs/s ({:.2} s, CPU {:.2} s) |",
+        rate(m.ingest.s),
+        m.ingest.s,
+        m.ingest.cpu
     );
     println!(
-        "| dispatch (next_batch + complete_batch, durable) | {:.0} URLs/s ({dispatch_s:.2} s, CPU {dispatch_cpu:.2} s) |",
-        rate(dispatch_s)
+        "| dispatch (next_batch + complete_batch, durable) | {:.0} URLs/s ({:.2} s, CPU {:.2} s) |",
+        rate(m.dispatch.s),
+        m.dispatch.s,
+        m.dispatch.cpu
     );
-    println!("| reopen with everything queued (Frontier::open) | {reopen} |");
-    println!("| peak RSS after ingest | {rss_ingest:.0} MB |");
-    println!("| peak RSS after dispatch | {rss_dispatch:.0} MB |");
+    println!(
+        "| reopen with everything queued (Frontier::open) | {} |",
+        m.reopen
+    );
+    println!("| peak RSS after ingest | {:.0} MB |", m.rss_ingest);
+    println!("| peak RSS after dispatch | {:.0} MB |", m.rss_dispatch);
     println!(
         "| bytes on disk per URL after ingest (sled size_on_disk) | {:.0} |",
-        disk_ingest as f64 / n as f64
+        m.disk_ingest as f64 / n as f64
     );
     println!(
         "| bytes on disk per URL after ingest (files) | {:.0} |",
-        disk_files as f64 / n as f64
+        m.disk_files as f64 / n as f64
     );
-    println!("| hosts in memory after dispatch | {hosts_left} |");
+    println!("| hosts in memory after dispatch | {} |", m.hosts_left);
     println!(
-        "| raw sled insert (apply_batch + flush per 10k) | {:.0} keys/s ({raw_ins_s:.2} s, CPU {raw_ins_cpu:.2} s) |",
-        rate(raw_ins_s)
+        "| raw sled insert (apply_batch + flush per 10k) | {:.0} keys/s ({:.2} s, CPU {:.2} s) |",
+        rate(raw_ins.s),
+        raw_ins.s,
+        raw_ins.cpu
     );
     println!(
-        "| raw sled remove (apply_batch + flush per 10k) | {:.0} keys/s ({raw_rm_s:.2} s, CPU {raw_rm_cpu:.2} s) |",
-        rate(raw_rm_s)
+        "| raw sled remove (apply_batch + flush per 10k) | {:.0} keys/s ({:.2} s, CPU {:.2} s) |",
+        rate(raw_rm.s),
+        raw_rm.s,
+        raw_rm.cpu
     );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let p = Params::from_env();
+    let base = std::env::var("FRONTIER_BENCH_DIR").unwrap_or_else(|_| "/tmp".into());
+    let dir = tempfile::tempdir_in(&base).expect("tempdir");
+    let cfg = bench_config(&p, dir.path());
+    let f = Frontier::open(cfg.clone()).expect("open");
+    preset_robots(&f, p.hosts); // (not timed)
+    let (queued, ingest) = timed(|| ingest(&f, &p));
+    assert_eq!(queued, p.n);
+    let n = p.n as f64;
+    let rss_ingest = peak_rss_mb();
+    let disk_ingest = f.size_on_disk().expect("size");
+    let disk_files = dir_size(dir.path());
+    if env_is("FRONTIER_BENCH_INGEST_ONLY", "1") {
+        println!(
+            "ingest {:.0} URLs/s (CPU {:.2} s), peak RSS {rss_ingest:.0} MB, {:.0} B/URL on disk",
+            n / ingest.s,
+            ingest.cpu,
+            disk_files as f64 / n
+        );
+        return;
+    }
+    let (f, reopen_s) = reopen_if_asked(f, &cfg);
+    let reopen = reopen_s.map_or("not measured".to_string(), |s| format!("{s:.2} s"));
+    let ((), dispatch) = timed(|| dispatch_all(&f, &p));
+    let rss_dispatch = peak_rss_mb();
+    let hosts_left = f.hosts_in_memory();
+    drop(f);
+    if env_is("FRONTIER_BENCH_RAW", "0") {
+        println!(
+            "ingest {:.0} URLs/s (CPU {:.2} s), reopen {reopen}, dispatch {:.0} URLs/s (CPU {:.2} s), peak RSS {rss_ingest:.0} MB after ingest, {rss_dispatch:.0} MB after dispatch, {:.0} B/URL on disk",
+            n / ingest.s,
+            ingest.cpu,
+            n / dispatch.s,
+            dispatch.cpu,
+            disk_ingest as f64 / n
+        );
+        return;
+    }
+    let raw = raw_sled_reference(dir.path(), &cfg, &p);
+    let m = Measured {
+        ingest,
+        dispatch,
+        reopen,
+        rss_ingest,
+        rss_dispatch,
+        disk_ingest,
+        disk_files,
+        hosts_left,
+    };
+    print_table(&p, &m, raw);
 }
