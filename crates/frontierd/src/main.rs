@@ -2,6 +2,8 @@
 //! decision in the library crates.
 
 mod admin;
+/// The URL list format, the admin API's (`crate::url_list::…`).
+use frontierd_admin::url_list;
 /// The configuration, from its own crate (`crate::config::…` everywhere in the binary).
 use frontierd_config as config;
 mod cluster_cmd;
@@ -12,7 +14,6 @@ mod log_filter;
 mod metrics;
 mod robots_cmd;
 mod stdout;
-mod url_list;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -23,22 +23,7 @@ use crate::url_list::{echo, read_batch, Batch, LineReader, Rejection};
 /// Rejected `--seeds` lines logged one by one (WARN), at most; the crawl log has them all.
 const SEED_REJECTS_LOGGED: usize = 20;
 
-/// What became of a batch.
-#[derive(Debug, Default)]
-pub struct Tally {
-    pub accepted: u64,
-    pub duplicate: u64,
-    /// In line order.
-    pub rejected: Vec<Rejection>,
-}
-
-impl Tally {
-    fn add(&mut self, other: Tally) {
-        self.accepted += other.accepted;
-        self.duplicate += other.duplicate;
-        self.rejected.extend(other.rejected);
-    }
-}
+pub use frontierd_admin::Tally;
 
 /// Offer a batch of seeds (depth 0) to the frontier, durably. Every rejected line, refused
 /// here or by the frontier, is counted and written to the crawl log.

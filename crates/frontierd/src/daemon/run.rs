@@ -14,7 +14,6 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use warc::{recover_open_files, WarcConfig, WarcWriter};
 
-use crate::admin::server::AdminServer;
 use crate::config::Settings;
 use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
@@ -25,6 +24,7 @@ use crate::internal_events::daemon::{
 use crate::internal_events::fetch::CompletionsApplied;
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
+use frontierd_admin::AdminServer;
 
 /// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
 pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
@@ -268,7 +268,7 @@ async fn open_frontier_when_writable(
         Err(e) => return Err(e),
     };
     let reason = |e: &anyhow::Error| format!("the store cannot be opened: {e:#}");
-    let waiting = crate::admin::waiting::Waiting::start(admin_listener, reason(&first))?;
+    let waiting = frontierd_admin::waiting::Waiting::start(admin_listener, reason(&first))?;
     StoreOpenWaiting::Began { error: &first }.emit(metrics);
     let _ = sd_notify::notify(
         false,
@@ -351,8 +351,16 @@ async fn start_listeners(
     let admin_addr = listener.local_addr()?;
     // a page linking to our own API must never make us read it (before any worker runs)
     shared.fetcher.add_own_listener(admin_addr);
-    let admin = crate::admin::server::AdminServer::start(listener, shared.clone())
-        .context("starting the admin API's thread")?;
+    let limits = &shared.settings.raw.admin;
+    let limits = frontierd_admin::Limits {
+        max_connections: limits.max_connections as usize,
+        header_read_timeout: limits.header_read_timeout.0,
+        request_timeout: limits.request_timeout.0,
+        token: shared.token.clone(),
+    };
+    let backend = Arc::new(crate::admin::backend::DaemonBackend(shared.clone()));
+    let admin =
+        AdminServer::start(listener, backend, limits).context("starting the admin API's thread")?;
     // tell tools where we listen (useful with port 0)
     fs::write(data_dir.join("admin.addr"), format!("{admin_addr}\n")).ok();
     Listening::Admin {

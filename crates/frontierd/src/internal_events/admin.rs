@@ -57,13 +57,7 @@ impl InternalEvent for AdminConnectionRefused {
 }
 
 /// Which admin API timeout cut a connection off: the `phase` label of `admin_timeouts`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AdminTimeout {
-    /// No complete request head within `admin.header_read_timeout`.
-    Header,
-    /// A request (body and answer) not complete within `admin.request_timeout`.
-    Request { method: hyper::Method },
-}
+pub use frontierd_admin::Timeout as AdminTimeout;
 
 /// An admin API connection or request was cut off by its timeout.
 pub struct AdminTimedOut<'a> {
@@ -129,5 +123,45 @@ impl InternalEvent for HostPauseChanged<'_> {
             changed = self.changed, created = self.created,
             "host {} by operator", self.action
         );
+    }
+}
+
+/// The admin API server's report of `event`, as this daemon's event.
+pub fn server_event(event: frontierd_admin::ServerEvent<'_>, m: &Metrics) {
+    use frontierd_admin::ServerEvent as E;
+    match event {
+        E::AcceptFailed { error } => AdminAcceptFailed { error }.emit(m),
+        E::Refused {
+            peer,
+            max_connections,
+            log,
+        } => AdminConnectionRefused {
+            peer,
+            max_connections,
+            log,
+        }
+        .emit(m),
+        E::Opened { peer } => AdminConnectionOpened { peer }.emit(m),
+        E::Closed { peer, error } => AdminConnectionClosed { peer, error }.emit(m),
+        E::TimedOut {
+            peer,
+            timeout,
+            path,
+            limit,
+        } => AdminTimedOut {
+            peer,
+            timeout: &timeout,
+            path,
+            limit,
+        }
+        .emit(m),
+        E::PauseChanged(c) => HostPauseChanged {
+            host: c.host,
+            requested: c.requested,
+            action: c.action,
+            changed: c.changed,
+            created: c.created,
+        }
+        .emit(m),
     }
 }

@@ -1,0 +1,234 @@
+//! What the admin API shows of a frontier, read-only: hosts with their origins' robots.txt
+//! states, and IP groups. Which robots states hold a host's URLs and which origins belong
+//! to a politeness key are decided here, once, for the list and the detail alike.
+
+use std::time::Duration;
+
+use frontier::{Frontier, FrontierError, HostRecord};
+use robots_policy::state::{RobotsStateKind, RobotsStatus};
+
+use crate::answers::{
+    HostCounters, HostView, HostsAnswer, IpGroup, IpGroupsAnswer, LastFetch, OriginView,
+    RobotsSummary,
+};
+
+/// An instant as RFC 3339 with milliseconds.
+pub fn rfc3339_ms(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// Whether the robots state an origin is in holds its URLs (nothing fetched, nothing
+/// dropped): never fetched, stale (refetch due) or failing (5xx-disallow).
+pub fn robots_holds(kind: RobotsStateKind) -> bool {
+    use RobotsStateKind as K;
+    matches!(kind, K::Unknown | K::Stale | K::ServerErrorDisallow)
+}
+
+/// Whether an origin belongs to a politeness key (a host, a registrable domain, or, with
+/// `politeness.key = "origin"`, the origin itself).
+pub fn origin_in_key(origin: &str, key: &str) -> bool {
+    let host = url::Url::parse(origin)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default();
+    origin == key || host == key || host.ends_with(&format!(".{key}"))
+}
+
+/// The robots summary of one host's origins.
+pub fn robots_summary(kinds: &[RobotsStateKind]) -> RobotsSummary {
+    let mut robots_states = std::collections::BTreeMap::new();
+    for k in kinds {
+        *robots_states.entry(k.as_str().to_string()).or_insert(0) += 1;
+    }
+    let held = kinds.iter().filter(|k| robots_holds(**k)).count();
+    let state = match kinds.split_first() {
+        None => "unknown",
+        Some((first, rest)) if rest.iter().all(|k| k == first) => first.as_str(),
+        Some(_) => "mixed",
+    };
+    let n = kinds.len();
+    RobotsSummary {
+        robots: format!("{held} of {n} origin{} held", if n == 1 { "" } else { "s" }),
+        robots_held: held,
+        robots_states,
+        robots_state: state.to_string(),
+    }
+}
+
+fn host_view(
+    frontier: &Frontier,
+    key: &str,
+    rec: &HostRecord,
+    kinds: &[RobotsStateKind],
+    now_ms: u64,
+) -> HostView {
+    let c = &rec.counters;
+    HostView {
+        host: key.to_string(),
+        ip: frontier
+            .host_address(key)
+            .ok()
+            .flatten()
+            .map(|ip| ip.to_string()),
+        queued: c.queued,
+        in_flight: rec.in_flight,
+        paused: frontier.is_paused(key),
+        next_allowed: rfc3339_ms(rec.next_allowed_ms),
+        next_allowed_in_ms: rec.next_allowed_ms.saturating_sub(now_ms),
+        backoff_level: rec.backoff_level,
+        backoff_until: (rec.backoff_until_ms > now_ms).then(|| rfc3339_ms(rec.backoff_until_ms)),
+        crawl_delay_ms: rec.crawl_delay_ms,
+        last_response_ms: rec.last_response_ms,
+        skipped: rec.skipped != 0,
+        counters: HostCounters {
+            enqueued: c.enqueued,
+            dispatched: c.dispatched,
+            completed: c.completed,
+            dropped: c.dropped,
+            given_up: c.given_up,
+            retried: c.retried,
+            robots_fetches: c.robots_fetches,
+            crawl_delay_clamped: c.crawl_delay_clamped,
+        },
+        robots: robots_summary(kinds),
+        key: None,
+        requested: None,
+        origins: None,
+    }
+}
+
+fn origin_view(origin: String, st: &RobotsStatus, sitemaps: Vec<String>) -> OriginView {
+    OriginView {
+        origin,
+        robots_state: st.kind.as_str().to_string(),
+        held: robots_holds(st.kind),
+        since: st.since.map(|t| rfc3339_ms(t.0)),
+        expires: st.expires_at.map(|t| rfc3339_ms(t.0)),
+        fallback_at: st.fallback_at.map(|t| rfc3339_ms(t.0)),
+        next_fetch: rfc3339_ms(st.next_fetch_at.0),
+        attempt: st.attempt,
+        last_fetch: st.last_fetch.as_ref().map(|l| LastFetch {
+            at: rfc3339_ms(l.at.0),
+            outcome: format!("{:?}", l.outcome),
+        }),
+        body_bytes: st.copy_body_len,
+        sitemaps,
+    }
+}
+
+/// `GET /v1/hosts`: at most `limit` hosts, those with an origin in robots state `state`
+/// when given ("unknown" also matches a host none of whose origins has a record).
+pub fn hosts(
+    frontier: &Frontier,
+    state: Option<&str>,
+    limit: usize,
+    now_ms: u64,
+) -> Result<HostsAnswer, FrontierError> {
+    let states: Vec<(String, RobotsStateKind)> = frontier
+        .origins(now_ms)?
+        .into_iter()
+        .map(|o| (o.origin, o.status.kind))
+        .collect();
+    let mut hosts = Vec::new();
+    for (key, rec) in frontier.hosts(None, usize::MAX)? {
+        if hosts.len() >= limit {
+            break;
+        }
+        // every origin of the host, not only the first: one held origin next to good ones
+        // is what an operator needs to see
+        let kinds: Vec<RobotsStateKind> = states
+            .iter()
+            .filter(|(o, _)| origin_in_key(o, &key))
+            .map(|(_, k)| *k)
+            .collect();
+        if let Some(want) = state {
+            let matched =
+                kinds.iter().any(|k| k.as_str() == want) || (kinds.is_empty() && want == "unknown");
+            if !matched {
+                continue;
+            }
+        }
+        hosts.push(host_view(frontier, &key, &rec, &kinds, now_ms));
+    }
+    Ok(HostsAnswer { hosts })
+}
+
+/// `GET /v1/hosts/{host}`: one politeness key in detail, None if the frontier has no record
+/// of it; a key paused ahead of its first URL (`?create=true`) shows as an empty record.
+pub fn host(
+    frontier: &Frontier,
+    key: &str,
+    requested: &str,
+    now_ms: u64,
+) -> Result<Option<HostView>, FrontierError> {
+    let rec = match frontier.host_record(key)? {
+        Some(rec) => rec,
+        None if frontier.is_paused(key) => HostRecord::default(),
+        None => return Ok(None),
+    };
+    let mut origins = Vec::new();
+    let mut kinds = Vec::new();
+    for view in frontier.origins_of(key, now_ms)? {
+        kinds.push(view.status.kind);
+        origins.push(origin_view(view.origin, &view.status, view.sitemaps));
+    }
+    let mut v = host_view(frontier, key, &rec, &kinds, now_ms);
+    v.key = Some(key.to_string());
+    v.requested = Some(requested.to_string());
+    v.origins = Some(origins);
+    Ok(Some(v))
+}
+
+/// `GET /v1/ip-groups`: the groups of the hosts the frontier holds in memory.
+pub fn ip_groups(frontier: &Frontier, now_ms: u64) -> IpGroupsAnswer {
+    let cfg = frontier.config();
+    IpGroupsAnswer {
+        max_in_flight_per_ip: cfg.max_in_flight_per_ip,
+        ip_delay_ms: cfg.ip_delay_ms,
+        ip_groups: frontier
+            .ip_groups()
+            .into_iter()
+            .map(|g| IpGroup {
+                ip: g.ip.to_string(),
+                host_count: g.hosts.len(),
+                hosts: g.hosts,
+                in_flight: g.in_flight,
+                waiting: g.waiting,
+                next_allowed: rfc3339_ms(g.next_allowed_ms),
+                next_allowed_in_ms: g.next_allowed_ms.saturating_sub(now_ms),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use robots_policy::state::RobotsStateKind as K;
+
+    #[test]
+    fn origins_belong_to_their_host_and_domain_keys_only() {
+        assert!(origin_in_key("https://a.example", "a.example"));
+        assert!(origin_in_key("https://www.a.example:8443", "a.example"));
+        assert!(origin_in_key("https://a.example", "https://a.example"));
+        assert!(!origin_in_key("https://ba.example", "a.example"));
+        assert!(!origin_in_key("https://a.example.org", "a.example"));
+    }
+
+    #[test]
+    fn the_summary_counts_held_origins_and_names_a_shared_state() {
+        let s = robots_summary(&[K::Unknown, K::Unknown]);
+        assert_eq!(
+            (s.robots.as_str(), s.robots_held, s.robots_state.as_str()),
+            ("2 of 2 origins held", 2, "unknown")
+        );
+        let s = robots_summary(&[K::Unknown, K::Stale, K::ServerErrorDisallow]);
+        assert_eq!((s.robots_held, s.robots_state.as_str()), (3, "mixed"));
+        let s = robots_summary(&[]);
+        assert_eq!(
+            (s.robots.as_str(), s.robots_state.as_str()),
+            ("0 of 0 origins held", "unknown")
+        );
+        assert_eq!(robots_summary(&[K::Stale]).robots, "1 of 1 origin held");
+    }
+}
