@@ -6,12 +6,13 @@ mod admin;
 use frontierd_admin::url_list;
 /// The configuration, from its own crate (`crate::config::…` everywhere in the binary).
 use frontierd_config as config;
+/// The metrics registry (`crate::metrics::…`).
+use frontierd_metrics as metrics;
 mod cluster_cmd;
 mod daemon;
 mod grpc;
 mod internal_events;
 mod log_filter;
-mod metrics;
 mod robots_cmd;
 mod stdout;
 

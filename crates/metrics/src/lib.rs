@@ -1,4 +1,8 @@
-//! The one Prometheus registry of the daemon (`GET /metrics`). See `docs/metrics.md`.
+//! The one Prometheus registry of the daemon (`GET /metrics`): every metric's name, type,
+//! labels and HELP text, and the two exposition formats. See `docs/metrics.md`.
+//!
+//! Must never: log, or count on its own. Only the daemon's internal events change a
+//! metric, so a metric and its log line never disagree.
 //!
 //! `prometheus_client` encodes OpenMetrics, which names a counter family `x` and its sample
 //! `x_total`. Prometheus' own text format 0.0.4 (what `promtool check metrics` and most other
@@ -20,9 +24,11 @@ mod register;
 pub use cluster::ClusterMetrics;
 pub use disk::DiskMetrics;
 
+/// The label set of a metric family.
 pub type Labels = Vec<(String, String)>;
 
-pub(crate) fn l(k: &str, v: &str) -> Labels {
+/// One label pair, for `Family::get_or_create`.
+pub fn l(k: &str, v: &str) -> Labels {
     vec![(k.to_string(), v.to_string())]
 }
 
