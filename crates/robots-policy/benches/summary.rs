@@ -257,14 +257,28 @@ fn main() {
         eprintln!("measuring {} ...", file.name);
         rows.push(measure(file));
     }
+    let real: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.name != common::SYNTHETIC)
+        .collect();
 
+    print_speed_table(&rows, &real);
+    print_parse_with_first_check(&rows, &real);
+    print_parse_back_to_back(&real);
+    matcher_self_check();
+    print_agreement(&corpus, verify_max, verify_synthetic, show, show_published);
+}
+
+/// The markdown table of docs/benchmarks.md: a row per file, then the geometric mean
+/// of the real files (the synthetic one is an extreme, not a typical file).
+fn print_speed_table(rows: &[Row], real: &[&Row]) {
     println!(
         "| file | bytes | rules (Googlebot group / file) | parse MB/s ours | parse MB/s \
          texting_robots | parse ratio | checks/s ours | checks/s texting_robots | checks/s \
          robotstxt (re-parses per check) | match ratio ours / texting_robots |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &rows {
+    for r in rows {
         println!(
             "| {} | {} | {} / {} | {:.0} | {:.0} | {:.2}x | {} | {} | {} | {:.0}x |",
             r.name,
@@ -280,10 +294,6 @@ fn main() {
             r.match_ratio(),
         );
     }
-    let real: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.name != common::SYNTHETIC)
-        .collect();
     if !real.is_empty() {
         println!(
             "| **geometric mean, {} real files** | | | {:.0} | {:.0} | {:.2}x | {} | {} | {} | \
@@ -298,8 +308,13 @@ fn main() {
             geomean(real.iter().map(|r| r.match_ratio())),
         );
     }
+}
+
+/// Parse plus one check per file: ours builds its floating-rule automaton on first use,
+/// so this is its cost for a file checked once.
+fn print_parse_with_first_check(rows: &[Row], real: &[&Row]) {
     println!("\nparse + first check (ours builds its floating-rule automaton on first use), MB/s:");
-    for r in &rows {
+    for r in rows {
         println!(
             "  {:<12} ours {:>5.0}  texting_robots {:>5.0}  ratio {:.2}x",
             r.name,
@@ -317,6 +332,10 @@ fn main() {
             )
         );
     }
+}
+
+/// Parse throughput over all real files together: weighted by size, unlike the mean.
+fn print_parse_back_to_back(real: &[&Row]) {
     let total_bytes: usize = real.iter().map(|r| r.bytes).sum();
     let total_ours: f64 = real.iter().map(|r| r.bytes as f64 / r.parse_ours).sum();
     let total_texting: f64 = real.iter().map(|r| r.bytes as f64 / r.parse_texting).sum();
@@ -325,15 +344,25 @@ fn main() {
         total_bytes as f64 / total_ours,
         total_bytes as f64 / total_texting
     );
+}
 
-    matcher_self_check();
-
+/// Compares verdicts with robotstxt on each file (`verify_max` URLs of a real file,
+/// `verify_synthetic` of the synthetic one) and prints the counts, then up to `show`
+/// disagreements with the corrected reference and `show_published` with the published
+/// crate only.
+fn print_agreement(
+    corpus: &[CorpusFile],
+    verify_max: usize,
+    verify_synthetic: usize,
+    show: usize,
+    show_published: usize,
+) {
     println!(
         "\nagreement with robotstxt (Google's library ported to Rust), agent {AGENT}: \
          as published / with Google's `Matches` restored"
     );
     let (mut total, mut total_published, mut total_fixed) = (0usize, 0usize, 0usize);
-    for file in &corpus {
+    for file in corpus {
         let max = if file.is_synthetic() {
             verify_synthetic
         } else {
@@ -356,32 +385,29 @@ fn main() {
         );
         // Differences from the corrected reference first: those would be ours to fix.
         for d in fixed.iter().take(show) {
-            println!(
-                "    VS GOOGLE MATCHES  {}  ours: {} [{}]  robotstxt: {}  robotstxt+Matches: {}",
-                d.url,
-                verdict(d.ours),
-                d.rule.as_deref().unwrap_or("no rule"),
-                verdict(d.published),
-                verdict(d.fixed),
-            );
+            print_disagreement("VS GOOGLE MATCHES", d);
         }
         for d in found
             .iter()
             .filter(|d| d.ours == d.fixed)
             .take(show_published)
         {
-            println!(
-                "    published only  {}  ours: {} [{}]  robotstxt: {}  robotstxt+Matches: {}",
-                d.url,
-                verdict(d.ours),
-                d.rule.as_deref().unwrap_or("no rule"),
-                verdict(d.published),
-                verdict(d.fixed),
-            );
+            print_disagreement("published only", d);
         }
     }
     println!(
         "  total: {total} URLs compared; {total_published} disagreements with robotstxt as \
          published, {total_fixed} with robotstxt + Google's Matches"
+    );
+}
+
+fn print_disagreement(label: &str, d: &Disagreement) {
+    println!(
+        "    {label}  {}  ours: {} [{}]  robotstxt: {}  robotstxt+Matches: {}",
+        d.url,
+        verdict(d.ours),
+        d.rule.as_deref().unwrap_or("no rule"),
+        verdict(d.published),
+        verdict(d.fixed),
     );
 }
