@@ -12,13 +12,14 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
+use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::intake::{
     SeedLineRejected, SeedsSubmitted, SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested,
-    SpoolRoundFailed, UrlRejected,
+    SpoolRoundFailed,
 };
 use crate::internal_events::InternalEvent;
-use crate::url_list::{echo, read_batch, Batch, LineReader, Rejection};
+use crate::url_list::{read_batch, Batch, LineReader};
 
 /// Rejected `--seeds` lines logged one by one (WARN), at most; the crawl log has them all.
 const SEED_REJECTS_LOGGED: usize = 20;
@@ -28,43 +29,33 @@ pub use frontierd_admin::Tally;
 /// Offer a batch of seeds (depth 0) to the frontier, durably. Every rejected line, refused
 /// here or by the frontier, is counted and written to the crawl log.
 pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
-    for r in &batch.rejected {
-        UrlRejected {
-            input: &r.input,
-            code: r.code,
-        }
-        .emit(&sh.metrics);
-        sh.log_outcome(&r.input, crawl::Outcome::Rejected, None, 0, 0, &r.reason);
-    }
-    let items: Vec<frontier::EnqueueItem> = batch
+    let (lines, items) = batch
         .urls
         .iter()
         .enumerate()
-        .map(|(i, (_, u))| {
+        .map(|(i, (line, u))| {
             let r = batch.recrawl.get(&i).copied().unwrap_or_default();
-            frontier::EnqueueItem {
+            let item = frontier::EnqueueItem {
                 revisit_interval_ms: r.revisit_interval_ms,
                 refetch_at_ms: r.refetch_at_ms,
                 kind: batch.kinds.get(&i).copied().unwrap_or_default(),
                 ..frontier::EnqueueItem::seed(u.clone())
-            }
+            };
+            (*line, item)
         })
-        .collect();
-    let summary = sh.submit_items(items, true).await?;
-    let mut rejected = batch.rejected;
-    for (i, url, code) in summary.rejected {
-        rejected.push(Rejection {
-            line: batch.urls.get(i).map(|(n, _)| *n).unwrap_or(0),
-            reason: code.to_string(),
-            code,
-            input: echo(&url),
-        });
-    }
-    rejected.sort_by_key(|r| r.line);
+        .unzip();
+    let offered = sh
+        .offer(Offer {
+            items,
+            lines,
+            refused: batch.rejected,
+            log_rejects: true,
+        })
+        .await?;
     Ok(Tally {
-        accepted: summary.accepted,
-        duplicate: summary.duplicate,
-        rejected,
+        accepted: offered.accepted,
+        duplicate: offered.duplicate,
+        rejected: offered.rejected,
     })
 }
 

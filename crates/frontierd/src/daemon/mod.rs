@@ -21,6 +21,7 @@ pub mod disk;
 pub mod handoff;
 pub mod intake;
 pub mod memory;
+pub mod offer;
 pub mod pipeline;
 pub mod progress;
 pub mod run;

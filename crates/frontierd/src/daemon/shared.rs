@@ -7,16 +7,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
 use fetcher::Fetcher;
-use frontier::{EnqueueItem, EnqueueResult, Frontier, FrontierEvent};
+use frontier::{Frontier, FrontierEvent};
 use tokio::sync::Notify;
 use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
 use crate::internal_events::daemon::{FrontierCall, FrontierCallFailed};
-use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
 use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
 use crate::internal_events::output::{
@@ -31,17 +30,6 @@ pub use crate::daemon::now_ms;
 fn rfc3339_ms(ms: u64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(ms);
     humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// One submitted URL's fate, for API answers and rejected-line files.
-#[derive(Debug, Clone)]
-pub struct SubmitSummary {
-    pub accepted: u64,
-    pub duplicate: u64,
-    /// (index in the input, url, reason code)
-    pub rejected: Vec<(usize, String, &'static str)>,
-    /// Indices in the input of the URLs already known.
-    pub duplicate_at: Vec<usize>,
 }
 
 /// State shared by every task.
@@ -209,72 +197,6 @@ impl Shared {
             }
             .emit(&self.metrics),
         }
-    }
-
-    /// Offer URLs with where each came from (durable on return); `log_rejects` writes
-    /// rejected ones to the crawl log (submitted URLs, not discovered links: their lines
-    /// say seed).
-    pub async fn submit_items(
-        self: &Arc<Self>,
-        mut items: Vec<EnqueueItem>,
-        log_rejects: bool,
-    ) -> Result<SubmitSummary> {
-        // a sitemap is refetched on its own interval, so its lastmod changes are seen
-        let refetch = self.settings.sitemaps.refetch_interval_ms;
-        for item in &mut items {
-            if matches!(item.kind, frontier::EntryKind::Sitemap(_))
-                && item.revisit_interval_ms.is_none()
-            {
-                item.revisit_interval_ms = refetch;
-            }
-        }
-        let sh = self.clone();
-        let (items, results) = tokio::task::spawn_blocking(move || {
-            let results = sh.frontier.enqueue_items(&items, now_ms());
-            (items, results)
-        })
-        .await
-        .context("enqueue task")?;
-        let results = results.context("enqueue")?;
-        let mut summary = SubmitSummary {
-            accepted: 0,
-            duplicate: 0,
-            rejected: Vec::new(),
-            duplicate_at: Vec::new(),
-        };
-        for (i, (item, r)) in items.iter().zip(results).enumerate() {
-            let url = &item.url;
-            match r {
-                EnqueueResult::Queued => summary.accepted += 1,
-                EnqueueResult::Duplicate => {
-                    summary.duplicate += 1;
-                    summary.duplicate_at.push(i);
-                }
-                EnqueueResult::Rejected(rej) => {
-                    let code = rej.code();
-                    // the URL may be a 1 MB line: echoed cut, with its length
-                    let input = crate::url_list::echo(url);
-                    UrlRejected {
-                        input: &input,
-                        code,
-                    }
-                    .emit(&self.metrics);
-                    if log_rejects {
-                        self.log_outcome(&input, Outcome::Rejected, None, 0, 0, code);
-                    }
-                    summary.rejected.push((i, url.clone(), code));
-                }
-            }
-        }
-        UrlsEnqueued {
-            accepted: summary.accepted,
-            duplicate: summary.duplicate,
-        }
-        .emit(&self.metrics);
-        if summary.accepted > 0 {
-            self.pipeline.kick();
-        }
-        Ok(summary)
     }
 
     /// Take the frontier's events: drops go to the crawl log (then acknowledged, so they

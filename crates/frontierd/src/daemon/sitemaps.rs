@@ -11,6 +11,7 @@ use crawl::{Page, PageVerdict};
 use fetcher::{FetchOutcome, Url};
 use frontier::{EnqueueItem, EntryKind, PageLease, SitemapSource};
 
+use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::sitemap::{
@@ -89,7 +90,7 @@ pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>)
             Some((i, it.url.clone(), u64::try_from(m).ok()?))
         })
         .collect();
-    let summary = match sh.submit_items(items, false).await {
+    let summary = match sh.offer(Offer::found(items)).await {
         Ok(summary) => summary,
         Err(e) => {
             let what = format!("{sitemap}: {e:#}");

@@ -11,6 +11,7 @@ use cluster::{IntakeError, IntakeRouter, ShardConsumer};
 use frontier::EnqueueItem;
 
 use super::node::{Backoff, ClusterNode};
+use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
     AckFailed, BrokerLineRejected, ClusterTaskError, IntakeListsRouted, ShardBatchCommitted,
@@ -81,7 +82,7 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
         }
         let urls = items.len() as u64;
         // durable on return; rejected URLs are counted and written to the crawl log
-        if let Err(e) = sh.submit_items(items, true).await {
+        if let Err(e) = sh.offer(Offer::submitted(items)).await {
             // not acknowledged: the messages come back after the ack wait
             let error = format!("{e:#}");
             ClusterTaskError::ShardCommit {

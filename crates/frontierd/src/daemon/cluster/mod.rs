@@ -25,6 +25,7 @@ use cluster::UrlRecord;
 use frontier::EnqueueItem;
 use tokio::task::JoinSet;
 
+use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
     ClusterTaskError, LinksRouted, StreamsReady, Unroutable, UrlsPublished,
@@ -41,7 +42,7 @@ impl Shared {
     /// published to their owners' shard subjects (never fetched here). Durable on return.
     pub async fn queue_discovered(self: &Arc<Self>, items: Vec<EnqueueItem>) -> Result<()> {
         let Some(node) = &self.cluster else {
-            self.submit_items(items, false).await?;
+            self.offer(Offer::found(items)).await?;
             return Ok(());
         };
         let (local, remote): (Vec<EnqueueItem>, Vec<EnqueueItem>) =
@@ -64,7 +65,7 @@ impl Shared {
             node.outbox_kick.notify_one();
         }
         if !local.is_empty() {
-            self.submit_items(local, false).await?;
+            self.offer(Offer::found(local)).await?;
         }
         Ok(())
     }
