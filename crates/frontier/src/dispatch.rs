@@ -1,21 +1,17 @@
 //! Dispatch: the next URLs to fetch, through the robots gate and politeness.
 
 use std::cmp::Reverse;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
-use crate::canon::origin_of;
-use crate::crawl::{self, CrawlGate};
+use crate::crawl;
 use crate::error::Result;
 use crate::external::{client_delay_ms, LeaseTerms};
 use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
-use crate::sched::dispatch::{Step, DROPS_PER_CALL, DROPS_PER_VISIT};
-
-/// Dead URLs (of deleted crawl queues) discarded per host visit, at most (bounds the time
-/// under the lock; the host is scheduled again at once).
-const DISCARDS_PER_VISIT: usize = 4096;
+use crate::sched::dispatch::{Budget, Refusal, RobotsFirst, Step};
 use crate::sched::hosts::HostMem;
 use crate::sched::ipgroup::{IpGate, Resolve};
 use crate::sched::politeness;
@@ -26,6 +22,42 @@ use crate::store::keys;
 use crate::store::packed::Segment;
 use crate::store::Batch;
 use crate::work::{url_hash, LeaseId, PageLease, RobotsLease, WorkItem};
+
+/// How a host visit goes on after one of its URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// With the host's next URL.
+    NextUrl,
+    /// With the next host; this one keeps whatever place it has.
+    NextHost,
+    /// With the next host, this one scheduled again first.
+    Reschedule,
+    /// Not at all: the global quota is spent, the call's visits end.
+    Stop,
+}
+
+/// The URL at the head of a host, as read from the store: its sequence, its entry, and
+/// where in the host's queue it is.
+type Head = (u64, QueueEntry, Source);
+
+/// One dispatch call: its terms, and what its visits hand out, write, and leave for after
+/// them.
+#[derive(Default)]
+struct Call<'t> {
+    now_ms: u64,
+    max: usize,
+    terms: Option<LeaseTerms<'t>>,
+    items: Vec<WorkItem>,
+    batch: Batch,
+    /// Hosts whose records changed: settled after the visits.
+    dirty: Vec<u64>,
+    /// Hosts passed over as not the caller's: scheduled again after the visits.
+    skipped: Vec<u64>,
+    /// The IP groups of the hosts visited: re-armed after the visits, so a woken waiter
+    /// that found nothing to do does not leave its line asleep.
+    visited_ips: Vec<IpAddr>,
+    budget: Budget,
+}
 
 impl Frontier {
     // ---------------------------------------------------------------- dispatch
@@ -48,321 +80,29 @@ impl Frontier {
         &self,
         now_ms: u64,
         max: usize,
-        mut terms: Option<LeaseTerms<'_>>,
+        terms: Option<LeaseTerms<'_>>,
     ) -> Result<Vec<WorkItem>> {
-        let mut items = Vec::new();
-        let mut batch = Batch::new();
+        let mut call = Call {
+            now_ms,
+            max,
+            terms,
+            ..Call::default()
+        };
         let mut dead = Vec::new();
-        {
+        let items = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             self.requeue_due(inner, now_ms)?;
             Self::release_robots_waiting(&self.cfg, inner);
             Self::release_ip_waiting(inner, now_ms);
-            let mut dirty: Vec<u64> = Vec::new();
-            let mut skipped: Vec<u64> = Vec::new();
-            // the IP groups of the hosts visited: re-armed after the visits, so a woken
-            // waiter that found nothing to do does not leave its line asleep
-            let mut visited_ips = Vec::new();
-            let mut dropped_in_call = 0usize;
-            'hosts: while items.len() < max && dropped_in_call < DROPS_PER_CALL {
-                let Some(&Reverse((ready, id))) = inner.heap.peek() else {
-                    break;
-                };
-                if ready > now_ms {
-                    break;
-                }
-                inner.heap.pop();
-                let ip = match inner.hosts.get_mut(&id) {
-                    Some(h) if h.scheduled == Some(ready) => {
-                        if let Some(t) = terms.as_mut() {
-                            if !(t.accept)(&h.key) {
-                                // not this caller's: scheduled again after the visit
-                                h.scheduled = None;
-                                skipped.push(id);
-                                continue;
-                            }
-                        }
-                        h.ip
-                    }
-                    _ => continue,
-                };
-                if let Some(ip) = ip {
-                    visited_ips.push(ip);
-                    if inner.ip_groups.gate(ip, now_ms) != IpGate::Go {
-                        // ready by its own rules, but its address is busy: it waits in
-                        // the address's line (keeping its place, like in the heap)
-                        inner.ip_groups.wait(ip, ready, id);
-                        continue;
-                    }
-                }
-                if let Some(h) = inner.hosts.get_mut(&id) {
-                    h.scheduled = None;
-                }
-                let mut drops = 0usize;
-                let mut discarded = 0usize;
-                let mut parked_now = 0usize;
-                self.release_parked(inner, id, now_ms)?;
-                loop {
-                    let Some(h) = inner.hosts.get_mut(&id) else {
-                        continue 'hosts;
-                    };
-                    let head_entry = self.head_entry(id, h, now_ms)?;
-                    let Some((seq, entry, from)) = head_entry else {
-                        match h.set_aside_wake() {
-                            // only URLs of held origins or waiting retries: look again
-                            // when the first of them may go
-                            Some(wake) => {
-                                h.hold_until_ms = wake.max(now_ms + 1);
-                                self.schedule(inner, id);
-                            }
-                            None => {
-                                // nothing queued after all: fix the count
-                                h.rec.counters.queued = 0;
-                                dirty.push(id);
-                            }
-                        }
-                        continue 'hosts;
-                    };
-                    match crawl::gate(&inner.crawls, &entry.url, &h.key) {
-                        CrawlGate::Go => {}
-                        CrawlGate::Dead => {
-                            // its crawl or queue was deleted: discarded unserved
-                            tracing::debug!(url = %entry.url, "URL of a deleted crawl queue discarded");
-                            Self::discard_entry(&mut batch, (id, h), (seq, from));
-                            dirty.push(id);
-                            discarded += 1;
-                            if discarded >= DISCARDS_PER_VISIT {
-                                self.schedule(inner, id);
-                                continue 'hosts;
-                            }
-                            continue;
-                        }
-                        CrawlGate::Limited(name) => {
-                            // its crawl reached its limit at this queue: set aside (until
-                            // the limit changes) so that other crawls' URLs go on
-                            if h.keep_entry(seq) {
-                                batch.put(keys::retry(id, seq), entry.encode());
-                                batch.cut();
-                            }
-                            h.consume(seq, from);
-                            h.park(&name, seq, u64::MAX);
-                            dirty.push(id);
-                            continue;
-                        }
-                    }
-                    if let Some(want) = terms.as_ref().and_then(|t| t.crawl) {
-                        if crawl::split_stored(&entry.url).crawl != want {
-                            // the host's next URL is another crawl's: not this caller's
-                            // (one queue per host holds every crawl's URLs in order)
-                            skipped.push(id);
-                            continue 'hosts;
-                        }
-                    }
-                    let Some(origin) = origin_of(&entry.url).map(str::to_string) else {
-                        // not canonical: cannot happen for what we stored; drop it
-                        tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
-                        Self::discard_entry(&mut batch, (id, h), (seq, from));
-                        dirty.push(id);
-                        continue;
-                    };
-                    let path = &crawl::untagged(&entry.url)[origin.len()..];
-                    self.cached_robots(inner, &origin)?;
-                    let verdict = match inner.robots.parts(&origin) {
-                        Some((backend, agent, e)) => {
-                            RobotsCache::verdict(backend, agent, e, path, now_ms)
-                        }
-                        None => RobotsVerdict::FetchRobots,
-                    };
-                    let Some(h) = inner.hosts.get_mut(&id) else {
-                        continue 'hosts;
-                    };
-                    let step = sched::dispatch::decide(
-                        verdict,
-                        &self.cfg,
-                        h.rec.crawl_delay_ms,
-                        parked_now,
-                        now_ms,
-                    );
-                    match step {
-                        Step::Sleep { until_ms } => {
-                            // enough set aside for one visit: look again later
-                            h.hold_until_ms = until_ms;
-                            h.held_origin = Some(Arc::from(origin.as_str()));
-                            self.schedule(inner, id);
-                            continue 'hosts;
-                        }
-                        Step::SetAside { until_ms } => {
-                            // a held origin holds its own URLs only: set this one aside
-                            // and go on with the host's next URL
-                            if h.keep_entry(seq) {
-                                batch.put(keys::retry(id, seq), entry.encode());
-                                batch.cut();
-                            }
-                            h.consume(seq, from);
-                            if h.park(&origin, seq, until_ms) {
-                                tracing::info!(%origin, until_ms, "robots.txt holds the origin: its URLs are set aside, the host's other origins go on");
-                            }
-                            parked_now += 1;
-                            dirty.push(id);
-                            continue;
-                        }
-                        Step::Drop { reason, detail } => {
-                            if reason == DropReason::CrawlDelayTooLong {
-                                h.rec.skipped = 1;
-                                h.rec.counters.crawl_delay_skipped += 1;
-                                inner.stats.crawl_delay_skipped += 1;
-                            }
-                            let rec = Self::drop_entry(
-                                &mut batch,
-                                (id, h),
-                                (seq, from),
-                                entry,
-                                reason,
-                                detail,
-                                now_ms,
-                            );
-                            inner.push_drop(rec);
-                            inner.stats.dropped += 1;
-                            dirty.push(id);
-                            drops += 1;
-                            dropped_in_call += 1;
-                            if drops >= DROPS_PER_VISIT || dropped_in_call >= DROPS_PER_CALL {
-                                self.schedule(inner, id);
-                                continue 'hosts;
-                            }
-                            continue;
-                        }
-                        Step::FetchRobots => {
-                            // a new host's address first, so that even its first request
-                            // waits for its IP group (an external fetcher's hosts skip this)
-                            if self.cfg.resolve_before_robots && terms.is_none() && h.ip.is_none() {
-                                match h.resolve {
-                                    Resolve::NotAsked => {
-                                        h.resolve = Resolve::Asked;
-                                        inner.resolves.push(ResolveRequest {
-                                            host_id: id,
-                                            host: host_of_origin(&origin).to_string(),
-                                        });
-                                        inner.stats.resolves_asked += 1;
-                                        continue 'hosts;
-                                    }
-                                    // waits for the answer (`resolved` schedules it)
-                                    Resolve::Asked => continue 'hosts,
-                                    // did not resolve: the fetch says so, as an outcome
-                                    Resolve::Failed => {}
-                                }
-                            }
-                            if self
-                                .cfg
-                                .max_robots_in_flight
-                                .is_some_and(|cap| inner.robots_in_flight >= cap)
-                            {
-                                // wait in line for a robots.txt slot; the heap goes on
-                                // with hosts whose rules are known
-                                h.scheduled = Some(ready);
-                                inner.robots_waiting.push_back((ready, id));
-                                continue 'hosts;
-                            }
-                            if !self.quota_ok(inner, now_ms) {
-                                inner.heap.push(Reverse((ready, id)));
-                                if let Some(h) = inner.hosts.get_mut(&id) {
-                                    h.scheduled = Some(ready);
-                                }
-                                break 'hosts;
-                            }
-                            let Some(h) = inner.hosts.get_mut(&id) else {
-                                continue 'hosts;
-                            };
-                            h.robots_pending = Some(origin.as_str().into());
-                            h.rec.in_flight += 1;
-                            if let Some(ip) = h.ip {
-                                inner.ip_groups.charge(ip, now_ms);
-                            }
-                            h.rec.counters.robots_fetches += 1;
-                            h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
-                            inner.stats.robots_fetches += 1;
-                            inner.robots_in_flight += 1;
-                            dirty.push(id);
-                            items.push(WorkItem::Robots(RobotsLease {
-                                host_id: id,
-                                url: format!("{origin}/robots.txt"),
-                                origin,
-                            }));
-                            continue 'hosts;
-                        }
-                        Step::Lease {
-                            crawl_delay_ms,
-                            clamped,
-                        } => {
-                            if clamped {
-                                h.rec.counters.crawl_delay_clamped += 1;
-                                inner.stats.crawl_delay_clamped += 1;
-                            }
-                            h.rec.crawl_delay_ms = crawl_delay_ms;
-                            h.rec.skipped = 0;
-                            if !self.quota_ok(inner, now_ms) {
-                                inner.heap.push(Reverse((ready, id)));
-                                if let Some(h) = inner.hosts.get_mut(&id) {
-                                    h.scheduled = Some(ready);
-                                }
-                                dirty.push(id);
-                                break 'hosts;
-                            }
-                            let Some(h) = inner.hosts.get_mut(&id) else {
-                                continue 'hosts;
-                            };
-                            // the lease is the host record's lease list (written below with
-                            // the record); the entry stays until completion
-                            let politeness_wait_ms =
-                                ready.min(now_ms).saturating_sub(h.free_since_ms);
-                            h.leased.push(seq);
-                            h.consume(seq, from);
-                            h.held_origin = None;
-                            h.rec.in_flight += 1;
-                            if let Some(ip) = h.ip {
-                                inner.ip_groups.charge(ip, now_ms);
-                            }
-                            h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
-                            let last_queued = h.rec.counters.queued == 0;
-                            h.rec.counters.dispatched += 1;
-                            let client_delay = client_delay_ms(&inner.controls, &h.key);
-                            h.rec.next_allowed_ms = now_ms
-                                + sched::lease::gap_with_client_delay(
-                                    politeness::gap_ms(&self.cfg, &h.rec),
-                                    client_delay,
-                                );
-                            inner.stats.dispatched += 1;
-                            if let Some(t) = &terms {
-                                inner
-                                    .lease_clock
-                                    .set(LeaseId { host_id: id, seq }, now_ms + t.lease_ms);
-                            }
-                            dirty.push(id);
-                            items.push(WorkItem::Page(PageLease {
-                                id: LeaseId { host_id: id, seq },
-                                url: entry.url,
-                                attempt: entry.attempts + 1,
-                                depth: entry.depth,
-                                via: entry.via,
-                                hops: entry.hops,
-                                kind: entry.kind,
-                                politeness_wait_ms,
-                                revisit: entry.recrawl,
-                                last_queued,
-                            }));
-                            self.schedule(inner, id);
-                            continue 'hosts;
-                        }
-                    }
-                }
-            }
-            for id in skipped {
+            self.visit_hosts(inner, &mut call)?;
+            for id in call.skipped {
                 self.schedule(inner, id);
             }
-            for ip in visited_ips {
+            for ip in call.visited_ips {
                 inner.ip_groups.arm(ip);
             }
+            let (mut batch, dirty) = (call.batch, call.dirty);
             if batch.is_empty() && inner.journal.unsettled.len() + dirty.len() <= UNSETTLED_MAX {
                 // Nothing else to write: the hosts' records wait for the next call that
                 // writes, in the same batch as it (a lease's completion at the latest): a
@@ -370,15 +110,16 @@ impl Frontier {
                 // of the CPU per page at few workers (docs/benchmarks.md, issue 13 session
                 // 17). A crash loses no more than the unflushed write did: the URLs go again.
                 inner.journal.unsettled.extend(dirty);
-                return Ok(items);
+                return Ok(call.items);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if batch.is_empty() {
-                return Ok(items);
+                return Ok(call.items);
             }
             self.store.apply(batch)?;
             self.commit.written();
-        }
+            call.items
+        };
         // No flush here: the next one (a completion's, an enqueue's, a robots outcome's)
         // carries these writes. The engine's log is ordered, so whatever a crash keeps is
         // a prefix of what was applied: a lease lost with it only returns its URL to the
@@ -387,6 +128,392 @@ impl Frontier {
         // made the segments dead, cannot outlive them.
         self.reclaimer.delete(dead);
         Ok(items)
+    }
+
+    /// Visits the hosts that are ready, earliest first, until the call has `max` items or
+    /// has dropped its share, no host is ready, or the global quota is spent.
+    fn visit_hosts(&self, inner: &mut Inner, call: &mut Call<'_>) -> Result<()> {
+        while call.items.len() < call.max && call.budget.call_open() {
+            let Some((ready, id)) = Self::next_host(inner, call) else {
+                break;
+            };
+            match self.visit_host(inner, call, ready, id)? {
+                Then::Stop => break,
+                Then::Reschedule => self.schedule(inner, id),
+                Then::NextHost | Then::NextUrl => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The host to visit next and its ready time: the heap's first, if it is ready at
+    /// `now_ms`. Stale heap entries are passed over; so are hosts that are not the caller's
+    /// (scheduled again after the visits) and hosts whose address is busy (they wait in
+    /// the address's line, keeping their place, like in the heap).
+    fn next_host(inner: &mut Inner, call: &mut Call<'_>) -> Option<(u64, u64)> {
+        loop {
+            let &Reverse((ready, id)) = inner.heap.peek()?;
+            if ready > call.now_ms {
+                return None;
+            }
+            inner.heap.pop();
+            let ip = match inner.hosts.get_mut(&id) {
+                Some(h) if h.scheduled == Some(ready) => {
+                    if let Some(t) = call.terms.as_mut() {
+                        if !(t.accept)(&h.key) {
+                            h.scheduled = None;
+                            call.skipped.push(id);
+                            continue;
+                        }
+                    }
+                    h.ip
+                }
+                _ => continue,
+            };
+            if let Some(ip) = ip {
+                call.visited_ips.push(ip);
+                if inner.ip_groups.gate(ip, call.now_ms) != IpGate::Go {
+                    inner.ip_groups.wait(ip, ready, id);
+                    continue;
+                }
+            }
+            return Some((ready, id));
+        }
+    }
+
+    /// One visit of host `id`, whose turn came at `ready`: its URLs from the head on, each
+    /// read from the store, gated and decided by the scheduler, and the decision applied,
+    /// until one is handed out, the host has to wait, or the visit has spent its budget.
+    fn visit_host(
+        &self,
+        inner: &mut Inner,
+        call: &mut Call<'_>,
+        ready: u64,
+        id: u64,
+    ) -> Result<Then> {
+        if let Some(h) = inner.hosts.get_mut(&id) {
+            h.scheduled = None;
+        }
+        call.budget.start_visit();
+        self.release_parked(inner, id, call.now_ms)?;
+        loop {
+            let Some(h) = inner.hosts.get_mut(&id) else {
+                return Ok(Then::NextHost);
+            };
+            let Some(head) = self.head_entry(id, h, call.now_ms)? else {
+                return Ok(Self::nothing_to_hand_out(h, call, id));
+            };
+            let want = call.terms.as_ref().and_then(|t| t.crawl);
+            let then = match sched::dispatch::admit(&inner.crawls, &head.1.url, &h.key, want) {
+                Ok(origin) => self.dispatch_url(inner, call, (ready, id), head, origin)?,
+                Err(refusal) => Self::refuse(h, call, id, head, refusal),
+            };
+            if then != Then::NextUrl {
+                return Ok(then);
+            }
+        }
+    }
+
+    /// The host has no URL to hand out now. With only URLs of held origins or waiting
+    /// retries, it looks again when the first of them may go; with nothing queued after
+    /// all, its count is fixed.
+    fn nothing_to_hand_out(h: &mut HostMem, call: &mut Call<'_>, id: u64) -> Then {
+        match h.set_aside_wake() {
+            Some(wake) => {
+                h.hold_until_ms = wake.max(call.now_ms + 1);
+                Then::Reschedule
+            }
+            None => {
+                h.rec.counters.queued = 0;
+                call.dirty.push(id);
+                Then::NextHost
+            }
+        }
+    }
+
+    /// A URL that does not go on to its robots verdict (see [`sched::dispatch::admit`]).
+    fn refuse(h: &mut HostMem, call: &mut Call<'_>, id: u64, head: Head, refusal: Refusal) -> Then {
+        let (seq, entry, from) = head;
+        match refusal {
+            Refusal::DeadQueue => {
+                tracing::debug!(url = %entry.url, "URL of a deleted crawl queue discarded");
+                Self::discard_entry(&mut call.batch, (id, h), (seq, from));
+                call.dirty.push(id);
+                if call.budget.count_discard() {
+                    return Then::Reschedule;
+                }
+                Then::NextUrl
+            }
+            Refusal::AtLimit(name) => {
+                Self::set_aside(h, &mut call.batch, id, (seq, &entry, from), &name, u64::MAX);
+                call.dirty.push(id);
+                Then::NextUrl
+            }
+            Refusal::OtherCrawl => {
+                call.skipped.push(id);
+                Then::NextHost
+            }
+            Refusal::NotCanonical => {
+                tracing::warn!(url = %entry.url, "non-canonical URL in queue dropped");
+                Self::discard_entry(&mut call.batch, (id, h), (seq, from));
+                call.dirty.push(id);
+                Then::NextUrl
+            }
+        }
+    }
+
+    /// A URL past the gates before robots.txt: its origin's robots verdict, for which the
+    /// rules may be read from the store, and then the scheduler's step for it.
+    fn dispatch_url(
+        &self,
+        inner: &mut Inner,
+        call: &mut Call<'_>,
+        (ready, id): (u64, u64),
+        head: Head,
+        origin: String,
+    ) -> Result<Then> {
+        let now_ms = call.now_ms;
+        let path = &crawl::untagged(&head.1.url)[origin.len()..];
+        self.cached_robots(inner, &origin)?;
+        let verdict = match inner.robots.parts(&origin) {
+            Some((backend, agent, e)) => RobotsCache::verdict(backend, agent, e, path, now_ms),
+            None => RobotsVerdict::FetchRobots,
+        };
+        Ok(self.apply_step(inner, call, (ready, id), head, (origin, verdict)))
+    }
+
+    /// The scheduler's step for the URL at the head of host `id`, given its origin's robots
+    /// verdict, applied: to the host, the call's batch and items, and the visit's budget.
+    fn apply_step(
+        &self,
+        inner: &mut Inner,
+        call: &mut Call<'_>,
+        (ready, id): (u64, u64),
+        (seq, entry, from): Head,
+        (origin, verdict): (String, RobotsVerdict),
+    ) -> Then {
+        let now_ms = call.now_ms;
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return Then::NextHost;
+        };
+        let set_aside = call.budget.set_aside();
+        let step =
+            sched::dispatch::decide(verdict, &self.cfg, h.rec.crawl_delay_ms, set_aside, now_ms);
+        match step {
+            Step::Sleep { until_ms } => {
+                // enough set aside for one visit: look again later
+                h.hold_until_ms = until_ms;
+                h.held_origin = Some(Arc::from(origin.as_str()));
+                Then::Reschedule
+            }
+            Step::SetAside { until_ms } => {
+                // a held origin holds its own URLs only: set this one aside and go on with
+                // the host's next URL
+                if Self::set_aside(
+                    h,
+                    &mut call.batch,
+                    id,
+                    (seq, &entry, from),
+                    &origin,
+                    until_ms,
+                ) {
+                    tracing::info!(%origin, until_ms, "robots.txt holds the origin: its URLs are set aside, the host's other origins go on");
+                }
+                call.budget.count_set_aside();
+                call.dirty.push(id);
+                Then::NextUrl
+            }
+            Step::Drop { reason, detail } => {
+                if reason == DropReason::CrawlDelayTooLong {
+                    h.rec.skipped = 1;
+                    h.rec.counters.crawl_delay_skipped += 1;
+                    inner.stats.crawl_delay_skipped += 1;
+                }
+                let rec = Self::drop_entry(
+                    &mut call.batch,
+                    (id, h),
+                    (seq, from),
+                    entry,
+                    reason,
+                    detail,
+                    now_ms,
+                );
+                inner.push_drop(rec);
+                inner.stats.dropped += 1;
+                call.dirty.push(id);
+                if call.budget.count_drop() {
+                    return Then::Reschedule;
+                }
+                Then::NextUrl
+            }
+            Step::FetchRobots => {
+                let external = call.terms.is_some();
+                let first = sched::dispatch::robots_first(
+                    &self.cfg,
+                    external,
+                    h.ip.is_some(),
+                    h.resolve,
+                    inner.robots_in_flight,
+                );
+                self.fetch_robots(inner, call, (ready, id), origin, first)
+            }
+            Step::Lease {
+                crawl_delay_ms,
+                clamped,
+            } => {
+                if clamped {
+                    h.rec.counters.crawl_delay_clamped += 1;
+                    inner.stats.crawl_delay_clamped += 1;
+                }
+                h.rec.crawl_delay_ms = crawl_delay_ms;
+                h.rec.skipped = 0;
+                if !self.quota_ok(inner, now_ms) {
+                    Self::keep_turn(inner, ready, id);
+                    call.dirty.push(id);
+                    return Then::Stop;
+                }
+                self.lease_page(inner, call, (ready, id), (seq, entry, from))
+            }
+        }
+    }
+
+    /// The URL's origin needs its robots.txt: what comes first ([`RobotsFirst`]), then the
+    /// global quota, then a robots lease for the origin.
+    fn fetch_robots(
+        &self,
+        inner: &mut Inner,
+        call: &mut Call<'_>,
+        (ready, id): (u64, u64),
+        origin: String,
+        first: RobotsFirst,
+    ) -> Then {
+        let now_ms = call.now_ms;
+        match first {
+            RobotsFirst::AskAddress => {
+                if let Some(h) = inner.hosts.get_mut(&id) {
+                    h.resolve = Resolve::Asked;
+                }
+                inner.resolves.push(ResolveRequest {
+                    host_id: id,
+                    host: host_of_origin(&origin).to_string(),
+                });
+                inner.stats.resolves_asked += 1;
+                return Then::NextHost;
+            }
+            RobotsFirst::AwaitAddress => return Then::NextHost,
+            RobotsFirst::AwaitSlot => {
+                // its line entry holds while `scheduled` is `ready` (as for heap entries)
+                if let Some(h) = inner.hosts.get_mut(&id) {
+                    h.scheduled = Some(ready);
+                }
+                inner.robots_waiting.push_back((ready, id));
+                return Then::NextHost;
+            }
+            RobotsFirst::Fetch => {}
+        }
+        if !self.quota_ok(inner, now_ms) {
+            Self::keep_turn(inner, ready, id);
+            return Then::Stop;
+        }
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return Then::NextHost;
+        };
+        h.robots_pending = Some(origin.as_str().into());
+        h.rec.in_flight += 1;
+        if let Some(ip) = h.ip {
+            inner.ip_groups.charge(ip, now_ms);
+        }
+        h.rec.counters.robots_fetches += 1;
+        h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
+        inner.stats.robots_fetches += 1;
+        inner.robots_in_flight += 1;
+        call.dirty.push(id);
+        call.items.push(WorkItem::Robots(RobotsLease {
+            host_id: id,
+            url: format!("{origin}/robots.txt"),
+            origin,
+        }));
+        Then::NextHost
+    }
+
+    /// Hands out the URL at `seq` as a page lease. The lease is the host record's lease
+    /// list (written with the record); the entry stays until completion.
+    fn lease_page(
+        &self,
+        inner: &mut Inner,
+        call: &mut Call<'_>,
+        (ready, id): (u64, u64),
+        (seq, entry, from): Head,
+    ) -> Then {
+        let now_ms = call.now_ms;
+        let Some(h) = inner.hosts.get_mut(&id) else {
+            return Then::NextHost;
+        };
+        let politeness_wait_ms = ready.min(now_ms).saturating_sub(h.free_since_ms);
+        h.leased.push(seq);
+        h.consume(seq, from);
+        h.held_origin = None;
+        h.rec.in_flight += 1;
+        if let Some(ip) = h.ip {
+            inner.ip_groups.charge(ip, now_ms);
+        }
+        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
+        let last_queued = h.rec.counters.queued == 0;
+        h.rec.counters.dispatched += 1;
+        let client_delay = client_delay_ms(&inner.controls, &h.key);
+        h.rec.next_allowed_ms = now_ms
+            + sched::lease::gap_with_client_delay(
+                politeness::gap_ms(&self.cfg, &h.rec),
+                client_delay,
+            );
+        inner.stats.dispatched += 1;
+        if let Some(t) = &call.terms {
+            inner
+                .lease_clock
+                .set(LeaseId { host_id: id, seq }, now_ms + t.lease_ms);
+        }
+        call.dirty.push(id);
+        call.items.push(WorkItem::Page(PageLease {
+            id: LeaseId { host_id: id, seq },
+            url: entry.url,
+            attempt: entry.attempts + 1,
+            depth: entry.depth,
+            via: entry.via,
+            hops: entry.hops,
+            kind: entry.kind,
+            politeness_wait_ms,
+            revisit: entry.recrawl,
+            last_queued,
+        }));
+        Then::Reschedule
+    }
+
+    /// The global quota is spent: the host goes back to the heap with its turn, to go
+    /// first once the quota allows again.
+    fn keep_turn(inner: &mut Inner, ready: u64, id: u64) {
+        inner.heap.push(Reverse((ready, id)));
+        if let Some(h) = inner.hosts.get_mut(&id) {
+            h.scheduled = Some(ready);
+        }
+    }
+
+    /// Sets the URL at `seq` aside under `origin` until `until_ms`, out of the queue's order;
+    /// its entry is kept as a retry entry, from where it is handed out later. True for the
+    /// origin's first URL set aside.
+    fn set_aside(
+        h: &mut HostMem,
+        batch: &mut Batch,
+        id: u64,
+        (seq, entry, from): (u64, &QueueEntry, Source),
+        origin: &str,
+        until_ms: u64,
+    ) -> bool {
+        if h.keep_entry(seq) {
+            batch.put(keys::retry(id, seq), entry.encode());
+            batch.cut();
+        }
+        h.consume(seq, from);
+        h.park(origin, seq, until_ms)
     }
 
     /// Hosts waiting for a robots.txt slot go back to the heap, as many as there are free
