@@ -11,13 +11,15 @@
 //! its own durable commit), drop a URL it could not publish (the caller gets it back in
 //! [`PublishFailure::unacked`]), rewrite a line it cannot read (non-UTF-8 lines are rejected
 //! by number and reason), or decide politeness: that stays in each node's frontier. It does
-//! no crawling and owns no local storage. See docs/cluster.md.
+//! no crawling; its one local storage is the [`Outbox`] of links other nodes own, kept until
+//! the broker acknowledged them. See docs/cluster.md.
 
 mod broker;
 mod config;
 mod consume;
 mod intake;
 mod message;
+mod outbox;
 mod publish;
 mod shard;
 mod status;
@@ -33,6 +35,7 @@ pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_
 pub use message::{
     encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
 };
+pub use outbox::{Oldest, Outbox, OutboxError, PUBLISH_BATCH};
 pub use publish::{
     EventPublisher, PublishFailure, PublishReport, Publisher, DEFAULT_MAX_IN_FLIGHT,
     MAX_MESSAGE_BYTES,

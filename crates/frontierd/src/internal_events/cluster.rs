@@ -303,3 +303,14 @@ impl InternalEvent for StreamsReady {
         tracing::info!("cluster streams ready; consuming owned shards");
     }
 }
+
+/// An outbox entry that could not be read was removed (it would have blocked the outbox).
+pub struct OutboxEntryDamaged<'a> {
+    pub key: &'a [u8],
+}
+
+impl InternalEvent for OutboxEntryDamaged<'_> {
+    fn emit(self, _: &Metrics) {
+        tracing::error!(key = ?self.key, "unreadable cluster outbox entry removed");
+    }
+}

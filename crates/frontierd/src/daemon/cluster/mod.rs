@@ -5,7 +5,7 @@
 //! - intake.rs: one task per owned shard (take messages, commit their URLs to the frontier,
 //!   then acknowledge), and the intake router
 //! - node.rs: this node (settings, connection, publisher, outbox, events queue), `Backoff`
-//! - outbox.rs: the durable outbox of links other nodes own
+//! - the durable outbox of links other nodes own: the cluster crate's `Outbox`
 //! - status.rs: this node's published status, the shard gauges, crawl-log events
 //!
 //! Every broker-facing task waits out errors with [`cluster::reconnect_delay`] back-off
@@ -13,7 +13,6 @@
 
 pub mod intake;
 pub mod node;
-pub mod outbox;
 pub mod status;
 
 use std::sync::atomic::Ordering;
@@ -28,11 +27,11 @@ use tokio::task::JoinSet;
 use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
-    ClusterTaskError, LinksRouted, StreamsReady, Unroutable, UrlsPublished,
+    ClusterTaskError, LinksRouted, OutboxEntryDamaged, StreamsReady, Unroutable, UrlsPublished,
 };
 use crate::internal_events::InternalEvent;
 
-use self::outbox::PUBLISH_BATCH;
+use cluster::PUBLISH_BATCH;
 
 pub use self::node::{Backoff, ClusterNode};
 
@@ -129,7 +128,12 @@ pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         let n = node.clone();
         let taken = tokio::task::spawn_blocking(move || n.outbox.oldest(PUBLISH_BATCH)).await;
         let entries = match taken {
-            Ok(Ok(entries)) => entries,
+            Ok(Ok(taken)) => {
+                for key in &taken.damaged {
+                    OutboxEntryDamaged { key }.emit(m);
+                }
+                taken.links
+            }
             Ok(Err(e)) => {
                 let error = format!("{e:#}");
                 ClusterTaskError::OutboxRead { error: &error }.emit(m);

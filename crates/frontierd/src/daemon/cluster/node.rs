@@ -11,11 +11,11 @@ use anyhow::{Context, Result};
 use cluster::{ConnectionState, JetStream, Publisher};
 use tokio::sync::{mpsc, Notify};
 
-use super::outbox::Outbox;
 use crate::config::cluster::ClusterNodeSettings;
 use crate::internal_events::cluster::{BrokerPaused, BrokerResumed, EventDropped};
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
+use cluster::Outbox;
 
 /// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
 /// counted as dropped: the crawl log file stays the record.
