@@ -58,7 +58,7 @@ impl FrontierdQueues for QueuesService {
                 ..Default::default()
             };
             if let Some(rec) = rec {
-                let own = frontier::sched::politeness::gap_ms(f.config(), &rec);
+                let own = f.config().gap_ms(&rec);
                 state.delay_ms = own.max(client_delay_ms);
                 state.crawl_delay_ms = rec.crawl_delay_ms;
                 state.backoff_until_ms = rec.backoff_until_ms;

@@ -194,6 +194,14 @@ pub enum Next {
     Gone,
 }
 
+impl RecrawlConfig {
+    /// The configured revisit interval of `url` on `host` before adaptation, given its own
+    /// (`own`, from its submission); `None`: not revisited.
+    pub fn base_interval(&self, url: &str, host: &str, own: Option<u64>) -> Option<u64> {
+        base_interval(self, url, host, own)
+    }
+}
+
 /// The configured interval of a URL before adaptation (see the module doc for the order);
 /// `None`: not revisited.
 pub fn base_interval(

@@ -154,12 +154,7 @@ fn apply_priority(recrawl: &frontier::RecrawlConfig, items: &mut [EnqueueItem]) 
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
             .unwrap_or_default();
-        let Some(base) = frontier::sched::recrawl::base_interval(
-            recrawl,
-            &item.url,
-            &host,
-            item.revisit_interval_ms,
-        ) else {
+        let Some(base) = recrawl.base_interval(&item.url, &host, item.revisit_interval_ms) else {
             continue;
         };
         item.revisit_interval_ms = Some(priority_scaled_interval(
