@@ -93,12 +93,6 @@ pub struct FrontierConfig {
 }
 
 impl FrontierConfig {
-    /// The gap a host keeps after a request: `delay_factor` times its last response time,
-    /// within `[min_delay, max_delay]`, never below its robots crawl-delay.
-    pub fn gap_ms(&self, rec: &crate::HostRecord) -> u64 {
-        crate::sched::politeness::gap_ms(self, rec)
-    }
-
     /// Defaults for a store at `path`.
     pub fn new(path: impl Into<PathBuf>) -> FrontierConfig {
         FrontierConfig {

@@ -3,6 +3,13 @@
 use crate::config::FrontierConfig;
 use crate::store::codec::HostRecord;
 
+impl FrontierConfig {
+    /// The gap a host keeps after a request ([`gap_ms`]).
+    pub fn gap_ms(&self, rec: &HostRecord) -> u64 {
+        gap_ms(self, rec)
+    }
+}
+
 /// The host's gap after a request: `delay_factor` times its last response time, within
 /// `[min_delay, max_delay]`, and never below its robots crawl-delay.
 pub fn gap_ms(cfg: &FrontierConfig, rec: &HostRecord) -> u64 {
