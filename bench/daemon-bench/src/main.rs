@@ -199,28 +199,7 @@ fn bench(cli: &Cli) -> Result<()> {
         Some(p) => fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
         None => String::new(),
     };
-    let server_kind = match cli.scheduled {
-        // nginx runs without an access log: only the hyper server counts requests
-        true => ServerKind::Hyper,
-        false => cli.server,
-    };
-    let srv = server::start(server_kind, cli.latency, cli.server_threads)?;
-    println!(
-        "server: {} on 127.0.0.1:{} (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
-        srv.kind,
-        srv.port,
-        srv.pid(),
-        cli.server_threads,
-        cli.latency,
-        cli.hosts,
-        cli.urls
-    );
-    if cli.wrk {
-        match server::wrk(srv.port, 64) {
-            Some(r) => println!("wrk -t1 -c64 -d3s, one host: {r:.0} requests/s"),
-            None => println!("wrk: not installed or no result"),
-        }
-    }
+    let srv = start_server(cli)?;
     let port = srv.port;
     let hosts = cli.hosts.max(1);
     let daemon_cfg = |workers: usize| DaemonConfig {
@@ -257,80 +236,7 @@ fn bench(cli: &Cli) -> Result<()> {
 
     if cli.ingest {
         let w = cli.workers.first().copied().unwrap_or(1);
-        println!(
-            "ingest: frontierd submit of {} URLs over {hosts} hosts, {w} workers",
-            cli.urls
-        );
-        if let Some(d) = &cli.perf {
-            fs::create_dir_all(d)?;
-        }
-        let perf_out = cli.perf.as_ref().map(|d| d.join("perf-ingest.data"));
-        let r = daemon::ingest(
-            &daemon_cfg(w),
-            &list,
-            cli.urls,
-            perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
-            cli.then_crawl
-                .map(|limit| (hosts, limit, cli.crawl_at_least.unwrap_or_default())),
-        )?;
-        let load_end = procfs::loadavg();
-        println!();
-        println!("| measure | value |");
-        println!("| --- | --- |");
-        println!(
-            "| submit of {} URLs over {hosts} hosts ({w} workers) | {:.1} s: **{:.0} URLs/s** (submit exit: {}) |",
-            r.lines,
-            r.secs,
-            r.lines as f64 / r.secs.max(1e-9),
-            r.submit_status
-        );
-        println!("| accepted | {} |", r.accepted);
-        println!(
-            "| bytes written per URL accepted (write_bytes) | {:.0} ({:.0} MB) |",
-            r.write_bytes as f64 / r.accepted.max(1) as f64,
-            mb(r.write_bytes)
-        );
-        println!(
-            "| bytes passed to write() per URL accepted (wchar) | {:.0} ({:.0} MB) |",
-            r.wchar as f64 / r.accepted.max(1) as f64,
-            mb(r.wchar)
-        );
-        println!(
-            "| daemon CPU during the submit | {:.1} s ({:.1} µs per URL) |",
-            r.cpu_secs,
-            r.cpu_secs * 1e6 / r.lines.max(1) as f64
-        );
-        println!("| VmHWM after the submit | {:.0} MB |", mb(r.vm_hwm));
-        println!("| pages fetched during the submit | {} |", r.pages_during);
-        println!(
-            "| robots.txt fetched during the submit | {} |",
-            r.robots_fetches
-        );
-        println!(
-            "| open file descriptors after the submit | {} |",
-            r.open_fds
-        );
-        if let Some(a) = &r.after {
-            println!(
-                "| crawl after the submit | {:.0} s: robots.txt fetched for {} of {hosts} hosts, {} pages fetched in all |",
-                a.secs, a.robots_fetches, a.pages
-            );
-            println!(
-                "| host journal checkpoints ended by then | {} ({} host records written) |",
-                a.checkpoints, a.checkpoint_hosts
-            );
-            println!(
-                "| VmHWM / VmRSS at the end of that crawl | **{:.0} MB** / {:.0} MB |",
-                mb(a.vm_hwm),
-                mb(a.vm_rss)
-            );
-            println!(
-                "| open file descriptors at the end of that crawl | {} |",
-                a.open_fds
-            );
-        }
-        println!("| load average start / end | {load_start} / {load_end} |");
-        return Ok(());
+        return run_ingest(cli, &daemon_cfg(w), &list, hosts, &load_start);
     }
 
     // only the hyper server counts what it holds
@@ -341,81 +247,260 @@ fn bench(cli: &Cli) -> Result<()> {
         let bare = if cli.no_client {
             None
         } else {
-            let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
-            let r = client::run(urls.clone(), conc, cli.client_threads)?;
-            if let Some(s) = sampler {
-                println!("  bare client: {}", s.stop());
-            }
-            println!(
-                "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
-                r.pages,
-                r.errors,
-                r.bytes as f64 / r.pages.max(1) as f64,
-                r.secs,
-                r.rate(),
-                r.cpu_secs * 1e6 / r.pages.max(1) as f64
-            );
-            Some(r)
+            Some(run_bare_client(cli, &urls, conc, sample_in_flight, port)?)
         };
         let crawl = if cli.no_daemon {
             None
         } else {
-            let perf_out = cli.perf.as_ref().map(|d| d.join(format!("perf-{w}.data")));
-            if let Some(d) = &cli.perf {
-                fs::create_dir_all(d)?;
-            }
-            let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
-            let r = daemon::crawl(
+            Some(run_daemon_crawl(
+                cli,
                 &daemon_cfg(w),
                 &list,
-                cli.urls,
-                cli.timeout,
-                perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
-            )?;
-            if let Some(s) = sampler {
-                println!("  frontierd: {}", s.stop());
-            }
-            println!(
-                "frontierd, {w} workers: {} pages in {:.2} s = {:.0} pages/s, {:.0} µs CPU/page, {:.2} cores, VmHWM {:.0} MB{}",
-                r.pages,
-                r.secs,
-                r.rate(),
-                r.cpu_per_page * 1e6,
-                r.cores,
-                mb(r.vm_hwm),
-                if cli.perf.is_some() { " (under perf record)" } else { "" }
-            );
-            if r.other > 0 {
-                println!(
-                    "  {} URLs not fetched, e.g. {}",
-                    r.other,
-                    r.other_example.as_deref().unwrap_or("")
-                );
-            }
-            if !r.stderr_tail.is_empty() {
-                println!("  frontierd stderr (last lines):\n{}", r.stderr_tail);
-            }
-            Some(r)
+                sample_in_flight,
+                port,
+            )?)
         };
-        rows.push((w, conc, bare, crawl, procfs::loadavg()));
+        rows.push(CrawlRow {
+            workers: w,
+            concurrency: conc,
+            bare,
+            crawl,
+            load_after: procfs::loadavg(),
+        });
     }
+    print_crawl_table(&rows, srv.kind, cli, hosts, &load_start);
+    Ok(())
+}
+
+/// The local server the crawls fetch from (the hyper one in scheduled mode), announced,
+/// and measured by wrk with --wrk.
+fn start_server(cli: &Cli) -> Result<server::Server> {
+    let server_kind = match cli.scheduled {
+        // nginx runs without an access log: only the hyper server counts requests
+        true => ServerKind::Hyper,
+        false => cli.server,
+    };
+    let srv = server::start(server_kind, cli.latency, cli.server_threads)?;
+    println!(
+        "server: {} on 127.0.0.1:{} (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
+        srv.kind,
+        srv.port,
+        srv.pid(),
+        cli.server_threads,
+        cli.latency,
+        cli.hosts,
+        cli.urls
+    );
+    if cli.wrk {
+        match server::wrk(srv.port, 64) {
+            Some(r) => println!("wrk -t1 -c64 -d3s, one host: {r:.0} requests/s"),
+            None => println!("wrk: not installed or no result"),
+        }
+    }
+    Ok(srv)
+}
+
+/// Ingest mode: `frontierd submit` of the list to a fresh daemon with `cfg.workers`
+/// workers (and the crawl after it with --then-crawl), then the table of what it cost.
+fn run_ingest(
+    cli: &Cli,
+    cfg: &DaemonConfig,
+    list: &Path,
+    hosts: u64,
+    load_start: &str,
+) -> Result<()> {
+    let w = cfg.workers;
+    println!(
+        "ingest: frontierd submit of {} URLs over {hosts} hosts, {w} workers",
+        cli.urls
+    );
+    if let Some(d) = &cli.perf {
+        fs::create_dir_all(d)?;
+    }
+    let perf_out = cli.perf.as_ref().map(|d| d.join("perf-ingest.data"));
+    let r = daemon::ingest(
+        cfg,
+        list,
+        cli.urls,
+        perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
+        cli.then_crawl
+            .map(|limit| (hosts, limit, cli.crawl_at_least.unwrap_or_default())),
+    )?;
+    print_ingest(&r, hosts, w, load_start);
+    Ok(())
+}
+
+fn print_ingest(r: &daemon::IngestRun, hosts: u64, w: usize, load_start: &str) {
+    let load_end = procfs::loadavg();
+    println!();
+    println!("| measure | value |");
+    println!("| --- | --- |");
+    println!(
+        "| submit of {} URLs over {hosts} hosts ({w} workers) | {:.1} s: **{:.0} URLs/s** (submit exit: {}) |",
+        r.lines,
+        r.secs,
+        r.lines as f64 / r.secs.max(1e-9),
+        r.submit_status
+    );
+    println!("| accepted | {} |", r.accepted);
+    println!(
+        "| bytes written per URL accepted (write_bytes) | {:.0} ({:.0} MB) |",
+        r.write_bytes as f64 / r.accepted.max(1) as f64,
+        mb(r.write_bytes)
+    );
+    println!(
+        "| bytes passed to write() per URL accepted (wchar) | {:.0} ({:.0} MB) |",
+        r.wchar as f64 / r.accepted.max(1) as f64,
+        mb(r.wchar)
+    );
+    println!(
+        "| daemon CPU during the submit | {:.1} s ({:.1} µs per URL) |",
+        r.cpu_secs,
+        r.cpu_secs * 1e6 / r.lines.max(1) as f64
+    );
+    println!("| VmHWM after the submit | {:.0} MB |", mb(r.vm_hwm));
+    println!("| pages fetched during the submit | {} |", r.pages_during);
+    println!(
+        "| robots.txt fetched during the submit | {} |",
+        r.robots_fetches
+    );
+    println!(
+        "| open file descriptors after the submit | {} |",
+        r.open_fds
+    );
+    if let Some(a) = &r.after {
+        println!(
+            "| crawl after the submit | {:.0} s: robots.txt fetched for {} of {hosts} hosts, {} pages fetched in all |",
+            a.secs, a.robots_fetches, a.pages
+        );
+        println!(
+            "| host journal checkpoints ended by then | {} ({} host records written) |",
+            a.checkpoints, a.checkpoint_hosts
+        );
+        println!(
+            "| VmHWM / VmRSS at the end of that crawl | **{:.0} MB** / {:.0} MB |",
+            mb(a.vm_hwm),
+            mb(a.vm_rss)
+        );
+        println!(
+            "| open file descriptors at the end of that crawl | {} |",
+            a.open_fds
+        );
+    }
+    println!("| load average start / end | {load_start} / {load_end} |");
+}
+
+/// One --workers value of the crawl mode: what each side did, and the load average after.
+struct CrawlRow {
+    workers: usize,
+    /// The bare client's requests at once.
+    concurrency: usize,
+    bare: Option<client::ClientRun>,
+    crawl: Option<daemon::CrawlRun>,
+    load_after: String,
+}
+
+/// The bare hyper client over the whole list, `conc` requests at once; prints its line
+/// (and what the server held in flight, when `sample_in_flight`).
+fn run_bare_client(
+    cli: &Cli,
+    urls: &Arc<Vec<String>>,
+    conc: usize,
+    sample_in_flight: bool,
+    port: u16,
+) -> Result<client::ClientRun> {
+    let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
+    let r = client::run(urls.clone(), conc, cli.client_threads)?;
+    if let Some(s) = sampler {
+        println!("  bare client: {}", s.stop());
+    }
+    println!(
+        "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
+        r.pages,
+        r.errors,
+        r.bytes as f64 / r.pages.max(1) as f64,
+        r.secs,
+        r.rate(),
+        r.cpu_secs * 1e6 / r.pages.max(1) as f64
+    );
+    Ok(r)
+}
+
+/// frontierd crawling the whole list with `cfg.workers` workers (under perf with
+/// --perf); prints its line, what it did not fetch and the tail of its stderr.
+fn run_daemon_crawl(
+    cli: &Cli,
+    cfg: &DaemonConfig,
+    list: &Path,
+    sample_in_flight: bool,
+    port: u16,
+) -> Result<daemon::CrawlRun> {
+    let w = cfg.workers;
+    let perf_out = cli.perf.as_ref().map(|d| d.join(format!("perf-{w}.data")));
+    if let Some(d) = &cli.perf {
+        fs::create_dir_all(d)?;
+    }
+    let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
+    let r = daemon::crawl(
+        cfg,
+        list,
+        cli.urls,
+        cli.timeout,
+        perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
+    )?;
+    if let Some(s) = sampler {
+        println!("  frontierd: {}", s.stop());
+    }
+    println!(
+        "frontierd, {w} workers: {} pages in {:.2} s = {:.0} pages/s, {:.0} µs CPU/page, {:.2} cores, VmHWM {:.0} MB{}",
+        r.pages,
+        r.secs,
+        r.rate(),
+        r.cpu_per_page * 1e6,
+        r.cores,
+        mb(r.vm_hwm),
+        if cli.perf.is_some() { " (under perf record)" } else { "" }
+    );
+    if r.other > 0 {
+        println!(
+            "  {} URLs not fetched, e.g. {}",
+            r.other,
+            r.other_example.as_deref().unwrap_or("")
+        );
+    }
+    if !r.stderr_tail.is_empty() {
+        println!("  frontierd stderr (last lines):\n{}", r.stderr_tail);
+    }
+    Ok(r)
+}
+
+/// The crawl mode's summary: the run's setting, then a table row per --workers value
+/// (`-` for a side that was skipped).
+fn print_crawl_table(
+    rows: &[CrawlRow],
+    server_kind: &str,
+    cli: &Cli,
+    hosts: u64,
+    load_start: &str,
+) {
     println!();
     println!(
         "server {} ({} worker(s)), {} hosts, {} URLs, latency {:?}; load average at start {load_start}",
-        srv.kind, cli.server_threads, hosts, cli.urls, cli.latency
+        server_kind, cli.server_threads, hosts, cli.urls, cli.latency
     );
     println!();
     println!("| workers | bare client pages/s (at once) | frontierd pages/s | ratio | frontierd CPU/page | cores busy | VmHWM | load after |");
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
-    for (w, conc, bare, crawl, load) in rows {
-        let b = bare.as_ref().map(|b| b.rate());
-        let f = crawl.as_ref().map(|c| c.rate());
+    for row in rows {
+        let (w, conc, load) = (row.workers, row.concurrency, &row.load_after);
+        let b = row.bare.as_ref().map(|b| b.rate());
+        let f = row.crawl.as_ref().map(|c| c.rate());
         let fmt = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         let ratio = match (b, f) {
             (Some(b), Some(f)) => format!("{:.1} %", 100.0 * f / b.max(1e-9)),
             _ => "-".into(),
         };
-        let (cpu, cores, rss) = match &crawl {
+        let (cpu, cores, rss) = match &row.crawl {
             Some(c) => (
                 format!("{:.0} µs", c.cpu_per_page * 1e6),
                 format!("{:.2}", c.cores),
@@ -429,7 +514,6 @@ fn bench(cli: &Cli) -> Result<()> {
             fmt(f)
         );
     }
-    Ok(())
 }
 
 fn print_scheduled(
