@@ -13,6 +13,8 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use frontierd_admin::answers::SubmitAnswer;
+
 use crate::admin::client::{self, Target};
 use crate::admin::MAX_BODY;
 use crate::url_list::{classify, Line, LineReader};
@@ -181,6 +183,56 @@ fn refusal(status: u16, resp: &str) -> String {
     format!("HTTP {status}: {msg}")
 }
 
+/// Count one part's answer and print its rejected lines (the daemon's and those refused
+/// before sending), numbered in the whole file.
+fn report_answer(
+    stdout: &mut impl Write,
+    progress: &mut Progress,
+    first: usize,
+    local_rejects: Vec<(u64, String)>,
+    resp: &str,
+) -> Result<()> {
+    let answer: SubmitAnswer = serde_json::from_str(resp)
+        .with_context(|| format!("answer to POST /v1/urls not understood: {resp}"))?;
+    progress.accepted += answer.accepted;
+    progress.duplicate += answer.duplicate;
+    progress.rejected += (answer.rejections.len() + local_rejects.len()) as u64;
+    if answer.rejections.is_empty() && local_rejects.is_empty() {
+        return Ok(());
+    }
+    progress.clear();
+    let mut out: Vec<(u64, String)> = answer
+        .rejections
+        .iter()
+        .map(|r| {
+            let n = (r.line + first) as u64 - 1;
+            (n, format!("  line {n}: {} ({})", r.url, r.reason))
+        })
+        .collect();
+    out.extend(local_rejects);
+    out.sort_by_key(|(n, _)| *n);
+    for (_, l) in out {
+        writeln!(stdout, "{l}").context("writing to stdout")?;
+    }
+    Ok(())
+}
+
+/// Why a submission stopped, and which lines went in all the same.
+fn failure(first: usize, last: usize, why: &str, went_in_after: &[(usize, usize)]) -> String {
+    let mut done = Vec::new();
+    if first > 1 {
+        done.push(format!("lines 1-{} were submitted", first - 1));
+    }
+    for (a, b) in went_in_after {
+        done.push(format!("lines {a}-{b} were submitted too"));
+    }
+    let done = match done.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", done.join("; ")),
+    };
+    format!("POST /v1/urls, lines {first}-{last}: {why}{done}")
+}
+
 pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
     let input: Box<dyn BufRead + Send> = if file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
@@ -252,33 +304,8 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
         if failed.is_some() {
             went_in_after.push((p.first, p.last));
         }
-        let v: serde_json::Value = serde_json::from_str(&resp)
-            .with_context(|| format!("answer to POST /v1/urls not JSON: {resp}"))?;
         progress.lines += p.last + 1 - p.first;
-        progress.accepted += v["accepted"].as_u64().unwrap_or(0);
-        progress.duplicate += v["duplicate"].as_u64().unwrap_or(0);
-        let rejections = v["rejections"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-        progress.rejected += (rejections.len() + p.local_rejects.len()) as u64;
-        if !rejections.is_empty() || !p.local_rejects.is_empty() {
-            progress.clear();
-            let mut out: Vec<(u64, String)> = rejections
-                .iter()
-                .map(|r| {
-                    let n = r["line"].as_u64().unwrap_or(0) + p.first as u64 - 1;
-                    let line = format!(
-                        "  line {n}: {} ({})",
-                        r["url"].as_str().unwrap_or(""),
-                        r["reason"].as_str().unwrap_or("")
-                    );
-                    (n, line)
-                })
-                .collect();
-            out.extend(p.local_rejects);
-            out.sort_by_key(|(n, _)| *n);
-            for (_, l) in out {
-                writeln!(stdout, "{l}").context("writing to stdout")?;
-            }
-        }
+        report_answer(&mut stdout, &mut progress, p.first, p.local_rejects, &resp)?;
         progress.show();
     }
     // the reader stops at the end of the file, at a read error, or once nothing receives
@@ -286,18 +313,7 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
     let _ = reader.join();
     if let Some((first, last, why)) = failed {
         progress.clear();
-        let mut done = Vec::new();
-        if first > 1 {
-            done.push(format!("lines 1-{} were submitted", first - 1));
-        }
-        for (a, b) in went_in_after {
-            done.push(format!("lines {a}-{b} were submitted too"));
-        }
-        let done = match done.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", done.join("; ")),
-        };
-        bail!("POST /v1/urls, lines {first}-{last}: {why}{done}");
+        bail!("{}", failure(first, last, &why, &went_in_after));
     }
     if let Some(e) = read_error {
         progress.clear();

@@ -158,13 +158,12 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
 }
 
 async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
-    let m = &sh.metrics;
     // waiting for a free worker or for robots.txt is not in it
     PageLeased {
         url: &lease.url,
         politeness_wait: Duration::from_millis(lease.politeness_wait_ms),
     }
-    .emit(m);
+    .emit(&sh.metrics);
     // stored with the URL in the frontier, so they survive restarts
     let found = Found {
         depth: lease.depth,
@@ -179,6 +178,29 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             return;
         }
     };
+    let Some(fetch) = fetch_leased(sh, &lease, &url, found).await else {
+        return;
+    };
+    dns_failure(sh, &lease.url, FetchKind::Page, &fetch.outcome);
+    let kept = archive_answer(sh, &lease, &fetch);
+    PageFetched {
+        url: &lease.url,
+        class: FetchClass::of(&fetch.outcome),
+        bytes: kept.bytes,
+        elapsed: fetch.timings.total,
+    }
+    .emit(&sh.metrics);
+    let verdict = judge_answer(sh, &lease, &url, &fetch, kept.warc_failed.as_deref()).await;
+    act_on(sh, &lease, found, &fetch, kept, verdict).await;
+}
+
+/// Fetch a leased page; None when it was not fetched (the lease is then completed here).
+async fn fetch_leased(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    url: &Url,
+    found: Found<'_>,
+) -> Option<fetcher::PageFetch> {
     // a URL answered before is asked conditionally (its last validators)
     let previous = revisit::previous(lease.revisit.as_ref());
     let options = fetcher::PageOptions {
@@ -186,128 +208,137 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         // nothing else queued for the host: its socket is not kept idle for a next fetch
         last_for_host: lease.last_queued,
     };
-    let fetch = match sh.fetcher.fetch_page_with(&url, &options).await {
-        Ok(f) => f,
+    match sh.fetcher.fetch_page_with(url, &options).await {
+        Ok(f) => Some(f),
         Err(fetcher::FetchError::AddressRefused { refused, .. }) => {
-            return address_refused(sh, &lease, found, &refused).await;
+            address_refused(sh, lease, found, &refused).await;
+            None
         }
         Err(e) => {
             PageFetchRefused {
                 url: &lease.url,
                 error: &e,
             }
-            .emit(m);
-            complete(
-                sh,
-                &lease,
-                PageVerdict::not_fetched(e.to_string()).outcome,
-                None,
-                None,
-            )
-            .await;
-            return;
+            .emit(&sh.metrics);
+            let outcome = PageVerdict::not_fetched(e.to_string()).outcome;
+            complete(sh, lease, outcome, None, None).await;
+            None
         }
+    }
+}
+
+/// What was kept of an answer: its WARC record (or why not) and what the visit found.
+#[derive(Default)]
+struct Kept {
+    bytes: u64,
+    archived: Option<crawl::Archived>,
+    warc_failed: Option<String>,
+    content_type: Option<String>,
+    visit: Option<Visit>,
+}
+
+/// Archive an answer: a response record, or a revisit record when it is unchanged since a
+/// capture we archived; and judge the visit for the recrawl schedule.
+fn archive_answer(sh: &Shared, lease: &PageLease, fetch: &fetcher::PageFetch) -> Kept {
+    let Some(resp) = &fetch.response else {
+        return Kept::default();
     };
-    dns_failure(sh, &lease.url, FetchKind::Page, &fetch.outcome);
-    let connected = fetch.peer_addr.map(|a| Connected {
-        ip: a.ip(),
-        started_ms: unix_ms(fetch.timings.started_at),
-    });
-    let total_ms = fetch.timings.total.as_millis() as u64;
-    let mut bytes = 0u64;
-    let mut archived = None;
-    let mut warc_failed = None;
-    let mut content_type = None;
-    let mut visit = None;
-    if let Some(resp) = &fetch.response {
-        bytes = resp.body.len() as u64;
-        content_type = resp
+    let previous = revisit::previous(lease.revisit.as_ref());
+    let req_head = fetch.request.head_bytes();
+    let response = archive_response(resp);
+    let status = resp.status.as_u16();
+    // the digest to compare with, handed to the writer too: only when the URL was visited
+    // before or may be scheduled; either way the body is hashed once for the payload
+    // digest (and once more within the record's block digest)
+    let schedulable = lease.revisit.is_some() || sh.frontier.config().recrawl.schedules_any();
+    let digest = match schedulable {
+        true => warc::payload_digest(response.body),
+        false => String::new(),
+    };
+    let outcome = revisit::judge(previous, status, &digest);
+    let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
+    let written = sh.write_warc_as(
+        &Exchange {
+            target_uri: fetch.url.as_str(),
+            ip: ip_of(fetch.peer_addr),
+            date: fetch.timings.started_at,
+            request_head: &req_head,
+            response_head: &response.head,
+            response_body: response.body,
+            truncated: response.truncated,
+            // hashed above when there is something to compare with: not again
+            payload_digest: (!digest.is_empty()).then_some(digest.as_str()),
+        },
+        as_revisit.as_ref(),
+    );
+    let (archived, warc_failed) = match written {
+        Ok(archived) => (archived, None),
+        Err(why) => (None, Some(why)),
+    };
+    PageVisited {
+        url: &lease.url,
+        outcome,
+        archived_as_revisit: as_revisit.is_some() && archived.is_some(),
+    }
+    .emit(&sh.metrics);
+    Kept {
+        bytes: resp.body.len() as u64,
+        content_type: resp
             .headers
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .and_then(media_type);
-        let req_head = fetch.request.head_bytes();
-        let response = archive_response(resp);
-        let status = resp.status.as_u16();
-        // the digest to compare with, handed to the writer too: only when the URL was
-        // visited before or may be scheduled; either way the body is hashed once for the
-        // payload digest (and once more within the record's block digest)
-        let schedulable = lease.revisit.is_some() || sh.frontier.config().recrawl.schedules_any();
-        let digest = match schedulable {
-            true => warc::payload_digest(response.body),
-            false => String::new(),
-        };
-        let outcome = revisit::judge(previous, status, &digest);
-        // unchanged since a capture we archived: a revisit record instead of the payload
-        let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
-        let written = sh.write_warc_as(
-            &Exchange {
-                target_uri: fetch.url.as_str(),
-                ip: ip_of(fetch.peer_addr),
-                date: fetch.timings.started_at,
-                request_head: &req_head,
-                response_head: &response.head,
-                response_body: response.body,
-                truncated: response.truncated,
-                // hashed above when there is something to compare with: not again
-                payload_digest: (!digest.is_empty()).then_some(digest.as_str()),
-            },
-            as_revisit.as_ref(),
-        );
-        warc_failed = written.as_ref().err().cloned();
-        archived = written.ok().flatten();
-        PageVisited {
-            url: &lease.url,
-            outcome,
-            archived_as_revisit: as_revisit.is_some() && archived.is_some(),
-        }
-        .emit(m);
-        visit = Some(revisit::visit(
+            .and_then(media_type),
+        visit: Some(revisit::visit(
             status,
             outcome,
             &resp.headers,
             &digest,
             fetch.timings.started_at,
-        ));
+        )),
+        archived,
+        warc_failed,
     }
-    PageFetched {
-        url: &lease.url,
-        class: FetchClass::of(&fetch.outcome),
-        bytes,
-        elapsed: fetch.timings.total,
+}
+
+/// What the answer means for the crawl: a page's links and outcome, or a sitemap's entries.
+async fn judge_answer(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    url: &Url,
+    fetch: &fetcher::PageFetch,
+    warc_failed: Option<&str>,
+) -> PageVerdict {
+    // fetched but not archived (disk full, the WARC directory gone): fetched again later,
+    // not completed without its record; its links come with the next fetch
+    if let Some(why) = warc_failed {
+        return PageVerdict::not_fetched(format!("WARC write failed: {why}"));
     }
-    .emit(m);
-    let status = fetch.outcome.status().map(|s| s.as_u16());
     let page = Page {
         url: &lease.url,
-        parsed: &url,
+        parsed: url,
         depth: lease.depth,
         hops: &lease.hops,
     };
-    let verdict = match lease.kind {
-        EntryKind::Page => judge_page(
-            &sh.follow,
-            &page,
-            &fetch.outcome,
-            response_ms(&fetch.timings),
-        ),
+    let response_ms = response_ms(&fetch.timings);
+    match lease.kind {
+        EntryKind::Page => judge_page(&sh.follow, &page, &fetch.outcome, response_ms),
         EntryKind::Sitemap(source) => {
-            crate::daemon::sitemaps::judge(
-                sh,
-                &lease,
-                source,
-                &fetch.outcome,
-                response_ms(&fetch.timings),
-            )
-            .await
+            crate::daemon::sitemaps::judge(sh, lease, source, &fetch.outcome, response_ms).await
         }
-    };
-    // fetched but not archived (disk full, the WARC directory gone): fetched again later,
-    // not completed without its record; its links come with the next fetch
-    let verdict = match warc_failed {
-        Some(why) => PageVerdict::not_fetched(format!("WARC write failed: {why}")),
-        None => verdict,
-    };
+    }
+}
+
+/// Queue what the page led to, report the outcome to the frontier, write its log line.
+async fn act_on(
+    sh: &Arc<Shared>,
+    lease: &PageLease,
+    found: Found<'_>,
+    fetch: &fetcher::PageFetch,
+    kept: Kept,
+    verdict: PageVerdict,
+) {
+    let m = &sh.metrics;
+    let status = fetch.outcome.status().map(|s| s.as_u16());
     if let Some(stopped) = &verdict.redirect_stopped {
         RedirectChainStopped {
             url: &lease.url,
@@ -333,8 +364,12 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         }
         .emit(m);
     }
-    let visit_outcome = visit.as_ref().map(|v| v.outcome);
-    complete(sh, &lease, verdict.outcome, visit, connected).await;
+    let connected = fetch.peer_addr.map(|a| Connected {
+        ip: a.ip(),
+        started_ms: unix_ms(fetch.timings.started_at),
+    });
+    let visit_outcome = kept.visit.as_ref().map(|v| v.outcome);
+    complete(sh, lease, verdict.outcome, kept.visit, connected).await;
     if done {
         m.pages_completed.inc();
     }
@@ -343,13 +378,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
             url: &lease.url,
             outcome,
             status,
-            bytes,
-            duration_ms: total_ms,
+            bytes: kept.bytes,
+            duration_ms: fetch.timings.total.as_millis() as u64,
             reason: &reason,
             found,
-            content_type,
+            content_type: kept.content_type,
             ip: ip_of(fetch.peer_addr),
-            archived: archived.as_ref(),
+            archived: kept.archived.as_ref(),
             visit: visit_outcome,
         });
     }
