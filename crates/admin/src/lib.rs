@@ -3,16 +3,20 @@
 //! (`views.rs`), the server with its connection limits and timeouts (`server.rs`), the
 //! stand-in that answers 503 while the store cannot be opened (`waiting.rs`), and the URL
 //! list format that `POST /v1/urls`, the spool and `frontierd submit` share (`url_list.rs`,
-//! `json_list.rs`).
+//! `json_list.rs`); and its client (`client.rs`): one request at a time, the typed reads of
+//! `frontierd stats` and `hosts`, and a URL list of any size submitted in parts, two posted
+//! at a time, with the lines that went in named when one is refused (`client/submit.rs`).
 //!
 //! What it must never do: decide anything about the crawl itself (it reads the frontier's
 //! views and hands submissions to its [`Backend`]), log or count on its own (every event
 //! goes to [`Backend::event`], which the daemon turns into its internal events), or answer
 //! a request that reads the frontier on the connection's thread (a stuck store write must
-//! not stop `/healthz` and `/metrics`).
+//! not stop `/healthz` and `/metrics`). Its client prints nothing and decides no exit
+//! status: it returns typed answers and errors that name the request and the reason.
 
 pub mod answers;
 mod backend;
+pub mod client;
 pub mod json_list;
 pub mod request;
 mod router;

@@ -158,7 +158,7 @@ fn main() -> ExitCode {
             retry_for,
         } => cluster_cmd::publish(file, config.as_deref(), retry_for),
         Command::Cluster(command) => cluster_cmd::run(command),
-        Command::Stats { watch, api } => client(api, move |t| admin::client::stats(t, watch)),
+        Command::Stats { watch, api } => client(api, move |t| admin::commands::stats(t, watch)),
         Command::Hosts {
             ip: true,
             limit,
@@ -171,7 +171,7 @@ fn main() -> ExitCode {
             limit,
             api,
             ..
-        } => client(api, move |t| admin::client::hosts(t, host, state, limit)),
+        } => client(api, move |t| admin::commands::hosts(t, host, state, limit)),
     };
     match result {
         Ok(code) => code,
@@ -245,7 +245,7 @@ fn init_logging(s: &config::Settings) {
 
 fn client<F, Fut>(api: ApiArgs, f: F) -> Result<ExitCode>
 where
-    F: FnOnce(admin::client::Target) -> Fut,
+    F: FnOnce(frontierd_admin::client::Target) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,
 {
     let settings = match config::Config::load(api.config.as_deref())
@@ -275,5 +275,5 @@ where
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(f(admin::client::Target { addr, token }))
+    rt.block_on(f(frontierd_admin::client::Target { addr, token }))
 }

@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use frontierd_admin::answers::IpGroupsAnswer;
+use anyhow::Result;
+use frontierd_admin::client::{self, Target};
 
-use crate::admin::client::{get_json, table, Target};
+use crate::admin::commands::table;
 use crate::stdout::out;
 
 /// Host names shown per group in the table (the JSON has them all).
@@ -14,8 +14,7 @@ const HOSTS_SHOWN: usize = 3;
 
 /// `frontierd hosts --ip`: one row per address, most hosts first.
 pub async fn print(t: Target, limit: usize) -> Result<ExitCode> {
-    let v: IpGroupsAnswer = serde_json::from_value(get_json(&t, "/v1/ip-groups").await?)
-        .context("reading the answer of GET /v1/ip-groups")?;
+    let v = client::ip_groups(&t).await?;
     let mut groups = v.ip_groups;
     groups.sort_by_key(|g| std::cmp::Reverse(g.host_count));
     let rows: Vec<Vec<String>> = groups

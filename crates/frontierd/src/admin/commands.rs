@@ -1,80 +1,18 @@
-//! The admin API's client: one request at a time, and the `stats` and `hosts` commands
-//! (`submit` is submit.rs).
+//! `frontierd stats` and `frontierd hosts`: the admin API's typed answers
+//! ([`frontierd_admin::client`]) printed as tables (`hosts --ip` is ip_groups.rs, `submit`
+//! submit.rs).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
+use anyhow::Result;
+use frontierd_admin::client::{self, Target};
 
 use crate::stdout::out;
 
-/// Where a running daemon listens, and its token.
-pub struct Target {
-    pub addr: String,
-    pub token: Option<String>,
-}
-
-/// One HTTP/1.1 request to the admin API (a new connection each time); returns (status,
-/// body). Any answer is returned, a 413 included, even one sent before the body was read.
-pub async fn request(
-    t: &Target,
-    method: &str,
-    path: &str,
-    body: impl Into<Bytes>,
-) -> Result<(u16, String)> {
-    let stream = tokio::net::TcpStream::connect(&t.addr)
-        .await
-        .with_context(|| {
-            format!(
-                "connecting to the admin API at {} (is frontierd running?)",
-                t.addr
-            )
-        })?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .with_context(|| format!("HTTP handshake with {}", t.addr))?;
-    let conn = tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, &t.addr)
-        .header(hyper::header::CONTENT_TYPE, "text/plain");
-    if let Some(tok) = &t.token {
-        req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {tok}"));
-    }
-    let req = req
-        .body(Full::new(body.into()))
-        .with_context(|| format!("building {method} {path}"))?;
-    let resp = sender
-        .send_request(req)
-        .await
-        .with_context(|| format!("{method} {path} to {}", t.addr))?;
-    let status = resp.status().as_u16();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .with_context(|| format!("reading the answer to {method} {path}"))?
-        .to_bytes();
-    conn.abort();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-pub(crate) async fn get_json(t: &Target, path: &str) -> Result<serde_json::Value> {
-    let (status, body) = request(t, "GET", path, Bytes::new()).await?;
-    if status != 200 {
-        bail!("GET {path}: HTTP {status}: {}", body.trim());
-    }
-    serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON"))
-}
-
 pub async fn stats(t: Target, watch: bool) -> Result<ExitCode> {
     loop {
-        let v = get_json(&t, "/v1/stats").await?;
+        let v = client::stats(&t).await?;
         if let Some(obj) = v.as_object() {
             let mut text = String::new();
             if watch {
@@ -141,38 +79,29 @@ pub async fn hosts(
 ) -> Result<ExitCode> {
     match host {
         Some(h) => {
-            let segment =
-                percent_encoding::utf8_percent_encode(&h, percent_encoding::NON_ALPHANUMERIC);
-            let v = get_json(&t, &format!("/v1/hosts/{segment}")).await?;
-            if let Some(key) = v["key"].as_str().filter(|k| *k != h) {
+            let v = client::host(&t, &h).await?;
+            if let Some(key) = v.key.as_deref().filter(|k| *k != h) {
                 eprintln!("frontierd: {h} is politeness key {key}");
             }
+            // as a JSON value: its keys in order, as the daemon's answer had them printed
+            let v = serde_json::to_value(&v)?;
             out(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
         }
         None => {
-            let mut query = url::form_urlencoded::Serializer::new(String::new());
-            query.append_pair("limit", &limit.to_string());
-            if let Some(state) = &state {
-                query.append_pair("state", state);
-            }
-            let v = get_json(&t, &format!("/v1/hosts?{}", query.finish())).await?;
-            let rows: Vec<Vec<String>> = v["hosts"]
-                .as_array()
+            let v = client::hosts(&t, state.as_deref(), limit).await?;
+            let rows: Vec<Vec<String>> = v
+                .hosts
                 .into_iter()
-                .flatten()
                 .map(|h| {
-                    [
-                        "host",
-                        "queued",
-                        "in_flight",
-                        "robots_state",
-                        "robots",
-                        "backoff_level",
-                        "paused",
+                    vec![
+                        h.host,
+                        h.queued.to_string(),
+                        h.in_flight.to_string(),
+                        h.robots.robots_state,
+                        h.robots.robots,
+                        h.backoff_level.to_string(),
+                        h.paused.to_string(),
                     ]
-                    .iter()
-                    .map(|k| cell(&h[*k]))
-                    .collect()
                 })
                 .collect();
             out(&table(
