@@ -2,7 +2,9 @@
 //!
 //! It owns the parser (bytes in, never a failure), the compiled per-agent matcher that gives
 //! the same verdicts as Google's open-source robotstxt library, and the per-origin robots
-//! state machine (`state`), whose transitions take `now` as an argument.
+//! state machine (`state`), whose transitions take `now` as an argument. It also owns what
+//! `frontierd robots check|explain` say (`report`): the verdict lines, the answer to each
+//! line of a JSON Lines batch, the explain report, as strings the command prints.
 //!
 //! It must never do I/O, spawn threads, read clocks or depend on another frontierd crate.
 
@@ -12,6 +14,7 @@ mod parser;
 #[cfg(feature = "reference")]
 #[doc(hidden)]
 pub mod reference;
+pub mod report;
 mod robots_txt;
 pub mod state;
 
