@@ -567,7 +567,7 @@ impl Frontier {
         if seq >= s.end() {
             return Ok(None);
         }
-        let Some(v) = self.store.get(&s.key(id))? else {
+        let Some(v) = self.store.get(&crate::store::keys::segment_key(&s, id))? else {
             return Ok(None);
         };
         let seg = Segment::parse(&v)?;

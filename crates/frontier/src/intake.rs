@@ -385,7 +385,7 @@ impl Frontier {
                     len: chunk.len() as u32,
                     fold,
                 };
-                out.put(at.key(id), seg);
+                out.put(crate::store::keys::segment_key(&at, id), seg);
                 h.segs.push_back(at);
                 first += chunk.len() as u64;
                 segments += 1;

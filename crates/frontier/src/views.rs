@@ -241,7 +241,7 @@ impl Frontier {
             if s.end() <= head {
                 continue;
             }
-            let Some(v) = self.store.get(&s.key(id))? else {
+            let Some(v) = self.store.get(&crate::store::keys::segment_key(s, id))? else {
                 continue;
             };
             let seg = Segment::parse(&v)?;

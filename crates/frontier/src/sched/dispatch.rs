@@ -10,8 +10,8 @@ use crate::config::{CrawlDelayOverCap, FrontierConfig};
 use crate::crawl::{self, CrawlBook, CrawlGate};
 use crate::sched::aside::PARK_PER_VISIT;
 use crate::sched::ipgroup::Resolve;
+use crate::sched::records::DropReason;
 use crate::sched::robots_gate::RobotsVerdict;
-use crate::store::codec::DropReason;
 
 /// Most URLs dropped per visit of a host: a host whose queue robots.txt disallows is
 /// emptied this fast at most, and other hosts get their turn in between.

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use thin_vec::ThinVec;
 
 use crate::sched::aside::{Delayed, Parked, ParkedOrigins, Source};
-use crate::store::codec::HostRecord;
-use crate::store::keys;
-use crate::store::packed::Pending;
+use crate::sched::pending::Pending;
+use crate::sched::records::HostRecord;
 
 /// Where one stored segment of a host's queue is: its sequences and its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,14 +36,6 @@ impl SegRef {
     /// Sequence after its last entry.
     pub(crate) fn end(&self) -> u64 {
         self.first + u64::from(self.len)
-    }
-
-    /// Its store key, for host `id`.
-    pub(crate) fn key(&self, id: u64) -> Vec<u8> {
-        match self.fold {
-            SegRef::LEGACY => keys::queued(id, self.first),
-            fold => keys::segment(fold, id, self.first),
-        }
     }
 }
 
@@ -113,12 +104,6 @@ impl HostMem {
             ip: None,
             resolve: crate::sched::ipgroup::Resolve::NotAsked,
         }
-    }
-
-    /// The stored value of the host record. Its lease list holds the leases in flight and
-    /// the front: both come back to the front at open.
-    pub(crate) fn value(&self) -> Vec<u8> {
-        self.rec.encode_with_leases(&self.owed())
     }
 
     /// Sequences below the head that are still owed: leased or in the front.

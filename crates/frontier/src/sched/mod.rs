@@ -9,8 +9,10 @@ pub mod failure;
 pub(crate) mod hosts;
 pub mod ipgroup;
 pub mod lease;
+pub mod pending;
 pub mod politeness;
 pub mod rate;
+pub mod records;
 pub mod recrawl;
 pub mod robots_gate;
 

@@ -1,7 +1,7 @@
 //! Politeness: the gap a host keeps between two requests.
 
 use crate::config::FrontierConfig;
-use crate::store::codec::HostRecord;
+use crate::sched::records::HostRecord;
 
 impl FrontierConfig {
     /// The gap a host keeps after a request ([`gap_ms`]).

@@ -40,7 +40,10 @@ impl Frontier {
                 if inner.journal.dirty.remove(&id)
                     || inner.journal.pending.binary_search(&h.key).is_ok()
                 {
-                    inner.journal.evicted.insert(h.key.clone(), h.value());
+                    inner
+                        .journal
+                        .evicted
+                        .insert(h.key.clone(), crate::store::codec::host_value(&h));
                 }
             }
         }
@@ -61,7 +64,11 @@ impl Frontier {
         dirty.dedup();
         for id in &dirty {
             if let Some(h) = inner.hosts.get_mut(id) {
-                dead.extend(h.drop_dead_segments().into_iter().map(|s| s.key(*id)));
+                dead.extend(
+                    h.drop_dead_segments()
+                        .into_iter()
+                        .map(|s| crate::store::keys::segment_key(&s, *id)),
+                );
             }
         }
         Self::journal_hosts(inner, &dirty, batch);
@@ -93,7 +100,7 @@ impl Frontier {
                 buf.reserve(JOURNAL_RECORD_BYTES + 512);
                 buf.push(1);
             }
-            journal_encode_entry(&mut buf, &h.key, &h.value());
+            journal_encode_entry(&mut buf, &h.key, &crate::store::codec::host_value(h));
             journal.dirty.insert(*id);
             if buf.len() >= JOURNAL_RECORD_BYTES {
                 emit(&mut buf, journal, batch);
@@ -168,7 +175,7 @@ impl Frontier {
                 break;
             };
             let value = match by_key.get(&key).and_then(|id| hosts.get(id)) {
-                Some(h) => h.value(),
+                Some(h) => crate::store::codec::host_value(h),
                 // `H` is read under the lock after this batch is applied
                 None => match journal.evicted.remove(&key) {
                     Some(v) => v,

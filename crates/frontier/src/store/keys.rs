@@ -184,3 +184,11 @@ pub fn done_bucket(index: u16) -> Vec<u8> {
 pub fn metadata(hash: u128) -> Vec<u8> {
     tagged(b'm', &[&hash.to_be_bytes()])
 }
+
+/// The store key of a host's queue segment `seg`, for host `id`.
+pub(crate) fn segment_key(seg: &crate::sched::hosts::SegRef, id: u64) -> Vec<u8> {
+    match seg.fold {
+        crate::sched::hosts::SegRef::LEGACY => queued(id, seg.first),
+        fold => segment(fold, id, seg.first),
+    }
+}

@@ -8,10 +8,11 @@ use crate::error::Result;
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
 use crate::sched::hosts::{HostMem, SegRef};
+use crate::sched::pending::Pending;
 use crate::store::codec::{DropRecord, HostRecord, QueueEntry};
 use crate::store::journal::{journal_decode, Journal};
 use crate::store::keys;
-use crate::store::packed::{self, Pending, Segment};
+use crate::store::packed::{self, Segment};
 use crate::store::Batch;
 use crate::work::url_hash;
 
@@ -411,7 +412,7 @@ fn rebuild_host(
     h.rec.counters.queued = queued;
     // segments that only hold URLs handed out and completed before the crash
     for s in h.drop_dead_segments() {
-        batch.del(s.key(id));
+        batch.del(crate::store::keys::segment_key(&s, id));
     }
     batch.cut();
     let returned = leased.len() as u64;
@@ -428,7 +429,7 @@ fn rebuild_host(
         journal.evicted.insert(h.key.clone(), v);
     }
     for s in h.segs.drain(..) {
-        batch.del(s.key(id));
+        batch.del(crate::store::keys::segment_key(&s, id));
     }
     for s in h.retries.drain(..) {
         batch.del(keys::retry(id, s));

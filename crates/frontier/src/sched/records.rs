@@ -1,0 +1,76 @@
+//! The records the scheduler keeps about a host and the reasons a URL leaves it; `store/`
+//! encodes and persists them (`store/codec.rs`), the scheduler never touches the store.
+
+/// Per-host counters, persisted with the host record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCounters {
+    /// URLs ever queued for this host.
+    pub enqueued: u64,
+    /// URLs currently queued (not in flight).
+    pub queued: u64,
+    /// Page leases handed out.
+    pub dispatched: u64,
+    /// Page leases completed.
+    pub completed: u64,
+    /// URLs dropped (robots rules, skipped host).
+    pub dropped: u64,
+    /// URLs given up after too many attempts.
+    pub given_up: u64,
+    /// Retries scheduled (429/503/transient failures).
+    pub retried: u64,
+    /// Times a crawl-delay above the cap was clamped.
+    pub crawl_delay_clamped: u64,
+    /// Times the host was skipped because its crawl-delay was above the cap.
+    pub crawl_delay_skipped: u64,
+    /// robots.txt fetches handed out.
+    pub robots_fetches: u64,
+}
+
+/// The persisted per-host (per politeness key) record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostRecord {
+    /// Numeric id used in queue keys.
+    pub id: u64,
+    /// Earliest instant (unix ms) of the next request.
+    pub next_allowed_ms: u64,
+    /// Leases in flight (reset to 0 on recovery, when leases return to the queue).
+    pub in_flight: u64,
+    /// Back-off level (0 = none); reset after a success.
+    pub backoff_level: u64,
+    /// No request before this instant (unix ms) because of back-off or Retry-After.
+    pub backoff_until_ms: u64,
+    /// Crawl-delay in force in ms (after capping), 0 = none.
+    pub crawl_delay_ms: u64,
+    /// Last response time in ms.
+    pub last_response_ms: u64,
+    /// 1 if the host is skipped (crawl-delay above the cap with `skip` configured).
+    pub skipped: u64,
+    /// Counters.
+    pub counters: HostCounters,
+    /// Queue sequence of the next URL to hand out: every sequence below it was handed out
+    /// (returned leases and retries come back through the lease list and retry entries).
+    /// 0 in records written before queues were packed into segments.
+    pub head_seq: u64,
+}
+
+/// Why a URL left the frontier without being fetched to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// robots.txt rules disallow it.
+    RobotsDisallowed = 1,
+    /// Host skipped because its crawl-delay is above the cap.
+    CrawlDelayTooLong = 2,
+    /// Retried the configured number of times.
+    GaveUp = 3,
+}
+
+impl DropReason {
+    /// Stable name.
+    pub fn code(self) -> &'static str {
+        match self {
+            DropReason::RobotsDisallowed => "robots-disallowed",
+            DropReason::CrawlDelayTooLong => "crawl-delay-too-long",
+            DropReason::GaveUp => "gave-up",
+        }
+    }
+}
