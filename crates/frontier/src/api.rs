@@ -1,7 +1,6 @@
 //! The frontier's public face: open, inspect, pause.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -10,16 +9,12 @@ use crate::config::FrontierConfig;
 use crate::crawl::canonicalize_stored;
 use crate::error::{FrontierError, Result};
 use crate::events::{EventQueue, FrontierEvent, FrontierStats};
-use crate::sched::hosts;
-use crate::sched::hosts::HostMem;
-use crate::sched::ipgroup::{IpGroups, IpLimits};
-use crate::sched::lease::LeaseClock;
 use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
+use crate::sched::scheduler::Scheduler;
 use crate::seen::{IntakeLog, SeenSet};
-use crate::store::codec::{DropRecord, HostRecord};
+use crate::store::codec::DropRecord;
 use crate::store::commit::GroupCommit;
-use crate::store::control::QueueControl;
 use crate::store::journal::Journal;
 use crate::store::keys;
 use crate::store::reclaim::Reclaimer;
@@ -31,19 +26,11 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 pub(crate) struct Inner {
-    /// Hosts with work, boxed: a table of 1M inline records (~500 bytes each) doubled
-    /// its 0.5-1 GB on every resize; boxed, the table moves 16-byte entries.
-    pub(crate) hosts: HashMap<u64, Box<HostMem>>,
-    pub(crate) by_key: HashMap<Arc<str>, u64>,
-    pub(crate) heap: BinaryHeap<Reverse<(u64, u64)>>,
-    pub(crate) next_host_id: u64,
+    /// The scheduler: hosts in memory, the ready heap, IP groups, robots.txt slots, the
+    /// global quota, pauses, clients' controls, lease deadlines.
+    pub(crate) sched: Scheduler,
     pub(crate) robots: RobotsCache,
-    /// `global_rate_per_sec` as a token bucket on the callers' `now_ms`.
-    pub(crate) quota: Option<TokenBucket>,
-    pub(crate) rng: StdRng,
     pub(crate) stats: FrontierStats,
-    /// Politeness keys paused by the operator (persisted as `P` keys, loaded at open).
-    pub(crate) paused: HashSet<Arc<str>>,
     /// Origins per robots state (built at the first question).
     pub(crate) census: RobotsCensus,
     /// The last [`Frontier::queue_gauges`] walk, reused while it is young enough.
@@ -54,16 +41,7 @@ pub(crate) struct Inner {
     pub(crate) seen: SeenSet,
     /// URLs an external fetcher reported done for good.
     pub(crate) done: crate::done::DoneSet,
-    /// Set by [`Frontier::hold_hosts_after_restart`]: hosts loaded from the store later are
-    /// held for their gap from this time too.
-    pub(crate) restart_hold_from_ms: Option<u64>,
     pub(crate) intake: IntakeLog,
-    /// robots.txt leases handed out and not yet completed.
-    pub(crate) robots_in_flight: u64,
-    /// Hosts (ready time, id) that need robots.txt while `max_robots_in_flight` is reached,
-    /// oldest first. Each keeps `scheduled == Some(ready)`: this entry is its place (a
-    /// later `schedule` makes it stale, as for heap entries).
-    pub(crate) robots_waiting: VecDeque<(u64, u64)>,
     /// Whether any recrawl record may exist (the configuration schedules URLs, or one
     /// was written: `keys::RECRAWL_IN_USE`): otherwise completions skip decoding the
     /// entries of successful fetches.
@@ -71,13 +49,6 @@ pub(crate) struct Inner {
     /// No due-index key is earlier than this (a lower bound; 0: look): the due index is
     /// scanned only once it may hold a due URL.
     pub(crate) next_due_ms: u64,
-    /// Clients' delays and blocks per politeness key ("" = the default delay), as stored
-    /// under `g` keys (loaded at open).
-    pub(crate) controls: HashMap<Arc<str>, QueueControl>,
-    /// Deadlines of the page leases handed out with one (external fetchers).
-    pub(crate) lease_clock: LeaseClock,
-    /// Hosts sharing an IP address share its politeness budget.
-    pub(crate) ip_groups: IpGroups,
     /// Hosts whose address is asked for before their first robots.txt fetch, not yet
     /// taken by [`Frontier::take_resolves`].
     pub(crate) resolves: Vec<crate::work::ResolveRequest>,
@@ -124,33 +95,6 @@ impl Drop for Frontier {
 }
 
 impl Frontier {
-    /// Put host `id` into the ready heap if it may go (see [`hosts::schedule`]).
-    pub(crate) fn schedule(&self, inner: &mut Inner, id: u64) {
-        let Inner {
-            hosts,
-            heap,
-            paused,
-            controls,
-            ..
-        } = inner;
-        if let Some(h) = hosts.get_mut(&id) {
-            let is_paused = !paused.is_empty() && paused.contains(&h.key);
-            let blocked_until = if controls.is_empty() {
-                0
-            } else {
-                controls.get(&h.key).map_or(0, |c| c.blocked_until_ms)
-            };
-            hosts::schedule(
-                h,
-                id,
-                heap,
-                self.cfg.max_in_flight_per_host,
-                is_paused,
-                blocked_until,
-            );
-        }
-    }
-
     /// Open (or create) the frontier at `cfg.path` with sled and the robots-policy backend.
     pub fn open(cfg: FrontierConfig) -> Result<Frontier> {
         Self::open_with(cfg, RobotsEngine::default())
@@ -188,27 +132,13 @@ impl Frontier {
             None => StdRng::from_entropy(),
         };
         let inner = Inner {
-            hosts: HashMap::new(),
-            by_key: HashMap::new(),
-            heap: BinaryHeap::new(),
-            robots_in_flight: 0,
-            robots_waiting: VecDeque::new(),
+            sched: Scheduler::new(&cfg, next_host_id, quota, rng),
             revisit_records,
             next_due_ms: 0,
-            controls: HashMap::new(),
             crawls: Default::default(),
-            lease_clock: LeaseClock::default(),
-            ip_groups: IpGroups::new(IpLimits {
-                max_in_flight: cfg.max_in_flight_per_ip,
-                delay_ms: cfg.ip_delay_ms,
-            }),
             resolves: Vec::new(),
-            next_host_id,
             robots: RobotsCache::new(Arc::new(robots), &cfg.user_agent, cfg.robots_cache_origins),
-            quota,
-            rng,
             stats: FrontierStats::default(),
-            paused: HashSet::new(),
             events: EventQueue::default(),
             census: RobotsCensus::default(),
             gauges: None,
@@ -227,7 +157,6 @@ impl Frontier {
                 pending_journal_bytes: 0,
             },
             done: Default::default(),
-            restart_hold_from_ms: None,
             seen: SeenSet {
                 starts: vec![0],
                 recent: Default::default(),
@@ -263,17 +192,7 @@ impl Frontier {
     /// `now_ms` too. Hosts loaded from the store later (URLs arriving for a host with none
     /// queued) are held the same way. Call once, before the first dispatch.
     pub fn hold_hosts_after_restart(&self, now_ms: u64) {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        inner.restart_hold_from_ms = Some(now_ms);
-        inner.ip_groups.hold_all(now_ms);
-        let ids: Vec<u64> = inner.hosts.keys().copied().collect();
-        for id in ids {
-            if let Some(h) = inner.hosts.get_mut(&id) {
-                hold_for_restart(&self.cfg, &mut h.rec, now_ms);
-            }
-            self.schedule(inner, id);
-        }
+        self.inner.lock().sched.hold_after_restart(now_ms);
     }
 
     /// The store's first failed write, if one failed: nothing more can be made durable
@@ -291,13 +210,13 @@ impl Frontier {
     pub fn stats(&self) -> FrontierStats {
         let inner = self.inner.lock();
         let mut stats = inner.stats.clone();
-        stats.ip_waits = inner.ip_groups.waits;
+        stats.ip_waits = inner.sched.ip_waits();
         stats
     }
 
     /// Number of hosts held in memory (hosts with queued or in-flight work).
     pub fn hosts_in_memory(&self) -> usize {
-        self.inner.lock().hosts.len()
+        self.inner.lock().sched.host_count()
     }
 
     /// Flushes performed by group commit.
@@ -312,24 +231,7 @@ impl Frontier {
 
     /// Earliest instant at which some host becomes ready (None if nothing is queued).
     pub fn next_ready_at(&self) -> Option<u64> {
-        let inner = self.inner.lock();
-        let robots_free = self
-            .cfg
-            .max_robots_in_flight
-            .is_none_or(|cap| inner.robots_in_flight < cap);
-        let waiting = inner
-            .robots_waiting
-            .front()
-            .filter(|_| robots_free)
-            .map(|&(t, _)| t);
-        inner
-            .heap
-            .peek()
-            .map(|Reverse((t, _))| *t)
-            .into_iter()
-            .chain(waiting)
-            .chain(inner.ip_groups.next_wake())
-            .min()
+        self.inner.lock().sched.next_ready_at()
     }
 
     // ---------------------------------------------------------------- IP groups
@@ -361,23 +263,10 @@ impl Frontier {
         let mut batch = Batch::new();
         let mut changed = Vec::new();
         for &(host_id, ip, started_ms) in reports {
-            let Some(h) = inner.hosts.get_mut(&host_id) else {
-                continue;
-            };
-            let before = h.ip;
-            let in_flight = h.rec.in_flight;
-            if before == Some(ip) {
-                // same group: only its gap may start later
-                inner.ip_groups.join(ip, host_id, in_flight, started_ms);
-                continue;
+            if let Some((key, before)) = inner.sched.handle_address(host_id, ip, started_ms) {
+                batch.put(keys::address(&key), ip.to_string().into_bytes());
+                changed.push((host_id, before, ip));
             }
-            h.ip = Some(ip);
-            batch.put(keys::address(&h.key), ip.to_string().into_bytes());
-            if let Some(old) = before {
-                inner.ip_groups.leave(old, host_id, in_flight);
-            }
-            inner.ip_groups.join(ip, host_id, in_flight, started_ms);
-            changed.push((host_id, before, ip));
         }
         if !batch.is_empty() {
             self.store.apply(batch)?;
@@ -452,12 +341,7 @@ impl Frontier {
     pub fn pause(&self, key: &str) -> Result<bool> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let added = inner.paused.insert(Arc::from(key));
-        if let Some(&id) = inner.by_key.get(key) {
-            if let Some(h) = inner.hosts.get_mut(&id) {
-                h.scheduled = None;
-            }
-        }
+        let added = inner.sched.pause(key);
         if added {
             let mut batch = Batch::new();
             batch.put(keys::paused(key), Vec::new());
@@ -471,22 +355,19 @@ impl Frontier {
     pub fn resume(&self, key: &str) -> Result<bool> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let removed = inner.paused.remove(key);
+        let removed = inner.sched.resume(key);
         if removed {
             let mut batch = Batch::new();
             batch.del(keys::paused(key));
             self.store.apply(batch)?;
             self.store.flush()?;
         }
-        if let Some(&id) = inner.by_key.get(key) {
-            self.schedule(inner, id);
-        }
         Ok(removed)
     }
 
     /// Whether a politeness key is paused.
     pub fn is_paused(&self, key: &str) -> bool {
-        self.inner.lock().paused.contains(key)
+        self.inner.lock().sched.is_paused(key)
     }
 }
 
@@ -524,11 +405,4 @@ pub(crate) fn host_of_origin(origin: &str) -> String {
         .ok()
         .and_then(|u| u.host_str().map(str::to_string))
         .unwrap_or_default()
-}
-
-/// A host may not be asked before its gap from `from_ms` has passed (see
-/// [`Frontier::hold_hosts_after_restart`]).
-pub(crate) fn hold_for_restart(cfg: &FrontierConfig, rec: &mut HostRecord, from_ms: u64) {
-    let until = from_ms.saturating_add(crate::sched::politeness::gap_ms(cfg, rec));
-    rec.next_allowed_ms = rec.next_allowed_ms.max(until);
 }

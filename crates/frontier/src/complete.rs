@@ -6,7 +6,6 @@ use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
 use crate::sched::failure::{host_backoff_ms, retry_wait_ms, FailureScope, PageOutcome};
 use crate::sched::hosts::HostMem;
-use crate::sched::ipgroup::IpGroups;
 use crate::sched::politeness;
 use crate::sched::recrawl::Visit;
 use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
@@ -14,24 +13,10 @@ use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::keys;
 use crate::store::Batch;
 use crate::work::{url_hash, LeaseId, RobotsLease};
-use rand::Rng;
 
 /// After a robots.txt outcome could not be stored, its host waits this long before its
 /// robots.txt is fetched again (a failing disk is not hammered with retries).
 const ROBOTS_RETRY_AFTER_STORE_ERROR_MS: u64 = 5_000;
-
-/// A page lease ends, reported or expired: the host's slot and its address's slot are free,
-/// the host's politeness wait starts now, and what was set aside may be looked at again.
-fn end_lease(h: &mut HostMem, pos: usize, ip_groups: &mut IpGroups, now_ms: u64) {
-    h.leased.swap_remove(pos);
-    h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-    // left taken, four expiries filled a default address group for good (issue 33)
-    if let Some(ip) = h.ip {
-        ip_groups.release(ip);
-    }
-    h.free_since_ms = now_ms;
-    h.hold_until_ms = 0;
-}
 
 /// A URL out of attempts: its retry entry forgotten and its gave-up drop record written in
 /// `batch`; returns the record for the caller to count and report.
@@ -73,7 +58,7 @@ fn keep_for_retry(h: &mut HostMem, batch: &mut Batch, (id, seq): (u64, u64), ent
 fn check_leases(inner: &Inner, done: &[(LeaseId, PageOutcome)]) -> Result<()> {
     let mut given = std::collections::HashSet::with_capacity(done.len());
     for (lease, _) in done {
-        let known = inner.hosts.get(&lease.host_id).is_some_and(|h| {
+        let known = inner.sched.host(lease.host_id).is_some_and(|h| {
             h.leased.contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
         });
         if !known || !given.insert(*lease) {
@@ -138,14 +123,16 @@ impl Frontier {
     ) -> Result<bool> {
         let (id, seq) = (lease.host_id, lease.seq);
         let recrawl_on = inner.revisit_records;
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        let Some(h) = inner.sched.host(id) else {
             return Ok(false);
         };
         let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
             return Ok(false);
         };
         let entry = self.entry_bytes(id, h, seq)?;
-        end_lease(h, pos, &mut inner.ip_groups, now_ms);
+        let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
+            return Ok(false);
+        };
         let Some(bytes) = entry else {
             tracing::error!(host = %h.key, seq, "expired lease has no entry; forgotten");
             return Ok(true);
@@ -217,7 +204,7 @@ impl Frontier {
             self.reschedule_all(inner, &mut batch, out.revisits, now_ms);
             batch.cut();
             for &id in &out.dirty {
-                self.schedule(inner, id);
+                inner.sched.schedule(id);
             }
             Self::settle_hosts(inner, out.dirty, &mut batch, &mut dead);
             inner.done.mark(&mut batch, &out.done_for_good, &[]);
@@ -244,7 +231,8 @@ impl Frontier {
     ) -> Result<()> {
         let (id, seq) = (lease.host_id, lease.seq);
         let recrawl_on = inner.revisit_records;
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        let has_deadline = inner.sched.lease_deadline(lease).is_some();
+        let Some(h) = inner.sched.host_mut(id) else {
             return Err(FrontierError::UnknownLease(lease));
         };
         let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
@@ -266,8 +254,7 @@ impl Frontier {
         // an external fetcher's lease (it has a deadline) done with no next date: marked
         // done for good, so a KnownURLItem with a date can queue it again (with [recrawl]
         // on the configuration schedules it instead)
-        let fetcher_done_for_good =
-            done_ok && !fetchers_time && !recrawl_on && inner.lease_clock.deadline(lease).is_some();
+        let fetcher_done_for_good = done_ok && !fetchers_time && !recrawl_on && has_deadline;
         // a retry needs the entry (attempts, URL); a success does not, unless it is to be
         // scheduled for a revisit or marked done
         let wanted = !done_ok || recrawl_on || fetchers_time || fetcher_done_for_good;
@@ -276,8 +263,14 @@ impl Frontier {
         } else {
             None
         };
-        inner.lease_clock.clear(lease);
-        end_lease(h, pos, &mut inner.ip_groups, now_ms);
+        // one draw per failed report, as before the lease ends
+        let jitter: f64 = match done_ok {
+            true => 0.0,
+            false => inner.sched.jitter_fraction(),
+        };
+        let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
+            return Ok(());
+        };
         if outcome.host_answered() {
             h.timeouts.clear();
         }
@@ -293,7 +286,6 @@ impl Frontier {
             out.dirty.push(id);
             return Ok(());
         }
-        let jitter: f64 = inner.rng.gen_range(0.0..0.25);
         let why = outcome.reason();
         let scope = self.charge_failure(h, seq, outcome, &why, jitter, now_ms);
         let Some(mut entry) = entry else {
@@ -552,7 +544,7 @@ impl Frontier {
             self.commit.written();
         }
         for id in freed {
-            self.schedule(inner, id);
+            inner.sched.schedule(id);
         }
         Ok(results)
     }
@@ -585,7 +577,7 @@ impl Frontier {
         if !Self::give_back_robots_lease(inner, lease, now_ms) {
             return false;
         }
-        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+        if let Some(h) = inner.sched.host_mut(lease.host_id) {
             h.rec.last_response_ms = response_ms;
             // (the record's crawl-delay, and the clamp count, are set when the first page
             // is handed out, as for every page)
@@ -604,12 +596,12 @@ impl Frontier {
         if !Self::give_back_robots_lease(inner, lease, now_ms) {
             return;
         }
-        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
+        if let Some(h) = inner.sched.host_mut(lease.host_id) {
             h.hold_until_ms = h
                 .hold_until_ms
                 .max(now_ms + ROBOTS_RETRY_AFTER_STORE_ERROR_MS);
         }
-        self.schedule(inner, lease.host_id);
+        inner.sched.schedule(lease.host_id);
     }
 
     /// Ends `lease` if it is still the one its host waits for: frees the robots.txt slot,
@@ -618,23 +610,15 @@ impl Frontier {
         if !Self::robots_pending(inner, lease) {
             return false;
         }
-        inner.robots_in_flight = inner.robots_in_flight.saturating_sub(1);
-        if let Some(h) = inner.hosts.get_mut(&lease.host_id) {
-            h.robots_pending = None;
-            h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
-            if let Some(ip) = h.ip {
-                inner.ip_groups.release(ip);
-            }
-            h.free_since_ms = now_ms;
-        }
+        inner.sched.handle_robots_done(lease.host_id, now_ms);
         true
     }
 
     /// Whether `lease` is the robots.txt fetch its host is waiting for.
     fn robots_pending(inner: &Inner, lease: &RobotsLease) -> bool {
         inner
-            .hosts
-            .get(&lease.host_id)
+            .sched
+            .host(lease.host_id)
             .and_then(|h| h.robots_pending.as_deref())
             == Some(lease.origin.as_str())
     }
@@ -653,7 +637,7 @@ impl Frontier {
             None => backend.unknown(),
         };
         let from = state.kind();
-        let jitter: u64 = inner.rng.gen();
+        let jitter: u64 = inner.sched.random_u64();
         state.apply(outcome, now_ms, jitter);
         batch.put(keys::robots(origin), state.encode());
         // handed out (to be logged and counted by the caller) once durable

@@ -114,9 +114,9 @@ impl Frontier {
             batch.del(key_of(K_COMPLETED, &p));
             self.store.apply(batch)?;
             self.store.flush()?;
-            if let Some(&id) = inner.by_key.get(key) {
+            if let Some(id) = inner.sched.id_of(key) {
                 Self::wake_limit_parked(inner, id, crawl);
-                self.schedule(inner, id);
+                inner.sched.schedule(id);
             }
         }
         tracing::info!(crawl, key, urls = removed, "crawl queue deleted");
@@ -155,10 +155,10 @@ impl Frontier {
             }
             self.store.apply(batch)?;
             self.store.flush()?;
-            let ids: Vec<u64> = inner.hosts.keys().copied().collect();
+            let ids: Vec<u64> = inner.sched.host_ids();
             for id in ids {
                 Self::wake_limit_parked(inner, id, crawl);
-                self.schedule(inner, id);
+                inner.sched.schedule(id);
             }
         }
         tracing::info!(crawl, urls = removed, "crawl deleted");
@@ -182,9 +182,9 @@ impl Frontier {
         }
         self.store.apply(batch)?;
         self.store.flush()?;
-        if let Some(&id) = inner.by_key.get(key) {
+        if let Some(id) = inner.sched.id_of(key) {
             Self::wake_limit_parked(inner, id, crawl);
-            self.schedule(inner, id);
+            inner.sched.schedule(id);
         }
         Ok(())
     }
@@ -222,7 +222,12 @@ impl Frontier {
             let inner = self.inner.lock();
             match key {
                 Some(k) => vec![Arc::from(k)],
-                None => inner.hosts.values().map(|h| h.key.clone()).collect(),
+                None => inner
+                    .sched
+                    .hosts()
+                    .map(|(_, h)| h)
+                    .map(|h| h.key.clone())
+                    .collect(),
             }
         };
         let mut out: std::collections::BTreeMap<(String, String), CrawlQueue> = Default::default();
@@ -280,7 +285,7 @@ impl Frontier {
     pub fn host_stored_urls(&self, key: &str) -> Result<(Vec<String>, Vec<String>)> {
         let queued = self.queued_urls(key)?;
         let inner = self.inner.lock();
-        let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
+        let Some(h) = inner.sched.host_of_key(key) else {
             return Ok((queued, Vec::new()));
         };
         let mut leased = Vec::with_capacity(h.leased.len());
@@ -308,7 +313,7 @@ impl Frontier {
     /// URLs of a crawl set aside at host `id` because its limit was reached get another
     /// look now.
     fn wake_limit_parked(inner: &mut crate::api::Inner, id: u64, crawl: &str) {
-        if let Some(h) = inner.hosts.get_mut(&id) {
+        if let Some(h) = inner.sched.host_mut(id) {
             let name = format!("{LIMIT_PARK}{crawl}");
             if let Some(p) = h.parked.get_mut(name.as_str()) {
                 p.until_ms = 0;

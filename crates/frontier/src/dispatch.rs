@@ -1,20 +1,18 @@
 //! Dispatch: the next URLs to fetch, through the robots gate and politeness.
 
-use std::cmp::Reverse;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::api::{Frontier, Inner};
 use crate::crawl;
 use crate::error::Result;
-use crate::external::{client_delay_ms, LeaseTerms};
+use crate::external::LeaseTerms;
 use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Budget, Refusal, RobotsFirst, Step};
 use crate::sched::hosts::HostMem;
-use crate::sched::ipgroup::{IpGate, Resolve};
-use crate::sched::politeness;
+use crate::sched::ipgroup::Resolve;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::journal::UNSETTLED_MAX;
@@ -93,15 +91,13 @@ impl Frontier {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             self.requeue_due(inner, now_ms)?;
-            Self::release_robots_waiting(&self.cfg, inner);
-            Self::release_ip_waiting(inner, now_ms);
+            inner.sched.handle_call_start(now_ms);
             self.visit_hosts(inner, &mut call)?;
-            for id in call.skipped {
-                self.schedule(inner, id);
-            }
-            for ip in call.visited_ips {
-                inner.ip_groups.arm(ip);
-            }
+            let (skipped, visited_ips) = (
+                std::mem::take(&mut call.skipped),
+                std::mem::take(&mut call.visited_ips),
+            );
+            inner.sched.handle_call_end(skipped, visited_ips);
             let (mut batch, dirty) = (call.batch, call.dirty);
             if batch.is_empty() && inner.journal.unsettled.len() + dirty.len() <= UNSETTLED_MAX {
                 // Nothing else to write: the hosts' records wait for the next call that
@@ -139,46 +135,29 @@ impl Frontier {
             };
             match self.visit_host(inner, call, ready, id)? {
                 Then::Stop => break,
-                Then::Reschedule => self.schedule(inner, id),
+                Then::Reschedule => inner.sched.schedule(id),
                 Then::NextHost | Then::NextUrl => {}
             }
         }
         Ok(())
     }
 
-    /// The host to visit next and its ready time: the heap's first, if it is ready at
-    /// `now_ms`. Stale heap entries are passed over; so are hosts that are not the caller's
-    /// (scheduled again after the visits) and hosts whose address is busy (they wait in
-    /// the address's line, keeping their place, like in the heap).
+    /// The host to visit next and its ready time, from the scheduler; hosts that are
+    /// not the caller's are passed over (and scheduled again after the visits).
     fn next_host(inner: &mut Inner, call: &mut Call<'_>) -> Option<(u64, u64)> {
-        loop {
-            let &Reverse((ready, id)) = inner.heap.peek()?;
-            if ready > call.now_ms {
-                return None;
-            }
-            inner.heap.pop();
-            let ip = match inner.hosts.get_mut(&id) {
-                Some(h) if h.scheduled == Some(ready) => {
-                    if let Some(t) = call.terms.as_mut() {
-                        if !(t.accept)(&h.key) {
-                            h.scheduled = None;
-                            call.skipped.push(id);
-                            continue;
-                        }
-                    }
-                    h.ip
-                }
-                _ => continue,
-            };
-            if let Some(ip) = ip {
-                call.visited_ips.push(ip);
-                if inner.ip_groups.gate(ip, call.now_ms) != IpGate::Go {
-                    inner.ip_groups.wait(ip, ready, id);
-                    continue;
-                }
-            }
-            return Some((ready, id));
-        }
+        let Call {
+            now_ms,
+            terms,
+            skipped,
+            visited_ips,
+            ..
+        } = call;
+        let accept = terms
+            .as_mut()
+            .map(|t| &mut t.accept as &mut dyn FnMut(&str) -> bool);
+        inner
+            .sched
+            .poll_ready(*now_ms, accept, skipped, visited_ips)
     }
 
     /// One visit of host `id`, whose turn came at `ready`: its URLs from the head on, each
@@ -191,13 +170,13 @@ impl Frontier {
         ready: u64,
         id: u64,
     ) -> Result<Then> {
-        if let Some(h) = inner.hosts.get_mut(&id) {
+        if let Some(h) = inner.sched.host_mut(id) {
             h.scheduled = None;
         }
         call.budget.start_visit();
         self.release_parked(inner, id, call.now_ms)?;
         loop {
-            let Some(h) = inner.hosts.get_mut(&id) else {
+            let Some(h) = inner.sched.host_mut(id) else {
                 return Ok(Then::NextHost);
             };
             let Some(head) = self.head_entry(id, h, call.now_ms)? else {
@@ -293,7 +272,7 @@ impl Frontier {
         (origin, verdict): (String, RobotsVerdict),
     ) -> Then {
         let now_ms = call.now_ms;
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        let Some(h) = inner.sched.host_mut(id) else {
             return Then::NextHost;
         };
         let set_aside = call.budget.set_aside();
@@ -353,7 +332,7 @@ impl Frontier {
                     external,
                     h.ip.is_some(),
                     h.resolve,
-                    inner.robots_in_flight,
+                    inner.sched.robots_in_flight(),
                 );
                 self.fetch_robots(inner, call, (ready, id), origin, first)
             }
@@ -368,7 +347,7 @@ impl Frontier {
                 h.rec.crawl_delay_ms = crawl_delay_ms;
                 h.rec.skipped = 0;
                 if !self.quota_ok(inner, now_ms) {
-                    Self::keep_turn(inner, ready, id);
+                    inner.sched.keep_turn(ready, id);
                     call.dirty.push(id);
                     return Then::Stop;
                 }
@@ -390,7 +369,7 @@ impl Frontier {
         let now_ms = call.now_ms;
         match first {
             RobotsFirst::AskAddress => {
-                if let Some(h) = inner.hosts.get_mut(&id) {
+                if let Some(h) = inner.sched.host_mut(id) {
                     h.resolve = Resolve::Asked;
                 }
                 inner.resolves.push(ResolveRequest {
@@ -402,31 +381,19 @@ impl Frontier {
             }
             RobotsFirst::AwaitAddress => return Then::NextHost,
             RobotsFirst::AwaitSlot => {
-                // its line entry holds while `scheduled` is `ready` (as for heap entries)
-                if let Some(h) = inner.hosts.get_mut(&id) {
-                    h.scheduled = Some(ready);
-                }
-                inner.robots_waiting.push_back((ready, id));
+                inner.sched.wait_for_robots_slot(ready, id);
                 return Then::NextHost;
             }
             RobotsFirst::Fetch => {}
         }
         if !self.quota_ok(inner, now_ms) {
-            Self::keep_turn(inner, ready, id);
+            inner.sched.keep_turn(ready, id);
             return Then::Stop;
         }
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        if !inner.sched.handle_robots_lease(id, &origin, now_ms) {
             return Then::NextHost;
-        };
-        h.robots_pending = Some(origin.as_str().into());
-        h.rec.in_flight += 1;
-        if let Some(ip) = h.ip {
-            inner.ip_groups.charge(ip, now_ms);
         }
-        h.rec.counters.robots_fetches += 1;
-        h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
         inner.stats.robots_fetches += 1;
-        inner.robots_in_flight += 1;
         call.dirty.push(id);
         call.items.push(WorkItem::Robots(RobotsLease {
             host_id: id,
@@ -446,32 +413,15 @@ impl Frontier {
         (seq, entry, from): Head,
     ) -> Then {
         let now_ms = call.now_ms;
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        let deadline_ms = call.terms.as_ref().map(|t| now_ms + t.lease_ms);
+        let Some(leased) =
+            inner
+                .sched
+                .handle_page_lease((ready, id), (seq, from), now_ms, deadline_ms)
+        else {
             return Then::NextHost;
         };
-        let politeness_wait_ms = ready.min(now_ms).saturating_sub(h.free_since_ms);
-        h.leased.push(seq);
-        h.consume(seq, from);
-        h.held_origin = None;
-        h.rec.in_flight += 1;
-        if let Some(ip) = h.ip {
-            inner.ip_groups.charge(ip, now_ms);
-        }
-        h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
-        let last_queued = h.rec.counters.queued == 0;
-        h.rec.counters.dispatched += 1;
-        let client_delay = client_delay_ms(&inner.controls, &h.key);
-        h.rec.next_allowed_ms = now_ms
-            + sched::lease::gap_with_client_delay(
-                politeness::gap_ms(&self.cfg, &h.rec),
-                client_delay,
-            );
         inner.stats.dispatched += 1;
-        if let Some(t) = &call.terms {
-            inner
-                .lease_clock
-                .set(LeaseId { host_id: id, seq }, now_ms + t.lease_ms);
-        }
         call.dirty.push(id);
         call.items.push(WorkItem::Page(PageLease {
             id: LeaseId { host_id: id, seq },
@@ -481,20 +431,11 @@ impl Frontier {
             via: entry.via,
             hops: entry.hops,
             kind: entry.kind,
-            politeness_wait_ms,
+            politeness_wait_ms: leased.politeness_wait_ms,
             revisit: entry.recrawl,
-            last_queued,
+            last_queued: leased.last_queued,
         }));
         Then::Reschedule
-    }
-
-    /// The global quota is spent: the host goes back to the heap with its turn, to go
-    /// first once the quota allows again.
-    fn keep_turn(inner: &mut Inner, ready: u64, id: u64) {
-        inner.heap.push(Reverse((ready, id)));
-        if let Some(h) = inner.hosts.get_mut(&id) {
-            h.scheduled = Some(ready);
-        }
     }
 
     /// Sets the URL at `seq` aside under `origin` until `until_ms`, out of the queue's order;
@@ -514,41 +455,6 @@ impl Frontier {
         }
         h.consume(seq, from);
         h.park(origin, seq, until_ms)
-    }
-
-    /// Hosts waiting for a robots.txt slot go back to the heap, as many as there are free
-    /// slots (their old ready times put them first).
-    fn release_robots_waiting(cfg: &crate::config::FrontierConfig, inner: &mut Inner) {
-        let Some(cap) = cfg.max_robots_in_flight else {
-            return;
-        };
-        let mut free = cap.saturating_sub(inner.robots_in_flight);
-        while free > 0 {
-            let Some((ready, id)) = inner.robots_waiting.pop_front() else {
-                break;
-            };
-            // (a stale entry: the host was rescheduled, paused or left memory meanwhile)
-            if inner
-                .hosts
-                .get(&id)
-                .is_some_and(|h| h.scheduled == Some(ready))
-            {
-                inner.heap.push(Reverse((ready, id)));
-                free -= 1;
-            }
-        }
-    }
-
-    /// Hosts whose IP address may take a request again go back to the heap, one per
-    /// address (their old ready times put them first).
-    fn release_ip_waiting(inner: &mut Inner, now_ms: u64) {
-        let hosts = &inner.hosts;
-        let due = inner.ip_groups.due(now_ms, |ready, id| {
-            hosts.get(&id).is_some_and(|h| h.scheduled == Some(ready))
-        });
-        for (ready, id) in due {
-            inner.heap.push(Reverse((ready, id)));
-        }
     }
 
     /// The encoded entry with sequence `seq` of host `id`: its retry entry, its pending
@@ -575,16 +481,11 @@ impl Frontier {
     }
 
     pub(crate) fn quota_ok(&self, inner: &mut Inner, now_ms: u64) -> bool {
-        match &mut inner.quota {
-            None => true,
-            Some(bucket) => {
-                let ok = bucket.try_take(now_ms);
-                if !ok {
-                    inner.stats.rate_limited += 1;
-                }
-                ok
-            }
+        let ok = inner.sched.poll_quota(now_ms);
+        if !ok {
+            inner.stats.rate_limited += 1;
         }
+        ok
     }
 
     /// Take the entry at `seq` out of the host's queue for good (with its retry record, if
@@ -663,12 +564,12 @@ impl Frontier {
     /// Origins whose URLs were set aside and whose robots state no longer holds them: the
     /// URLs go back to the front (they are older than the head), to be gated again.
     pub(crate) fn release_parked(&self, inner: &mut Inner, id: u64, now_ms: u64) -> Result<()> {
-        let due = match inner.hosts.get(&id) {
+        let due = match inner.sched.host(id) {
             Some(h) => h.parked_due(now_ms),
             None => return Ok(()),
         };
         for origin in due {
-            let key = inner.hosts.get(&id).map(|h| h.key.clone());
+            let key = inner.sched.host(id).map(|h| h.key.clone());
             let limited = key.and_then(|k| crawl::limit_park_holds(&inner.crawls, &origin, &k));
             let held_until = match limited {
                 // a crawl's URLs set aside at its limit: until the limit changes
@@ -684,7 +585,7 @@ impl Frontier {
                     }
                 }
             };
-            let Some(h) = inner.hosts.get_mut(&id) else {
+            let Some(h) = inner.sched.host_mut(id) else {
                 return Ok(());
             };
             let back = h.recheck_parked(&origin, held_until, now_ms);

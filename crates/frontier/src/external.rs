@@ -1,9 +1,6 @@
 //! The frontier as a service for external fetchers (url-frontier's API): leases with a
 //! deadline, clients' per-queue delays and blocks (durable), and clients' metadata per URL.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use crate::api::Frontier;
 use crate::crawl::canonicalize_stored;
 use crate::error::Result;
@@ -20,17 +17,6 @@ pub(crate) struct LeaseTerms<'a> {
     pub(crate) lease_ms: u64,
     /// Only URLs of this crawl (normalised), if given.
     pub(crate) crawl: Option<&'a str>,
-}
-
-/// The client's delay for `key`: its own, else the default set for every queue (key "").
-pub(crate) fn client_delay_ms(controls: &HashMap<Arc<str>, QueueControl>, key: &str) -> u64 {
-    if controls.is_empty() {
-        return 0;
-    }
-    match controls.get(key) {
-        Some(c) if c.delay_ms > 0 => c.delay_ms,
-        _ => controls.get("").map_or(0, |c| c.delay_ms),
-    }
 }
 
 impl Frontier {
@@ -86,12 +72,13 @@ impl Frontier {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            if inner.lease_clock.next_deadline().is_none_or(|d| d > now_ms) {
+            let expired = inner.sched.poll_expired_leases(now_ms);
+            if expired.is_empty() {
                 return Ok(returned);
             }
             let mut dirty = Vec::new();
             let mut revisits = Vec::new();
-            for lease in inner.lease_clock.take_expired(now_ms) {
+            for lease in expired {
                 if self.expire_one(inner, &mut batch, lease, now_ms, &mut revisits)? {
                     dirty.push(lease.host_id);
                     returned.push(lease);
@@ -100,7 +87,7 @@ impl Frontier {
             self.reschedule_all(inner, &mut batch, revisits, now_ms);
             batch.cut();
             for &id in &dirty {
-                self.schedule(inner, id);
+                inner.sched.schedule(id);
             }
             Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
             if !batch.is_empty() {
@@ -115,22 +102,17 @@ impl Frontier {
     /// When `lease` returns to its queue unless completed (None: no deadline, or not in
     /// flight).
     pub fn lease_deadline(&self, lease: LeaseId) -> Option<u64> {
-        self.inner.lock().lease_clock.deadline(lease)
+        self.inner.lock().sched.lease_deadline(lease)
     }
 
     /// A client's settings for `key` ("" = the defaults of every queue).
     pub fn queue_control(&self, key: &str) -> QueueControl {
-        self.inner
-            .lock()
-            .controls
-            .get(key)
-            .copied()
-            .unwrap_or_default()
+        self.inner.lock().sched.control(key).unwrap_or_default()
     }
 
     /// The client's delay in force for `key` in ms: its own, else the default.
     pub fn client_delay(&self, key: &str) -> u64 {
-        client_delay_ms(&self.inner.lock().controls, key)
+        self.inner.lock().sched.client_delay_ms(key)
     }
 
     /// A client's gap between two serves of `key` ("" = every queue without its own), in
@@ -148,21 +130,17 @@ impl Frontier {
     fn update_control(&self, key: &str, change: impl FnOnce(&mut QueueControl)) -> Result<()> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let mut control = inner.controls.get(key).copied().unwrap_or_default();
+        let mut control = inner.sched.control(key).unwrap_or_default();
         change(&mut control);
         let mut batch = Batch::new();
         if control.is_empty() {
-            inner.controls.remove(key);
             batch.del(keys::queue_control(key));
         } else {
-            inner.controls.insert(Arc::from(key), control);
             batch.put(keys::queue_control(key), control.encode());
         }
         self.store.apply(batch)?;
         self.store.flush()?;
-        if let Some(&id) = inner.by_key.get(key) {
-            self.schedule(inner, id);
-        }
+        inner.sched.set_control(key, control);
         Ok(())
     }
 

@@ -24,7 +24,7 @@ impl Frontier {
     pub fn queue_gauges(&self, now_ms: u64) -> Result<QueueGauges> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let max_age_ms = inner.hosts.len() as u64 * GAUGE_AGE_MS_PER_1000_HOSTS / 1000;
+        let max_age_ms = inner.sched.host_count() as u64 * GAUGE_AGE_MS_PER_1000_HOSTS / 1000;
         if let Some(g) = &inner.gauges {
             let age = now_ms.checked_sub(g.computed_at_ms);
             if age.is_some_and(|a| a < max_age_ms) {
@@ -55,7 +55,7 @@ impl Frontier {
         self.refresh_census(inner, now_ms)?;
         let inner = &*inner;
         let mut totals = HostTotals {
-            paused: inner.paused.len() as u64,
+            paused: inner.sched.paused_count() as u64,
             ..HostTotals::default()
         };
         let mut out = QueueBreakdown::default();
@@ -71,15 +71,14 @@ impl Frontier {
                 *out.robots.entry(robots_kind(origin)).or_default() += n;
             }
         };
-        let any_paused = !inner.paused.is_empty();
-        for h in inner.hosts.values() {
+        for h in inner.sched.hosts().map(|(_, h)| h) {
             let queued = h.rec.counters.queued;
             totals.queued += queued;
             totals.in_flight += h.rec.in_flight;
             if h.rec.backoff_until_ms > now_ms {
                 totals.in_backoff += 1;
             }
-            if any_paused && inner.paused.contains(&h.key) {
+            if inner.sched.is_paused(&h.key) {
                 out.paused += queued;
                 continue;
             }
@@ -109,7 +108,7 @@ impl Frontier {
             }
             let ready = h.rec.next_allowed_ms.max(h.rec.backoff_until_ms);
             let ip_busy = h.ip.is_some_and(|ip| {
-                inner.ip_groups.gate(ip, now_ms) != crate::sched::ipgroup::IpGate::Go
+                inner.sched.ip_gate(ip, now_ms) != crate::sched::ipgroup::IpGate::Go
             });
             if ready > now_ms || ip_busy || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
                 out.politeness += rest;

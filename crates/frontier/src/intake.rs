@@ -86,7 +86,7 @@ impl Frontier {
             let mut in_batch =
                 HashSet128::with_capacity_and_hasher(items.len(), Default::default());
             let mut dirty: Vec<u64> = Vec::new();
-            let old_next_id = inner.next_host_id;
+            let old_next_id = inner.sched.next_host_id();
             let mut log = IntakeWriter::default();
             let mut buf = Vec::new();
             let mut extra = Batch::new();
@@ -190,7 +190,7 @@ impl Frontier {
         buf: &mut Vec<u8>,
         log: &mut IntakeWriter,
     ) -> bool {
-        let Some(h) = inner.hosts.get_mut(&id) else {
+        let Some(h) = inner.sched.host_mut(id) else {
             return false;
         };
         if h.rec.counters.queued == 0 && h.rec.in_flight == 0 {
@@ -243,12 +243,12 @@ impl Frontier {
             .collect();
         Self::journal_hosts(inner, &created, &mut batch);
         for id in dirty {
-            self.schedule(inner, id);
+            inner.sched.schedule(id);
         }
-        if inner.next_host_id != old_next_id {
+        if inner.sched.next_host_id() != old_next_id {
             batch.put(
                 keys::NEXT_HOST_ID.to_vec(),
-                inner.next_host_id.to_le_bytes().to_vec(),
+                inner.sched.next_host_id().to_le_bytes().to_vec(),
             );
         }
         batch.cut();
@@ -353,17 +353,17 @@ impl Frontier {
             Ok(())
         };
         let mut ids: Vec<u64> = inner
-            .hosts
-            .iter()
+            .sched
+            .hosts()
             .filter(|(_, h)| !h.pending.is_empty())
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
         ids.sort_unstable();
         let mut segments = 0usize;
         let fold = inner.intake.next_fold;
         inner.intake.next_fold = SegRef::fold_after(fold);
         for id in ids {
-            let Some(h) = inner.hosts.get_mut(&id) else {
+            let Some(h) = inner.sched.host_mut(id) else {
                 continue;
             };
             let from = h.live_from().max(h.pending.first);
@@ -451,7 +451,7 @@ impl Frontier {
 
     /// The in-memory id of a politeness key, loading or creating its record.
     pub(crate) fn host_id_for(&self, inner: &mut Inner, pkey: &str) -> Result<u64> {
-        if let Some(&id) = inner.by_key.get(pkey) {
+        if let Some(id) = inner.sched.id_of(pkey) {
             return Ok(id);
         }
         let journaled = inner.journal.evicted.remove(pkey);
@@ -464,8 +464,7 @@ impl Frontier {
         let rec = match stored {
             Some(v) => HostRecord::decode(&v)?,
             None => {
-                let id = inner.next_host_id;
-                inner.next_host_id += 1;
+                let id = inner.sched.allocate_host_id();
                 HostRecord {
                     id,
                     ..HostRecord::default()
@@ -479,22 +478,13 @@ impl Frontier {
             inner.journal.dirty.insert(id);
         }
         let mut h = HostMem::empty(key.clone(), rec);
-        if let Some(from) = inner.restart_hold_from_ms.filter(|_| stored_before) {
-            crate::api::hold_for_restart(&self.cfg, &mut h.rec, from);
-        }
         // a host seen before keeps its IP group (a new one has no address yet)
         if stored_before {
             if let Some(v) = self.store.get(&keys::address(&key))? {
                 h.ip = crate::api::parse_address(&key, &v);
             }
         }
-        if let Some(ip) = h.ip {
-            // after a restart the address's gap runs from it (see hold_hosts_after_restart)
-            let started = inner.restart_hold_from_ms.unwrap_or(0);
-            inner.ip_groups.join(ip, id, 0, started);
-        }
-        inner.by_key.insert(key, id);
-        inner.hosts.insert(id, Box::new(h));
+        inner.sched.insert_host(id, h, stored_before);
         Ok(id)
     }
 }

@@ -11,8 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use rand::Rng;
-
 use crate::api::{Frontier, Inner};
 use crate::canon::{politeness_key_of, CanonicalUrl};
 use crate::error::Result;
@@ -104,7 +102,7 @@ impl Frontier {
                     w.entry.len() + 12
                 });
             for chunk in chunks {
-                let id: u64 = inner.rng.gen();
+                let id: u64 = inner.sched.random_u64();
                 let mut pairs = Vec::with_capacity(chunk.len());
                 for w in chunk {
                     if let Some((hash, fetched_ms)) = w.locate {
@@ -164,7 +162,7 @@ impl Frontier {
         if due.is_empty() {
             return Ok(());
         }
-        let old_next_id = inner.next_host_id;
+        let old_next_id = inner.sched.next_host_id();
         let mut log = IntakeWriter::default();
         let mut buf = Vec::new();
         let mut moves = Batch::new();

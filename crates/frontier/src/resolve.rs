@@ -48,7 +48,7 @@ impl Frontier {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         for &(id, ip) in answers {
-            let Some(h) = inner.hosts.get_mut(&id) else {
+            let Some(h) = inner.sched.host_mut(id) else {
                 continue;
             };
             if h.resolve != Resolve::Asked {
@@ -58,7 +58,7 @@ impl Frontier {
                 Some(_) => Resolve::NotAsked,
                 None => Resolve::Failed,
             };
-            self.schedule(inner, id);
+            inner.sched.schedule(id);
         }
         Ok(changed)
     }

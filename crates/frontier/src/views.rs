@@ -20,8 +20,8 @@ impl Frontier {
     pub fn host_key_of(&self, host_id: u64) -> Option<String> {
         self.inner
             .lock()
-            .hosts
-            .get(&host_id)
+            .sched
+            .host(host_id)
             .map(|h| h.key.to_string())
     }
 
@@ -29,7 +29,7 @@ impl Frontier {
     pub fn host_address(&self, key: &str) -> Result<Option<IpAddr>> {
         {
             let inner = self.inner.lock();
-            if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+            if let Some(h) = inner.sched.host_of_key(key) {
                 if h.ip.is_some() {
                     return Ok(h.ip);
                 }
@@ -44,15 +44,12 @@ impl Frontier {
     /// The IP groups of the hosts in memory (hosts with queued or in-flight work), by
     /// address: which hosts share it, its requests in flight and next allowed instant.
     pub fn ip_groups(&self) -> Vec<IpGroupView> {
-        let inner = self.inner.lock();
-        inner
-            .ip_groups
-            .views(|id| inner.hosts.get(&id).map(|h| h.key.to_string()))
+        self.inner.lock().sched.ip_group_views()
     }
 
     /// How many IP groups have hosts in memory.
     pub fn ip_group_count(&self) -> usize {
-        self.inner.lock().ip_groups.groups.len()
+        self.inner.lock().sched.ip_group_count()
     }
 
     // ---------------------------------------------------------------- inspection
@@ -72,7 +69,7 @@ impl Frontier {
     pub fn host_record(&self, key: &str) -> Result<Option<HostRecord>> {
         // under the lock: a checkpoint moves records from the journal to `H`
         let inner = self.inner.lock();
-        if let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) {
+        if let Some(h) = inner.sched.host_of_key(key) {
             return Ok(Some(h.rec));
         }
         if let Some(v) = inner.journal.evicted.get(key) {
@@ -97,10 +94,10 @@ impl Frontier {
     pub fn host_totals(&self, now_ms: u64) -> HostTotals {
         let inner = self.inner.lock();
         let mut t = HostTotals {
-            paused: inner.paused.len() as u64,
+            paused: inner.sched.paused_count() as u64,
             ..HostTotals::default()
         };
-        for h in inner.hosts.values() {
+        for h in inner.sched.hosts().map(|(_, h)| h) {
             t.queued += h.rec.counters.queued;
             t.in_flight += h.rec.in_flight;
             if h.rec.backoff_until_ms > now_ms {
@@ -137,7 +134,7 @@ impl Frontier {
                 out.insert(key.to_string(), HostRecord::decode(v)?);
             }
         }
-        for h in inner.hosts.values() {
+        for h in inner.sched.hosts().map(|(_, h)| h) {
             if wanted(&h.key) {
                 out.insert(h.key.to_string(), h.rec);
             }
@@ -226,7 +223,7 @@ impl Frontier {
     /// waiting out a retry back-off or set aside while their origin is held.
     pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
         let inner = self.inner.lock();
-        let Some(h) = inner.by_key.get(key).and_then(|id| inner.hosts.get(id)) else {
+        let Some(h) = inner.sched.host_of_key(key) else {
             return Ok(Vec::new());
         };
         let id = h.rec.id;

@@ -15,6 +15,7 @@ pub mod rate;
 pub mod records;
 pub mod recrawl;
 pub mod robots_gate;
+pub(crate) mod scheduler;
 
 #[cfg(test)]
 mod tests;

@@ -74,3 +74,20 @@ impl DropReason {
         }
     }
 }
+
+/// A client's delay and block for a queue. Both only lengthen what the frontier's own
+/// politeness asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueControl {
+    /// Gap between two serves of the queue asked by the client, in ms (0: none).
+    pub delay_ms: u64,
+    /// Nothing is served before this instant (unix ms; 0: not blocked).
+    pub blocked_until_ms: u64,
+}
+
+impl QueueControl {
+    /// Whether it asks for nothing (its key can go).
+    pub fn is_empty(&self) -> bool {
+        self.delay_ms == 0 && self.blocked_until_ms == 0
+    }
+}

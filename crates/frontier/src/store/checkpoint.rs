@@ -21,7 +21,7 @@ impl Frontier {
             // its latest record is not written yet; the next settle writes it first
             return;
         }
-        let idle = inner.hosts.get(&id).is_some_and(|h| {
+        let idle = inner.sched.host(id).is_some_and(|h| {
             h.rec.counters.queued == 0
                 && h.rec.in_flight == 0
                 && h.robots_pending.is_none()
@@ -30,11 +30,7 @@ impl Frontier {
                 && h.retries.is_empty()
         });
         if idle {
-            if let Some(h) = inner.hosts.remove(&id) {
-                inner.by_key.remove(&h.key);
-                if let Some(ip) = h.ip {
-                    inner.ip_groups.leave(ip, id, 0);
-                }
+            if let Some(h) = inner.sched.remove_host(id) {
                 // the journal has its latest record: the next checkpoint (or the one in
                 // progress) writes it to `H` from `evicted`
                 if inner.journal.dirty.remove(&id)
@@ -63,7 +59,7 @@ impl Frontier {
         dirty.sort_unstable();
         dirty.dedup();
         for id in &dirty {
-            if let Some(h) = inner.hosts.get_mut(id) {
+            if let Some(h) = inner.sched.host_mut(*id) {
                 dead.extend(
                     h.drop_dead_segments()
                         .into_iter()
@@ -81,7 +77,7 @@ impl Frontier {
     /// Journal the current records of the in-memory hosts `ids` (one `J` record per
     /// ~64 KiB, each its own unit).
     pub(crate) fn journal_hosts(inner: &mut Inner, ids: &[u64], batch: &mut Batch) {
-        let Inner { hosts, journal, .. } = inner;
+        let Inner { sched, journal, .. } = inner;
         let mut buf: Vec<u8> = Vec::new();
         let emit = |buf: &mut Vec<u8>, journal: &mut Journal, batch: &mut Batch| {
             if buf.len() > 1 {
@@ -93,7 +89,7 @@ impl Frontier {
             buf.clear();
         };
         for id in ids {
-            let Some(h) = hosts.get(id) else {
+            let Some(h) = sched.host(*id) else {
                 continue;
             };
             if buf.is_empty() {
@@ -126,8 +122,7 @@ impl Frontier {
     /// at the latest record of every host.
     pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
         let Inner {
-            hosts,
-            by_key,
+            sched,
             journal,
             events,
             ..
@@ -153,7 +148,7 @@ impl Frontier {
                 journal
                     .dirty
                     .drain()
-                    .filter_map(|id| hosts.get(&id).map(|h| h.key.clone())),
+                    .filter_map(|id| sched.host(id).map(|h| h.key.clone())),
             );
             keys.sort_unstable();
             keys.dedup();
@@ -174,7 +169,7 @@ impl Frontier {
             let Some(key) = journal.pending.pop_front() else {
                 break;
             };
-            let value = match by_key.get(&key).and_then(|id| hosts.get(id)) {
+            let value = match sched.host_of_key(&key) {
                 Some(h) => crate::store::codec::host_value(h),
                 // `H` is read under the lock after this batch is applied
                 None => match journal.evicted.remove(&key) {

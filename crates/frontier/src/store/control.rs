@@ -6,22 +6,9 @@ use super::codec::CodecError;
 /// Version byte of the encoding.
 const CONTROL_V1: u8 = 1;
 
-/// A client's delay and block for a queue. Both only lengthen what the frontier's own
-/// politeness asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueControl {
-    /// Gap between two serves of the queue asked by the client, in ms (0: none).
-    pub delay_ms: u64,
-    /// Nothing is served before this instant (unix ms; 0: not blocked).
-    pub blocked_until_ms: u64,
-}
+pub use crate::sched::records::QueueControl;
 
 impl QueueControl {
-    /// Whether it asks for nothing (its key can go).
-    pub fn is_empty(&self) -> bool {
-        self.delay_ms == 0 && self.blocked_until_ms == 0
-    }
-
     /// Version byte, then the two fields as u64 LE.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(17);

@@ -119,14 +119,14 @@ impl Frontier {
         for kv in self.store.scan_prefix(b"P") {
             let (k, _) = kv?;
             if let Ok(key) = std::str::from_utf8(&k[1..]) {
-                inner.paused.insert(Arc::from(key));
+                inner.sched.load_pause(key);
             }
         }
         for kv in self.store.scan_prefix(b"g") {
             let (k, v) = kv?;
             if let Ok(key) = std::str::from_utf8(&k[1..]) {
                 let control = crate::store::control::QueueControl::decode(&v)?;
-                inner.controls.insert(Arc::from(key), control);
+                inner.sched.load_control(key, control);
             }
         }
         for kv in self.store.scan_prefix(b"c") {
@@ -295,12 +295,9 @@ impl Frontier {
                 Some(v) => crate::api::parse_address(&h.key, &v),
                 None => None,
             };
-            if let Some(ip) = h.ip {
-                inner.ip_groups.join(ip, id, 0, 0);
-            }
-            inner.by_key.insert(h.key.clone(), id);
-            inner.hosts.insert(id, Box::new(h));
-            self.schedule(inner, id);
+            // (no restart hold is set yet while the store is opened)
+            inner.sched.insert_host(id, h, false);
+            inner.sched.schedule(id);
         }
         Ok(())
     }
