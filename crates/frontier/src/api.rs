@@ -13,6 +13,7 @@ use crate::sched::rate::TokenBucket;
 use crate::sched::robots_gate::{CachedOrigin, RobotsCache, RobotsEngine};
 use crate::sched::scheduler::Scheduler;
 use crate::seen::{IntakeLog, SeenSet};
+use crate::store::checkpoint::Settling;
 use crate::store::codec::DropRecord;
 use crate::store::commit::GroupCommit;
 use crate::store::journal::Journal;
@@ -57,6 +58,15 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The parts settling hosts after a call needs ([`Settling`]).
+    pub(crate) fn settling(&mut self) -> Settling<'_> {
+        Settling {
+            sched: &mut self.sched,
+            journal: &mut self.journal,
+            events: &mut self.events,
+        }
+    }
+
     pub(crate) fn push_drop(&mut self, rec: DropRecord) {
         self.events.push(FrontierEvent::Dropped(rec));
     }
@@ -87,7 +97,9 @@ impl Drop for Frontier {
             return;
         }
         let (mut batch, mut dead) = (crate::store::Batch::new(), Vec::new());
-        Self::settle_hosts(inner, Vec::new(), &mut batch, &mut dead);
+        inner
+            .settling()
+            .settle_hosts(Vec::new(), &mut batch, &mut dead);
         if self.store.apply(batch).is_ok() && self.store.flush().is_ok() {
             self.reclaimer.delete(dead);
         }

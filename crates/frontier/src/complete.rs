@@ -206,7 +206,9 @@ impl Frontier {
             for &id in &out.dirty {
                 inner.sched.schedule(id);
             }
-            Self::settle_hosts(inner, out.dirty, &mut batch, &mut dead);
+            inner
+                .settling()
+                .settle_hosts(out.dirty, &mut batch, &mut dead);
             inner.done.mark(&mut batch, &out.done_for_good, &[]);
             self.store.apply(batch)?;
             if inner.done.fold_due() {
@@ -533,12 +535,12 @@ impl Frontier {
         // the host records are written without a flush, like a lease: losing them in a
         // crash only returns the hosts to the state recovery rebuilds anyway (nothing in
         // flight)
-        Self::journal_hosts(inner, &freed, &mut batch);
+        inner.settling().journal_hosts(&freed, &mut batch);
         // a host left with nothing to do leaves memory (nothing to schedule then)
         for &id in &freed {
-            Self::maybe_evict(inner, id);
+            inner.settling().maybe_evict(id);
         }
-        Self::maybe_checkpoint(inner, &mut batch);
+        inner.settling().maybe_checkpoint(&mut batch);
         if !batch.is_empty() {
             self.store.apply(batch)?;
             self.commit.written();

@@ -108,7 +108,7 @@ impl Frontier {
                 inner.journal.unsettled.extend(dirty);
                 return Ok(call.items);
             }
-            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            inner.settling().settle_hosts(dirty, &mut batch, &mut dead);
             if batch.is_empty() {
                 return Ok(call.items);
             }

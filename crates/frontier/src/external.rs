@@ -89,7 +89,7 @@ impl Frontier {
             for &id in &dirty {
                 inner.sched.schedule(id);
             }
-            Self::settle_hosts(inner, dirty, &mut batch, &mut dead);
+            inner.settling().settle_hosts(dirty, &mut batch, &mut dead);
             if !batch.is_empty() {
                 self.store.apply(batch)?;
                 self.commit.written();

@@ -241,7 +241,7 @@ impl Frontier {
             .copied()
             .filter(|&id| id >= old_next_id)
             .collect();
-        Self::journal_hosts(inner, &created, &mut batch);
+        inner.settling().journal_hosts(&created, &mut batch);
         for id in dirty {
             inner.sched.schedule(id);
         }
@@ -267,7 +267,7 @@ impl Frontier {
             inner.intake.next_seq += 1;
         }
         batch.cut();
-        Self::maybe_checkpoint(inner, &mut batch);
+        inner.settling().maybe_checkpoint(&mut batch);
         if inner.intake.fold_due(self.cfg.intake_buffer_bytes) {
             self.fold(inner, &mut batch)?;
         }

@@ -32,6 +32,7 @@ mod external;
 mod gauges;
 mod intake;
 mod lastmod;
+mod open;
 mod recrawl;
 mod resolve;
 pub mod sched;

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::api::{Frontier, Inner};
-use crate::events::FrontierEvent;
+use crate::events::{EventQueue, FrontierEvent};
+use crate::sched::scheduler::Scheduler;
 use crate::store::journal::{
     journal_encode_entry, Journal, CHECKPOINT_BYTES_PER_HOST, JOURNAL_MAX_BYTES,
     JOURNAL_RECORD_BYTES,
@@ -12,16 +12,24 @@ use crate::store::journal::{
 use crate::store::keys;
 use crate::store::Batch;
 
-impl Frontier {
+/// What settling needs of the frontier's state, borrowed apart from the rest of it: the
+/// scheduler's hosts, the journal and the event queue (a checkpoint reports itself).
+pub(crate) struct Settling<'a> {
+    pub(crate) sched: &'a mut Scheduler,
+    pub(crate) journal: &'a mut Journal,
+    pub(crate) events: &'a mut EventQueue,
+}
+
+impl Settling<'_> {
     /// Forget a host that has nothing queued and nothing in flight. If its latest record is
     /// only in the journal, it stays there (and in `journal.evicted`) until the next
     /// checkpoint writes it to `H`: one write per host per checkpoint, not per eviction.
-    pub(crate) fn maybe_evict(inner: &mut Inner, id: u64) {
-        if inner.journal.unsettled.contains(&id) {
+    pub(crate) fn maybe_evict(&mut self, id: u64) {
+        if self.journal.unsettled.contains(&id) {
             // its latest record is not written yet; the next settle writes it first
             return;
         }
-        let idle = inner.sched.host(id).is_some_and(|h| {
+        let idle = self.sched.host(id).is_some_and(|h| {
             h.rec.counters.queued == 0
                 && h.rec.in_flight == 0
                 && h.robots_pending.is_none()
@@ -30,14 +38,13 @@ impl Frontier {
                 && h.retries.is_empty()
         });
         if idle {
-            if let Some(h) = inner.sched.remove_host(id) {
+            if let Some(h) = self.sched.remove_host(id) {
                 // the journal has its latest record: the next checkpoint (or the one in
                 // progress) writes it to `H` from `evicted`
-                if inner.journal.dirty.remove(&id)
-                    || inner.journal.pending.binary_search(&h.key).is_ok()
+                if self.journal.dirty.remove(&id)
+                    || self.journal.pending.binary_search(&h.key).is_ok()
                 {
-                    inner
-                        .journal
+                    self.journal
                         .evicted
                         .insert(h.key.clone(), crate::store::codec::host_value(&h));
                 }
@@ -50,16 +57,16 @@ impl Frontier {
     /// (deleted once `batch` is durable), their records to the journal; hosts left without
     /// work leave memory; the journal is checkpointed if due.
     pub(crate) fn settle_hosts(
-        inner: &mut Inner,
+        &mut self,
         mut dirty: Vec<u64>,
         batch: &mut Batch,
         dead: &mut Vec<Vec<u8>>,
     ) {
-        dirty.extend(inner.journal.unsettled.drain());
+        dirty.extend(self.journal.unsettled.drain());
         dirty.sort_unstable();
         dirty.dedup();
         for id in &dirty {
-            if let Some(h) = inner.sched.host_mut(*id) {
+            if let Some(h) = self.sched.host_mut(*id) {
                 dead.extend(
                     h.drop_dead_segments()
                         .into_iter()
@@ -67,17 +74,17 @@ impl Frontier {
                 );
             }
         }
-        Self::journal_hosts(inner, &dirty, batch);
+        self.journal_hosts(&dirty, batch);
         for id in dirty {
-            Self::maybe_evict(inner, id);
+            self.maybe_evict(id);
         }
-        Self::maybe_checkpoint(inner, batch);
+        self.maybe_checkpoint(batch);
     }
 
     /// Journal the current records of the in-memory hosts `ids` (one `J` record per
     /// ~64 KiB, each its own unit).
-    pub(crate) fn journal_hosts(inner: &mut Inner, ids: &[u64], batch: &mut Batch) {
-        let Inner { sched, journal, .. } = inner;
+    pub(crate) fn journal_hosts(&mut self, ids: &[u64], batch: &mut Batch) {
+        let Settling { sched, journal, .. } = self;
         let mut buf: Vec<u8> = Vec::new();
         let emit = |buf: &mut Vec<u8>, journal: &mut Journal, batch: &mut Batch| {
             if buf.len() > 1 {
@@ -120,13 +127,12 @@ impl Frontier {
     /// (docs/benchmarks.md, "The store under sled"). A crash in between leaves a suffix of
     /// the old journal, whose replay (oldest first, then the newer records) still ends
     /// at the latest record of every host.
-    pub(crate) fn maybe_checkpoint(inner: &mut Inner, batch: &mut Batch) {
-        let Inner {
+    pub(crate) fn maybe_checkpoint(&mut self, batch: &mut Batch) {
+        let Settling {
             sched,
             journal,
             events,
-            ..
-        } = inner;
+        } = self;
         let deleting = journal.first_seq < journal.pending_upto_seq;
         if journal.pending.is_empty() && !deleting {
             let cost =

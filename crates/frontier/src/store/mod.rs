@@ -16,7 +16,6 @@ pub mod keys;
 pub mod mem;
 pub mod packed;
 pub(crate) mod reclaim;
-pub(crate) mod recover;
 pub mod revisit;
 pub mod sled;
 
