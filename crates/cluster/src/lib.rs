@@ -6,6 +6,10 @@
 //! subject per shard, `FRONTIERD_EVENTS` limits stream with one subject per node), the
 //! [`Publisher`] that routes URLs to shard subjects and reports exactly which were
 //! acknowledged, the [`IntakeRouter`] that splits lists published to `frontierd.intake`, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
+//! For the operator's commands: a URL list published part by part with its unacknowledged
+//! URLs retried for a while ([`ListPublisher`], `frontierd publish`), connecting with
+//! patience ([`connect_patiently`]), and the cluster's status gathered ([`cluster_status`]);
+//! they print nothing, retries are reported to the caller ([`Retrying`]).
 //!
 //! It must never acknowledge a message on its own (the caller acks a [`Delivery`] only after
 //! its own durable commit), drop a URL it could not publish (the caller gets it back in
@@ -18,8 +22,10 @@ mod broker;
 mod config;
 mod consume;
 mod intake;
+mod list;
 mod message;
 mod outbox;
+mod patience;
 mod publish;
 mod shard;
 mod status;
@@ -32,16 +38,24 @@ pub use broker::{
 pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
+pub use list::{
+    ListError, ListPart, ListPublisher, ListRejection, ListSource, PartPublished, Retrying,
+    LIST_PART_URLS,
+};
 pub use message::{
     encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
 };
 pub use outbox::{Oldest, Outbox, OutboxError, PUBLISH_BATCH};
+pub use patience::{connect_patiently, WaitError};
 pub use publish::{
     EventPublisher, PublishFailure, PublishReport, Publisher, DEFAULT_MAX_IN_FLIGHT,
     MAX_MESSAGE_BYTES,
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
-pub use status::{node_statuses, publish_node_status, shard_backlog, shard_stored};
+pub use status::{
+    cluster_status, node_statuses, publish_node_status, shard_backlog, shard_stored, ClusterStatus,
+    NodeReport, ShardCounts, ShardStatus,
+};
 
 /// Re-exported so callers need not depend on async-nats for the context type.
 pub use async_nats::jetstream::Context as JetStream;

@@ -1,6 +1,6 @@
 //! What `frontierd cluster status` reads: each node's last published status (a limits
 //! stream keeping one message per node) and each shard's consumer counts, read without
-//! creating anything.
+//! creating anything, gathered into a [`ClusterStatus`] for the command to print.
 
 use async_nats::jetstream;
 use futures_util::StreamExt;
@@ -9,6 +9,7 @@ use crate::broker::{
     node_subject, shard_consumer_name, BoxError, BrokerError, NODES_STREAM, URL_STREAM,
 };
 use crate::consume::ShardBacklog;
+use crate::shard::ShardSet;
 
 /// Publish this node's status (any bytes; frontierd writes JSON) and wait for the ack.
 pub async fn publish_node_status(
@@ -112,4 +113,124 @@ pub async fn shard_stored(js: &jetstream::Context, shard: u32) -> Result<u64, Br
         .collect()
         .await;
     Ok(counts.into_iter().sum())
+}
+
+/// What `frontierd cluster status` shows: each shard with its owners and counts, and each
+/// node as it last reported itself.
+#[derive(Debug)]
+pub struct ClusterStatus {
+    pub shards: Vec<ShardStatus>,
+    pub nodes: Vec<NodeReport>,
+}
+
+/// One shard.
+#[derive(Debug)]
+pub struct ShardStatus {
+    pub shard: u32,
+    /// The nodes that say they own it: one, none (nobody consumes it), or several (a
+    /// conflict).
+    pub owners: Vec<String>,
+    pub counts: ShardCounts,
+}
+
+/// A shard's backlog.
+#[derive(Debug)]
+pub enum ShardCounts {
+    /// Its consumer's counts.
+    Consumer(ShardBacklog),
+    /// No node ever consumed it: the messages stored for it.
+    Stored(u64),
+}
+
+/// A node's last published status; a field it lacks (or a status that is not JSON) reads
+/// as its zero, and `owned_shards` as `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeReport {
+    pub id: String,
+    /// When it published this, unix ms.
+    pub time_ms: u64,
+    pub connected: bool,
+    /// Its `cluster.owned_shards`, as it wrote it.
+    pub owned_shards: Option<String>,
+    pub urls_received_per_s: f64,
+    pub links_published_per_s: f64,
+    pub pages_per_s: f64,
+    /// Links in its outbox.
+    pub outbox: u64,
+}
+
+impl NodeReport {
+    /// Read a node's status body (JSON, as frontierd publishes it).
+    pub fn parse(id: String, body: &[u8]) -> NodeReport {
+        let s: serde_json::Value = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        NodeReport {
+            id,
+            time_ms: s["time_ms"].as_u64().unwrap_or(0),
+            connected: s["connected"].as_bool().unwrap_or(false),
+            owned_shards: s["owned_shards"].as_str().map(str::to_string),
+            urls_received_per_s: s["urls_received_per_s"].as_f64().unwrap_or(0.0),
+            links_published_per_s: s["links_published_per_s"].as_f64().unwrap_or(0.0),
+            pages_per_s: s["pages_per_s"].as_f64().unwrap_or(0.0),
+            outbox: s["outbox"].as_u64().unwrap_or(0),
+        }
+    }
+}
+
+/// Gather the status of a cluster of `shards` shards: every node's last status, then each
+/// shard's owners (the nodes whose `owned_shards` names it) and counts.
+pub async fn cluster_status(
+    js: &jetstream::Context,
+    shards: u32,
+) -> Result<ClusterStatus, BrokerError> {
+    let nodes: Vec<NodeReport> = node_statuses(js)
+        .await?
+        .into_iter()
+        .map(|(id, body)| NodeReport::parse(id, &body))
+        .collect();
+    let owned: Vec<Option<ShardSet>> = nodes
+        .iter()
+        .map(|n| {
+            n.owned_shards
+                .as_deref()
+                .and_then(|s| ShardSet::parse(s, shards).ok())
+        })
+        .collect();
+    let mut out = Vec::new();
+    for shard in 0..shards {
+        let owners = nodes
+            .iter()
+            .zip(&owned)
+            .filter(|(_, o)| o.as_ref().is_some_and(|o| o.contains(shard)))
+            .map(|(n, _)| n.id.clone())
+            .collect();
+        let counts = match shard_backlog(js, shard).await? {
+            Some(b) => ShardCounts::Consumer(b),
+            None => ShardCounts::Stored(shard_stored(js, shard).await?),
+        };
+        out.push(ShardStatus {
+            shard,
+            owners,
+            counts,
+        });
+    }
+    Ok(ClusterStatus { shards: out, nodes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeReport;
+
+    #[test]
+    fn a_node_status_reads_field_by_field() {
+        let body = br#"{"time_ms": 5, "connected": true, "owned_shards": "0-3",
+            "urls_received_per_s": 1.5, "outbox": "many"}"#;
+        let n = NodeReport::parse("n1".into(), body);
+        assert_eq!(n.time_ms, 5);
+        assert!(n.connected);
+        assert_eq!(n.owned_shards.as_deref(), Some("0-3"));
+        assert_eq!(n.urls_received_per_s, 1.5);
+        assert_eq!((n.pages_per_s, n.outbox), (0.0, 0));
+        let garbage = NodeReport::parse("n2".into(), b"not json");
+        assert_eq!((garbage.time_ms, garbage.owned_shards), (0, None));
+    }
 }
