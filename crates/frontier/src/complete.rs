@@ -1,6 +1,7 @@
 //! Completion: what a fetch outcome does to its URL and host.
 
 use crate::api::{Frontier, Inner};
+use crate::config::CrawlDelayOverCap;
 use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
 use crate::sched::aside::Delayed;
@@ -484,6 +485,8 @@ impl Frontier {
         let mut results: Vec<Result<()>> = Vec::with_capacity(done.len());
         // (index into `done`, the new state, its event) of the outcomes written
         let mut written = Vec::new();
+        // hosts whose record takes a longer crawl-delay from these answers
+        let mut noted = Vec::new();
         let ticket = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
@@ -495,6 +498,9 @@ impl Frontier {
                 }
                 match self.apply_robots(inner, &lease.origin, outcome, now_ms, &mut batch) {
                     Ok((state, event)) => {
+                        if self.note_crawl_delay(inner, lease.host_id, &state, now_ms) {
+                            noted.push(lease.host_id);
+                        }
                         written.push((i, state, event));
                         results.push(Ok(()));
                     }
@@ -507,6 +513,8 @@ impl Frontier {
             if written.is_empty() {
                 return Ok(results);
             }
+            // durable with the states they come from (see note_crawl_delay)
+            inner.settling().journal_hosts(&noted, &mut batch);
             if let Err(e) = self.store.apply(batch) {
                 for (i, _, _) in &written {
                     self.release_robots_lease(inner, &done[*i].0, now_ms);
@@ -551,6 +559,50 @@ impl Frontier {
         Ok(results)
     }
 
+    /// A robots.txt answer that sets a longer crawl-delay than host `id`'s record holds
+    /// puts it in the record (capped, or the cap when clamped, counted once), so the record
+    /// written with the robots state in one flush has it: a process killed right after the
+    /// answer, or after the page that followed, restarts knowing it, and holds the host
+    /// for it (`hold_hosts_after_restart`). Without it the delay only reached the record
+    /// with the first page's lease, which a crash could lose, and a restart waited the
+    /// plain gap (issue 36). True if the record changed.
+    fn note_crawl_delay(
+        &self,
+        inner: &mut Inner,
+        id: u64,
+        state: &OriginState,
+        now_ms: u64,
+    ) -> bool {
+        let rules = RobotsCache::crawl_delay_of(
+            inner.robots.backend().as_ref(),
+            &self.cfg.user_agent,
+            state,
+            now_ms,
+        );
+        let Some(rules_ms) = rules.map(|d| d.as_millis() as u64) else {
+            return false;
+        };
+        let cap = self.cfg.max_crawl_delay_ms;
+        let (delay, clamped) = match (rules_ms <= cap, self.cfg.crawl_delay_over_cap) {
+            (true, _) => (rules_ms, false),
+            (false, CrawlDelayOverCap::Clamp) => (cap, true),
+            // the host is skipped at its first page: nothing to hold it for
+            (false, CrawlDelayOverCap::Skip) => return false,
+        };
+        let Some(h) = inner.sched.host_mut(id) else {
+            return false;
+        };
+        if delay <= h.rec.crawl_delay_ms {
+            return false;
+        }
+        h.rec.crawl_delay_ms = delay;
+        if clamped {
+            h.rec.counters.crawl_delay_clamped += 1;
+            inner.stats.crawl_delay_clamped += 1;
+        }
+        true
+    }
+
     /// A durable robots.txt outcome takes effect: the state goes into the cache, the
     /// lease ends and the host's next request waits for the gap. False if the lease was no
     /// longer the one its host waited for (nothing of the host changed then).
@@ -581,8 +633,8 @@ impl Frontier {
         }
         if let Some(h) = inner.sched.host_mut(lease.host_id) {
             h.rec.last_response_ms = response_ms;
-            // (the record's crawl-delay, and the clamp count, are set when the first page
-            // is handed out, as for every page)
+            // (a longer crawl-delay is already in the record, see note_crawl_delay; a
+            // shorter one is set when the next page is handed out, as for every page)
             let gap = politeness::gap_ms(&self.cfg, &h.rec).max(crawl_delay.unwrap_or(0));
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
             h.hold_until_ms = 0;

@@ -339,10 +339,10 @@ fn store_of_an_earlier_version_opens_as_it_is() {
 /// A store that keeps two copies: what was applied (read by the frontier) and what a crash
 /// would keep (what was applied before the last flush, in order).
 #[derive(Default)]
-struct CrashSim {
-    live: MemStore,
-    unflushed: parking_lot::Mutex<Vec<Batch>>,
-    durable: std::sync::Arc<MemStore>,
+pub(crate) struct CrashSim {
+    pub(crate) live: MemStore,
+    pub(crate) unflushed: parking_lot::Mutex<Vec<Batch>>,
+    pub(crate) durable: std::sync::Arc<MemStore>,
 }
 
 impl Store for CrashSim {
