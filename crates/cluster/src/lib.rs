@@ -6,6 +6,9 @@
 //! subject per shard, `FRONTIERD_EVENTS` limits stream with one subject per node), the
 //! [`Publisher`] that routes URLs to shard subjects and reports exactly which were
 //! acknowledged, the [`IntakeRouter`] that splits lists published to `frontierd.intake`, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
+//! A daemon's node ([`Node`]): its settings, the connection made in the background, the
+//! outbox publisher, the crawl-log events queue, the [`Backoff`] of its broker-facing tasks,
+//! whose pauses go to the caller's [`BrokerPauses`] (this crate logs no counted event).
 //! For the operator's commands: a URL list published part by part with its unacknowledged
 //! URLs retried for a while ([`ListPublisher`], `frontierd publish`), connecting with
 //! patience ([`connect_patiently`]), and the cluster's status gathered ([`cluster_status`]);
@@ -24,6 +27,7 @@ mod consume;
 mod intake;
 mod list;
 mod message;
+mod node;
 mod outbox;
 mod patience;
 mod publish;
@@ -44,6 +48,9 @@ pub use list::{
 };
 pub use message::{
     encode_batch, encode_record, parse_batch, LineError, ParsedBatch, UrlRecord, MAX_LINE_BYTES,
+};
+pub use node::{
+    load, per_second, Backoff, BrokerPauses, Node, NodeError, NodeSettings, Paused, Resumed,
 };
 pub use outbox::{Oldest, Outbox, OutboxError, PUBLISH_BATCH};
 pub use patience::{connect_patiently, WaitError};

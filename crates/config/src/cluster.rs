@@ -53,14 +53,9 @@ impl Default for ClusterSection {
     }
 }
 
-/// `[cluster]` checked: the library's settings plus the daemon's own keys.
-#[derive(Debug, Clone)]
-pub struct ClusterNodeSettings {
-    pub lib: cluster::ClusterSettings,
-    pub intake_router: bool,
-    pub publish_events: bool,
-    pub status_interval: Duration,
-}
+/// `[cluster]` checked: the library's settings plus the node's own keys (the cluster
+/// crate's `NodeSettings`, which its `Node` runs with).
+pub use cluster::NodeSettings as ClusterNodeSettings;
 
 impl ClusterSection {
     /// The library's view of the section.

@@ -17,6 +17,7 @@ use warc::{recover_open_files, WarcConfig, WarcWriter};
 use crate::config::Settings;
 use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
+use crate::internal_events::cluster::ClusterJoined;
 use crate::internal_events::daemon::{
     ConfigWarning, FrontierCallFailed, LeasesAbandoned, Listening, Running, StopCause, Stopped,
     Stopping, StoreClosed, StoreOpenWaiting, WarcClosed, WarcRecovered,
@@ -55,14 +56,13 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let cluster = match &settings.cluster {
         None => None,
         Some(c) => Some(Arc::new(
-            crate::daemon::cluster::ClusterNode::open(
-                c.clone(),
-                &data_dir,
-                settings.frontier_config().max_url_len,
-            )
-            .await?,
+            cluster::Node::open(c.clone(), &data_dir, settings.frontier_config().max_url_len)
+                .await?,
         )),
     };
+    if let Some(node) = &cluster {
+        ClusterJoined { node }.emit(&metrics);
+    }
 
     let opened = Opened {
         frontier,
@@ -137,7 +137,7 @@ struct Opened {
 fn build_shared(
     settings: Settings,
     opened: Opened,
-    cluster: Option<Arc<crate::daemon::cluster::ClusterNode>>,
+    cluster: Option<Arc<cluster::Node>>,
 ) -> Result<(Arc<Shared>, crate::daemon::pipeline::Tasks)> {
     let Opened {
         frontier,

@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use warc::{Exchange, WarcWriter};
 
 use crate::config::Settings;
+use crate::internal_events::cluster::EventDropped;
 use crate::internal_events::daemon::{FrontierCall, FrontierCallFailed};
 use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
@@ -52,7 +53,7 @@ pub struct Shared {
     pub token: Option<String>,
     pub started: Instant,
     /// `[cluster]` on: this node's broker side.
-    pub cluster: Option<Arc<crate::daemon::cluster::node::ClusterNode>>,
+    pub cluster: Option<Arc<cluster::Node>>,
     /// The free-space watch's verdict (`[disk]`).
     pub disk: DiskGate,
     /// The last crawl log line / WARC exchange could not be written (an episode of
@@ -171,7 +172,9 @@ impl Shared {
         let json = line.to_json_line(&rfc3339_ms(now_ms()));
         let written = writeln!(self.lock_log(), "{json}");
         if let Some(node) = &self.cluster {
-            node.publish_event(&json, &self.metrics);
+            if !node.publish_event(&json) {
+                EventDropped.emit(&self.metrics);
+            }
         }
         match written {
             Ok(()) => {

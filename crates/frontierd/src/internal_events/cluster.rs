@@ -314,3 +314,48 @@ impl InternalEvent for OutboxEntryDamaged<'_> {
         tracing::error!(key = ?self.key, "unreadable cluster outbox entry removed");
     }
 }
+
+/// A cluster activity's pauses ([`cluster::Backoff`]) as [`BrokerPaused`] and
+/// [`BrokerResumed`].
+pub struct BrokerReports<'a>(pub &'a Metrics);
+
+impl cluster::BrokerPauses for BrokerReports<'_> {
+    fn paused(&self, p: cluster::Paused<'_>) {
+        BrokerPaused {
+            activity: p.activity,
+            what: p.what,
+            error: p.error,
+            retry_in: p.retry_in,
+            first: p.first,
+        }
+        .emit(self.0);
+    }
+
+    fn resumed(&self, r: cluster::Resumed<'_>) {
+        BrokerResumed {
+            activity: r.activity,
+            what: r.what,
+            paused_for: r.paused_for,
+        }
+        .emit(self.0);
+    }
+}
+
+/// This node is in cluster mode (its broker connection is made in the background).
+pub struct ClusterJoined<'a> {
+    pub node: &'a cluster::Node,
+}
+
+impl InternalEvent for ClusterJoined<'_> {
+    fn emit(self, _: &Metrics) {
+        let s = &self.node.settings.lib;
+        tracing::info!(
+            node = %s.node_id,
+            nats = %s.nats_url,
+            shards = s.shard_map.shards(),
+            owned = s.owned.len(),
+            outbox = self.node.outbox.len(),
+            "cluster mode"
+        );
+    }
+}

@@ -7,15 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{IntakeError, IntakeRouter, ShardConsumer};
+use cluster::{Backoff, IntakeError, IntakeRouter, Node, ShardConsumer};
 use frontier::EnqueueItem;
 
-use super::node::{Backoff, ClusterNode};
 use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
-    AckFailed, BrokerLineRejected, ClusterTaskError, IntakeListsRouted, ShardBatchCommitted,
-    Unroutable,
+    AckFailed, BrokerLineRejected, BrokerReports, ClusterTaskError, IntakeListsRouted,
+    ShardBatchCommitted, Unroutable,
 };
 use crate::internal_events::InternalEvent;
 
@@ -33,24 +32,24 @@ const ROUTER_GRACE: Duration = Duration::from_secs(60);
 /// Consume one owned shard until the daemon stops (the task is aborted then: deliveries not
 /// yet acknowledged come back after the ack wait, and the seen-set absorbs those whose URLs
 /// were committed).
-pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
+pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("intake", format!("shard {shard}"));
     let consumer = loop {
         match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
             Ok(c) => break c,
-            Err(e) => backoff.pause(&e, m).await,
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
     };
     loop {
         let deliveries = match consumer.next_batch(SHARD_BATCH, SHARD_WAIT).await {
             Ok(d) => d,
             Err(e) => {
-                backoff.pause(&e, m).await;
+                backoff.pause(&e, &BrokerReports(m)).await;
                 continue;
             }
         };
-        backoff.ok(m);
+        backoff.ok(&BrokerReports(m));
         if deliveries.is_empty() {
             continue;
         }
@@ -111,14 +110,14 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, shard: u32) {
 
 /// Route lists from `frontierd.intake` until the daemon stops. Every router shares one
 /// durable consumer, so each list is routed by one of them.
-pub async fn router_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
+pub async fn router_loop(sh: Arc<Shared>, node: Arc<Node>) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("router", cluster::INTAKE_SUBJECT);
     let router = loop {
         match IntakeRouter::open(&node.js, node.publisher.clone(), node.settings.lib.ack_wait).await
         {
             Ok(r) => break r,
-            Err(e) => backoff.pause(&e, m).await,
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
     };
     loop {
@@ -136,14 +135,14 @@ pub async fn router_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         });
         match routed {
             Ok(report) => {
-                backoff.ok(m);
+                backoff.ok(&BrokerReports(m));
                 report_routed(&sh, &report);
             }
             Err(IntakeError::Publish(failure)) => {
                 report_routed(&sh, &failure.report);
-                backoff.pause(&*failure, m).await;
+                backoff.pause(&*failure, &BrokerReports(m)).await;
             }
-            Err(e @ IntakeError::Broker(_)) => backoff.pause(&e, m).await,
+            Err(e @ IntakeError::Broker(_)) => backoff.pause(&e, &BrokerReports(m)).await,
         }
     }
 }

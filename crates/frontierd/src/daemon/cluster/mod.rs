@@ -4,15 +4,15 @@
 //!
 //! - intake.rs: one task per owned shard (take messages, commit their URLs to the frontier,
 //!   then acknowledge), and the intake router
-//! - node.rs: this node (settings, connection, publisher, outbox, events queue), `Backoff`
-//! - the durable outbox of links other nodes own: the cluster crate's `Outbox`
+//! - this node (settings, connection, publisher, the durable outbox of links other nodes
+//!   own, events queue) and the `Backoff` of its tasks: the cluster crate's `Node`
 //! - status.rs: this node's published status, the shard gauges, crawl-log events
 //!
 //! Every broker-facing task waits out errors with [`cluster::reconnect_delay`] back-off
-//! ([`Backoff`]) and never stops the local crawl.
+//! ([`cluster::Backoff`], its pauses reported as internal events) and never stops the
+//! local crawl.
 
 pub mod intake;
-pub mod node;
 pub mod status;
 
 use std::sync::atomic::Ordering;
@@ -20,20 +20,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use cluster::UrlRecord;
+use cluster::{Backoff, Node, UrlRecord};
 use frontier::EnqueueItem;
 use tokio::task::JoinSet;
 
 use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
-    ClusterTaskError, LinksRouted, OutboxEntryDamaged, StreamsReady, Unroutable, UrlsPublished,
+    BrokerReports, ClusterTaskError, LinksRouted, OutboxEntryDamaged, StreamsReady, Unroutable,
+    UrlsPublished,
 };
 use crate::internal_events::InternalEvent;
 
 use cluster::PUBLISH_BATCH;
-
-pub use self::node::{Backoff, ClusterNode};
 
 impl Shared {
     /// Queue what a page led to (links, a redirect target): URLs of shards this node owns
@@ -73,7 +72,7 @@ impl Shared {
 /// Start the cluster tasks: set up the streams (retrying until the broker answers), then one
 /// consumer task per owned shard, the router, the outbox publisher, the events publisher and
 /// the status task. The returned task owns them all: aborting it ends them.
-pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle<()> {
+pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tasks = JoinSet::new();
         // the outbox needs no streams to be set up to be published (publishes fail until the
@@ -89,10 +88,10 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
                     node.fail(e.to_string());
                     return;
                 }
-                Err(e) => backoff.pause(&e, &sh.metrics).await,
+                Err(e) => backoff.pause(&e, &BrokerReports(&sh.metrics)).await,
             }
         }
-        backoff.ok(&sh.metrics);
+        backoff.ok(&BrokerReports(&sh.metrics));
         StreamsReady.emit(&sh.metrics);
         for shard in node.settings.lib.owned.iter() {
             tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard));
@@ -100,12 +99,7 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
         if node.settings.intake_router {
             tasks.spawn(intake::router_loop(sh.clone(), node.clone()));
         }
-        let events = node
-            .events_rx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(rx) = events {
+        if let Some(rx) = node.take_events() {
             tasks.spawn(status::events_loop(sh.clone(), node.clone(), rx));
         }
         tasks.spawn(status::status_loop(sh.clone(), node.clone()));
@@ -121,7 +115,7 @@ pub fn start(sh: Arc<Shared>, node: Arc<ClusterNode>) -> tokio::task::JoinHandle
 
 /// Publish the outbox to the owners' shard subjects, oldest first, whenever links arrive
 /// (and every second); a broker error pauses it with back-off, the links stay.
-pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
+pub async fn publish_loop(sh: Arc<Shared>, node: Arc<Node>) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("routing", "outbox");
     loop {
@@ -157,7 +151,7 @@ pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         let (keys, records): (Vec<Vec<u8>>, Vec<UrlRecord>) = entries.into_iter().unzip();
         match node.publisher.publish(records).await {
             Ok(report) => {
-                backoff.ok(m);
+                backoff.ok(&BrokerReports(m));
                 for e in &report.unroutable {
                     Unroutable { error: e }.emit(m);
                 }
@@ -181,7 +175,7 @@ pub async fn publish_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
             }
             // every link stays in the outbox (those acknowledged are published again later,
             // absorbed by their owner's seen-set)
-            Err(failure) => backoff.pause(&failure, m).await,
+            Err(failure) => backoff.pause(&failure, &BrokerReports(m)).await,
         }
     }
 }

@@ -5,16 +5,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cluster::EventPublisher;
+use cluster::{load, per_second, Backoff, EventPublisher, Node};
 use tokio::sync::mpsc;
 
-use super::node::{load, per_second, Backoff, ClusterNode};
 use crate::daemon::shared::{now_ms, Shared};
-use crate::internal_events::cluster::EventPublished;
+use crate::internal_events::cluster::{BrokerReports, EventPublished};
 use crate::internal_events::InternalEvent;
 
 /// Keep the connection gauge and the disconnect counter in step with the client's state.
-pub async fn connection_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
+pub async fn connection_loop(sh: Arc<Shared>, node: Arc<Node>) {
     let c = &sh.metrics.cluster;
     let mut counted = 0;
     loop {
@@ -32,7 +31,7 @@ pub async fn connection_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
 /// Publish crawl-log records in order; a broker error holds the record and pauses with
 /// back-off (records arriving meanwhile wait in the buffer, or are dropped and counted
 /// once it is full).
-pub async fn events_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, mut rx: mpsc::Receiver<Vec<u8>>) {
+pub async fn events_loop(sh: Arc<Shared>, node: Arc<Node>, mut rx: mpsc::Receiver<Vec<u8>>) {
     let m = &sh.metrics;
     let publisher = EventPublisher::new(node.js.clone(), node.node_id());
     let mut backoff = Backoff::new("events", publisher.subject().to_string());
@@ -40,11 +39,11 @@ pub async fn events_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, mut rx: mpsc::
         loop {
             match publisher.publish(record.clone()).await {
                 Ok(_) => {
-                    backoff.ok(m);
+                    backoff.ok(&BrokerReports(m));
                     EventPublished.emit(m);
                     break;
                 }
-                Err(e) => backoff.pause(&e, m).await,
+                Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
             }
         }
     }
@@ -52,7 +51,7 @@ pub async fn events_loop(sh: Arc<Shared>, node: Arc<ClusterNode>, mut rx: mpsc::
 
 /// Every `status_interval`: publish this node's status (owned shards, totals, rates over
 /// the interval) and refresh the owned shards' backlog gauges.
-pub async fn status_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
+pub async fn status_loop(sh: Arc<Shared>, node: Arc<Node>) {
     let m = &sh.metrics;
     let interval = node.settings.status_interval;
     let mut backoff = Backoff::new("status", "node status");
@@ -86,8 +85,8 @@ pub async fn status_loop(sh: Arc<Shared>, node: Arc<ClusterNode>) {
         )
         .await
         {
-            Ok(()) => backoff.ok(m),
-            Err(e) => backoff.pause(&e, m).await,
+            Ok(()) => backoff.ok(&BrokerReports(m)),
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
         for shard in node.settings.lib.owned.iter() {
             let label = vec![("shard".to_string(), shard.to_string())];

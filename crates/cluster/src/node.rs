@@ -1,0 +1,285 @@
+//! One node of the cluster, as the daemon runs it: its settings, the broker connection
+//! (made in the background, so the node starts and crawls locally while the broker is
+//! down), the publisher of links other nodes own and their durable outbox, the queue of
+//! crawl-log records to publish, the reason the node must stop, and the back-off of every
+//! broker-facing activity. It holds no daemon state and reports nothing itself: a paused or
+//! resumed activity goes to the caller's [`BrokerPauses`], a dropped record is returned.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::broker::{connect_in_background, jetstream, reconnect_delay};
+use crate::{
+    BrokerError, ClusterSettings, ConnectionState, JetStream, Outbox, OutboxError, Publisher,
+};
+
+/// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
+/// dropped: the crawl log file stays the record.
+const EVENT_BUFFER: usize = 10_000;
+
+/// `[cluster]` checked: the library's settings plus the node's own keys.
+#[derive(Debug, Clone)]
+pub struct NodeSettings {
+    pub lib: ClusterSettings,
+    /// Whether this node routes the lists published to `frontierd.intake`.
+    pub intake_router: bool,
+    /// Whether this node publishes its crawl-log records to the events stream.
+    pub publish_events: bool,
+    /// How often this node publishes its status.
+    pub status_interval: Duration,
+}
+
+/// The node could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("outbox open task")]
+    OutboxTask(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error("[cluster]")]
+    Connect(#[source] BrokerError),
+}
+
+/// This node's cluster side, shared by the daemon's tasks and workers.
+pub struct Node {
+    pub settings: NodeSettings,
+    pub js: JetStream,
+    pub connection: Arc<ConnectionState>,
+    pub publisher: Publisher,
+    pub outbox: Outbox,
+    /// Links were written to the outbox: publish them now.
+    pub outbox_kick: Notify,
+    max_url_len: usize,
+    events: Option<mpsc::Sender<Vec<u8>>>,
+    events_rx: Mutex<Option<mpsc::Receiver<Vec<u8>>>>,
+    /// A reason the node must stop (the broker's streams were made for another shard
+    /// count); `failed` wakes whoever waits for it.
+    fatal: Mutex<Option<String>>,
+    pub failed: Notify,
+    /// Counted for the rates in this node's status.
+    pub urls_received: AtomicU64,
+    pub links_published: AtomicU64,
+}
+
+impl Node {
+    /// Open the outbox (`cluster-outbox` in `data_dir`) and connect in the background.
+    /// `max_url_len` as the frontier's: URLs it would refuse are not routed.
+    pub async fn open(
+        settings: NodeSettings,
+        data_dir: &Path,
+        max_url_len: usize,
+    ) -> Result<Node, NodeError> {
+        let path = data_dir.join("cluster-outbox");
+        let outbox = tokio::task::spawn_blocking(move || Outbox::open(&path))
+            .await
+            .map_err(NodeError::OutboxTask)??;
+        let (client, connection) = connect_in_background(&settings.lib)
+            .await
+            .map_err(NodeError::Connect)?;
+        let js = jetstream(client);
+        let publisher = Publisher::new(js.clone(), settings.lib.shard_map, max_url_len);
+        let (events, events_rx) = match settings.publish_events {
+            true => {
+                let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        Ok(Node {
+            settings,
+            js,
+            connection,
+            publisher,
+            outbox,
+            outbox_kick: Notify::new(),
+            max_url_len,
+            events,
+            events_rx: Mutex::new(events_rx),
+            fatal: Mutex::new(None),
+            failed: Notify::new(),
+            urls_received: AtomicU64::new(0),
+            links_published: AtomicU64::new(0),
+        })
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.settings.lib.node_id
+    }
+
+    /// Whether this node owns the shard of `url`; a URL without a shard (it does not
+    /// canonicalize) counts as ours, so the frontier refuses and reports it as it always did.
+    pub fn owns_url(&self, url: &str) -> bool {
+        self.settings
+            .lib
+            .shard_map
+            .shard_of_url(url, self.max_url_len)
+            .map_or(true, |shard| self.settings.lib.owned.contains(shard))
+    }
+
+    /// Queue a crawl-log record for the events stream (never waits). False when it was
+    /// dropped: the buffer is full.
+    pub fn publish_event(&self, record: &str) -> bool {
+        match &self.events {
+            Some(tx) => tx.try_send(record.as_bytes().to_vec()).is_ok(),
+            None => true,
+        }
+    }
+
+    /// The queue of crawl-log records, for the one task that publishes them (None when
+    /// events are off, or once taken).
+    pub fn take_events(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
+        self.events_rx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// The node must stop, for this reason.
+    pub fn fail(&self, reason: String) {
+        *self.fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+        self.failed.notify_one();
+    }
+
+    /// The reason given to [`Node::fail`], if any.
+    pub fn fatal(&self) -> Option<String> {
+        self.fatal.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A broker-facing activity paused by an error.
+#[derive(Debug)]
+pub struct Paused<'a> {
+    /// intake, routing, router, events, status, setup.
+    pub activity: &'static str,
+    /// What exactly (e.g. `shard 3`).
+    pub what: &'a str,
+    pub error: &'a (dyn std::error::Error + Send + Sync + 'static),
+    pub retry_in: Duration,
+    /// True on the first error of a run of errors.
+    pub first: bool,
+}
+
+/// A paused activity works again.
+#[derive(Debug)]
+pub struct Resumed<'a> {
+    pub activity: &'static str,
+    pub what: &'a str,
+    pub paused_for: Duration,
+}
+
+/// Where a [`Backoff`] reports its pauses (the daemon logs and counts them); shared by the
+/// tasks that wait with it, so `Sync`.
+pub trait BrokerPauses: Sync {
+    fn paused(&self, paused: Paused<'_>);
+    fn resumed(&self, resumed: Resumed<'_>);
+}
+
+/// Back-off of one broker-facing activity: counts the errors of a run, says when to try
+/// again ([`reconnect_delay`]), and reports the pause and the resumption.
+pub struct Backoff {
+    activity: &'static str,
+    what: String,
+    attempt: usize,
+    since: Option<Instant>,
+}
+
+impl Backoff {
+    pub fn new(activity: &'static str, what: impl Into<String>) -> Backoff {
+        Backoff {
+            activity,
+            what: what.into(),
+            attempt: 0,
+            since: None,
+        }
+    }
+
+    /// Report the error and wait before the next try.
+    pub async fn pause(
+        &mut self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+        to: &dyn BrokerPauses,
+    ) {
+        self.attempt += 1;
+        let retry_in = reconnect_delay(self.attempt);
+        to.paused(Paused {
+            activity: self.activity,
+            what: &self.what,
+            error,
+            retry_in,
+            first: self.since.is_none(),
+        });
+        self.since.get_or_insert_with(Instant::now);
+        tokio::time::sleep(retry_in).await;
+    }
+
+    /// The operation worked: end a pause if there was one.
+    pub fn ok(&mut self, to: &dyn BrokerPauses) {
+        if let Some(since) = self.since.take() {
+            to.resumed(Resumed {
+                activity: self.activity,
+                what: &self.what,
+                paused_for: since.elapsed(),
+            });
+        }
+        self.attempt = 0;
+    }
+}
+
+/// A rate over the last interval, for the status.
+pub fn per_second(now: u64, before: u64, over: Duration) -> f64 {
+    now.saturating_sub(before) as f64 / over.as_secs_f64().max(0.001)
+}
+
+/// A counter's value.
+pub fn load(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl BrokerPauses for Seen {
+        fn paused(&self, p: Paused<'_>) {
+            let line = format!(
+                "paused {} {} first={} {}",
+                p.activity, p.what, p.first, p.error
+            );
+            self.0.lock().unwrap().push(line);
+        }
+        fn resumed(&self, r: Resumed<'_>) {
+            let line = format!("resumed {} {}", r.activity, r.what);
+            self.0.lock().unwrap().push(line);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_of_errors_is_one_pause_then_one_resumption() {
+        let seen = Seen::default();
+        let mut b = Backoff::new("status", "node status");
+        b.ok(&seen);
+        let e = std::io::Error::other("down");
+        b.pause(&e, &seen).await;
+        b.pause(&e, &seen).await;
+        b.ok(&seen);
+        b.ok(&seen);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            [
+                "paused status node status first=true down",
+                "paused status node status first=false down",
+                "resumed status node status",
+            ]
+        );
+        assert_eq!(per_second(30, 10, Duration::from_secs(2)), 10.0);
+    }
+}
