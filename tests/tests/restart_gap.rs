@@ -77,3 +77,112 @@ fn a_restart_right_after_an_answer_waits_the_gap_before_asking_again() {
     }
     drop(d);
 }
+
+/// Ten SIGKILLs at random moments, each restart at once, over six hosts (one with
+/// `Crawl-delay: 2`): every request to a host, robots.txt included, waits its gap after the
+/// answer before it (the crawl-delay for the one that has it), and a request the kill cut
+/// off is asked again no sooner than the gap after the kill. Pages asked twice are at most
+/// those the kills could have had in flight (workers x kills). Judged from the site's log.
+#[test]
+fn random_kills_with_immediate_restarts_never_break_a_gap() {
+    const KILLS: usize = 10;
+    const WORKERS: usize = 3;
+    let gap = Duration::from_millis(400);
+    let crawl_delay = Duration::from_secs(2);
+    let env = Env::new(&[
+        ("fetch", "workers", &WORKERS.to_string()),
+        ("politeness", "min_delay", "\"400ms\""),
+        ("politeness", "max_delay", "\"400ms\""),
+    ]);
+    let mut rng = frontierd_e2e::Rng::new();
+    let delays: Vec<u64> = (0..64).map(|_| rng.next_u64() % 150).collect();
+    let site = Site::start(move |req: &Req| {
+        if req.path == "/robots.txt" {
+            let body = if req.host.starts_with("slow.") {
+                "User-agent: *\nCrawl-delay: 2\n"
+            } else {
+                "User-agent: *\nAllow: /\n"
+            };
+            return Reply::text(body);
+        }
+        let d = delays[(req.path.len() + 7 * req.host.len() + 13 * req.nth) % delays.len()];
+        Reply::html("<html><body>a page</body></html>").delayed(Duration::from_millis(d))
+    });
+    let hosts = ["slow", "h1", "h2", "h3", "h4", "h5"].map(|h| format!("{h}.kill.site.test"));
+    let mut urls = Vec::new();
+    for h in &hosts {
+        let base = site.base(h);
+        urls.extend((0..8).map(|i| format!("{base}/p{i}")));
+    }
+    let mut d = env.start();
+    d.submit(&urls);
+    let mut kills = Vec::new();
+    for _ in 0..KILLS {
+        std::thread::sleep(rng.ms(100, 900));
+        d.kill9();
+        kills.push(Instant::now());
+        d = env.start();
+    }
+    let fetched = || -> std::collections::HashSet<String> {
+        site.hits()
+            .into_iter()
+            .filter(|h| h.path != "/robots.txt")
+            .map(|h| format!("http://{}:{}{}", h.host, site.port, h.path))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while fetched().len() < urls.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let missing: Vec<&String> = urls.iter().filter(|u| !fetched().contains(*u)).collect();
+    assert!(
+        missing.is_empty(),
+        "not fetched after the kills: {missing:?}\nslow host's requests: {:#?}\ncrawl log: {:#?}\ndaemon log: {}",
+        site.hits_for("slow.kill.site.test"),
+        env.crawl_log()
+            .into_iter()
+            .filter(|l| missing.iter().any(|m| l["url"].as_str() == Some(m.as_str())))
+            .collect::<Vec<_>>(),
+        env.daemon_log()
+    );
+    drop(d);
+    let mut asked_twice = 0;
+    for host in &hosts {
+        let hits = site.hits_for(host);
+        let want = if host.starts_with("slow.") {
+            crawl_delay
+        } else {
+            gap
+        };
+        let mut pages = std::collections::HashSet::new();
+        for h in &hits {
+            if h.path != "/robots.txt" && !pages.insert(h.path.clone()) {
+                asked_twice += 1;
+            }
+        }
+        for pair in hits.windows(2) {
+            let (before, next) = (&pair[0], &pair[1]);
+            // a request a kill cut off: the next one waits the gap after the kill (the
+            // crawl-delay is known only once robots.txt was answered and stored)
+            let cut = kills
+                .iter()
+                .find(|k| before.start <= **k && before.sent.is_none_or(|s| s >= **k));
+            let (from, what, min) = match (cut, before.sent) {
+                (Some(k), _) => (*k, "the kill", gap),
+                (None, Some(sent)) => (sent, "the answer", want),
+                (None, None) => continue,
+            };
+            let waited = next.start.saturating_duration_since(from);
+            assert!(
+                waited >= min.mul_f64(0.95),
+                "{host}{} asked {waited:?} after {what} to {} (gap {min:?})\n{hits:#?}",
+                next.path,
+                before.path,
+            );
+        }
+    }
+    assert!(
+        asked_twice <= KILLS * WORKERS,
+        "{asked_twice} pages asked twice over {KILLS} kills of a daemon with {WORKERS} workers"
+    );
+}
