@@ -714,6 +714,39 @@ impl Default for Rng {
     }
 }
 
+/// Every request to `host` after the first waited at least `gap` after the answer before it
+/// began (the site's own clock: a lower bound of the crawler's pause), `within` a few
+/// milliseconds of timer slack; a request one of the `kills` cut off (asked before the kill,
+/// answered after it or never) is judged from the kill instead, against `after_kill`
+/// (what a restart knows of the host may be less than the crawl-delay robots.txt gave).
+pub fn assert_gaps_across_kills(
+    hits: &[site::Hit],
+    host: &str,
+    gap: Duration,
+    after_kill: Duration,
+    kills: &[Instant],
+) {
+    let slack = Duration::from_millis(5);
+    for pair in hits.windows(2) {
+        let (before, next) = (&pair[0], &pair[1]);
+        let cut = kills
+            .iter()
+            .find(|k| before.start <= **k && before.sent.is_none_or(|s| s >= **k));
+        let (from, what, min) = match (cut, before.sent) {
+            (Some(k), _) => (*k, "the kill", after_kill),
+            (None, Some(sent)) => (sent, "the answer", gap),
+            (None, None) => continue,
+        };
+        let waited = next.start.saturating_duration_since(from);
+        assert!(
+            waited + slack >= min,
+            "{host}{} asked {waited:?} after {what} to {} (gap {min:?})\n{hits:#?}",
+            next.path,
+            before.path,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

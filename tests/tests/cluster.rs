@@ -781,3 +781,54 @@ fn a_node_with_a_low_disk_gives_its_shard_messages_back_and_loses_none() {
         || all_fetched(std::slice::from_ref(&env2), &urls),
     );
 }
+
+/// One node SIGKILLed and started again at once, ten times at random moments (100-600 ms
+/// apart): no host of the crawl is ever asked sooner than its gap after the answer before,
+/// or after the kill when the kill cut a request off, and pages asked twice are at most
+/// those the kills could have had in flight (issue 36).
+#[test]
+fn a_node_killed_and_restarted_at_once_ten_times_never_breaks_a_gap() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let by_node = ByNode::default();
+    let (site, seeds, all) = chain_site(&by_node, 30);
+    let envs: Vec<Env> = (0..NODES)
+        .map(|i| node_env(&nats, i, &FOLLOW_ANY))
+        .collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    assert_published(&publish(&envs[0], "seeds.txt", &seeds), seeds.len());
+    let mut rng = Rng::new();
+    let victim = (rng.next_u64() % NODES as u64) as usize;
+    let mut kills = Vec::new();
+    for _ in 0..10 {
+        std::thread::sleep(rng.ms(100, 600));
+        daemons[victim].take().unwrap().kill9();
+        kills.push(std::time::Instant::now());
+        daemons[victim] = Some(envs[victim].start());
+    }
+    wait_crawl(
+        &envs,
+        "every page fetched after the kills",
+        CRAWL_DEADLINE,
+        || all_fetched(&envs, &all),
+    );
+    let hits = page_hits(&site);
+    let refetched: usize = all
+        .iter()
+        .map(|u| {
+            hits.get(&(host_of(u), path_of(u)))
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(1)
+        })
+        .sum();
+    // a node has at most one request in flight per host and owns 2 hosts
+    assert!(
+        refetched <= kills.len() * 2,
+        "{refetched} refetches after 10 kills of n{victim}"
+    );
+    for host in by_node.nodes_per_host().keys() {
+        frontierd_e2e::assert_gaps_across_kills(&site.hits_for(host), host, GAP, GAP, &kills);
+    }
+}

@@ -160,26 +160,7 @@ fn random_kills_with_immediate_restarts_never_break_a_gap() {
                 asked_twice += 1;
             }
         }
-        for pair in hits.windows(2) {
-            let (before, next) = (&pair[0], &pair[1]);
-            // a request a kill cut off: the next one waits the gap after the kill (the
-            // crawl-delay is known only once robots.txt was answered and stored)
-            let cut = kills
-                .iter()
-                .find(|k| before.start <= **k && before.sent.is_none_or(|s| s >= **k));
-            let (from, what, min) = match (cut, before.sent) {
-                (Some(k), _) => (*k, "the kill", gap),
-                (None, Some(sent)) => (sent, "the answer", want),
-                (None, None) => continue,
-            };
-            let waited = next.start.saturating_duration_since(from);
-            assert!(
-                waited >= min.mul_f64(0.95),
-                "{host}{} asked {waited:?} after {what} to {} (gap {min:?})\n{hits:#?}",
-                next.path,
-                before.path,
-            );
-        }
+        frontierd_e2e::assert_gaps_across_kills(&hits, host, want, gap, &kills);
     }
     assert!(
         asked_twice <= KILLS * WORKERS,
