@@ -111,7 +111,7 @@ pub(super) fn check_ip_keys(p: &PolitenessSection) -> Result<(), ConfigError> {
 pub(super) fn apply_ip_keys(p: &PolitenessSection, f: &mut frontier::FrontierConfig) {
     f.max_in_flight_per_ip = p.max_in_flight_per_ip;
     f.ip_delay_ms = p.ip_delay.ms();
-    // the daemon resolves a new host before its first robots.txt (pipeline.rs), so that
+    // the daemon resolves a new host before its first robots.txt (the pipeline crate), so that
     // this request too waits for the host's IP group
     f.resolve_before_robots = true;
 }

@@ -1,23 +1,40 @@
-//! Between the frontier and the fetch workers: one dispatcher task leases work for the
-//! idle workers (one `next_batch` for all of them, on the blocking pool) and puts each
-//! item straight into one idle worker's slot (handoff.rs); one completer task reports page and robots.txt outcomes in batches
-//! (one `complete_batch` and one `complete_robots_batch`, so one flush each, per batch).
-//! The runtime threads never wait on the frontier's lock or a disk flush, and a flush is
-//! shared by every outcome of a batch.
+//! Between a frontier and the fetch workers that serve it: one dispatcher task leases work
+//! for the idle workers (one `next_batch` for all of them, on the blocking pool) and puts
+//! each item straight into one idle worker's slot (handoff.rs); one completer task applies
+//! page and robots.txt outcomes in batches (one `complete_batch` and one
+//! `complete_robots_batch`, so one flush each, per batch). The runtime threads never wait
+//! on the frontier's lock or a disk flush, and a flush is shared by every outcome of a
+//! batch.
+//!
+//! Owns: when to lease and for how many workers, which worker gets an item, how
+//! completions are gathered into batches and applied (a batch that names an unknown lease
+//! applied one by one), and the order of a stop (no new leases, every completion sent
+//! applied). It reads the wall clock for the frontier's calls.
+//!
+//! Must never: fetch, log or count on its own (what happens goes to the caller's
+//! [`Hooks`]), decide what a fetch outcome means (the caller hands outcomes in), or hand
+//! out an item other than through the frontier's `next_batch`.
 
-use crate::internal_events::daemon::FrontierCall;
+mod complete;
+mod handoff;
+#[cfg(test)]
+mod tests;
+
 use std::collections::VecDeque;
+use std::fmt::Display;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use frontier::{
-    Frontier, FrontierError, LeaseId, PageOutcome, RobotsFetchOutcome, RobotsLease, Visit, WorkItem,
+    Frontier, LeaseId, PageOutcome, ResolveRequest, RobotsFetchOutcome, RobotsLease, Visit,
+    WorkItem,
 };
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::daemon::handoff::Handoff;
-use crate::daemon::now_ms;
+use crate::complete::{complete_loop, Completion};
+use crate::handoff::Handoff;
 
 /// At most this many leases per `next_batch` call.
 const MAX_DISPATCH: usize = 256;
@@ -31,18 +48,48 @@ const COMPLETION_QUEUE: usize = 4096;
 /// Where a fetch connected: the host's address (its IP group) and when the request began.
 #[derive(Debug, Clone, Copy)]
 pub struct Connected {
-    pub ip: std::net::IpAddr,
+    pub ip: IpAddr,
     pub started_ms: u64,
 }
 
-enum Completion {
-    /// A page's outcome, with what its answer means for the recrawl schedule and where
-    /// its fetch connected.
-    Page(LeaseId, PageOutcome, Option<Visit>, Option<Connected>),
-    /// A robots.txt fetch's outcome (with its response time in ms) and where it connected.
-    Robots(RobotsLease, RobotsFetchOutcome, u64, Option<Connected>),
-    /// Apply everything before this, then answer and end.
-    Close(oneshot::Sender<()>),
+/// Which frontier call of the pipeline failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// Leasing work for the idle workers.
+    NextBatch,
+    /// Applying a batch of page outcomes.
+    CompleteBatch,
+    /// Applying one page outcome (after a batch named an unknown lease).
+    Complete,
+    /// Applying a batch of robots.txt outcomes.
+    CompleteRobotsBatch,
+    /// Applying one origin's robots.txt outcome.
+    CompleteRobots,
+    /// Recording where hosts' fetches connected.
+    NoteAddresses,
+    /// A blocking task that ran one of these died.
+    Task,
+    /// An outcome arrived after the completer ended (only during a stop): its URL or
+    /// robots.txt is fetched again after the restart.
+    AfterStop,
+}
+
+/// What the pipeline tells its owner, which logs and counts (the pipeline does neither).
+pub trait Hooks: Send + Sync + 'static {
+    /// After each `next_batch` (with the items leased), on the blocking pool: the owner
+    /// takes the frontier's events there.
+    fn after_dispatch(&self, leased: usize);
+    /// After each batch of completions, with its size (pages and robots.txt).
+    fn after_completions(&self, size: usize);
+    /// A host's fetch connected to an address it was not known at: (host id, the address
+    /// before, the new one).
+    fn address_changed(&self, host_id: u64, before: Option<IpAddr>, ip: IpAddr);
+    /// New hosts to resolve before their first robots.txt ([`Frontier::take_resolves`]):
+    /// called on the runtime, it must not block (the answers go to
+    /// [`Frontier::resolved`], then [`Pipeline::kick`]).
+    fn resolve(&self, asked: Vec<ResolveRequest>);
+    /// A frontier call failed: which, the error, how many items it carried.
+    fn failed(&self, call: Call, error: &dyn Display, items: usize);
 }
 
 /// The dispatcher's and completer's shared ends, held by the workers.
@@ -56,7 +103,7 @@ pub struct Pipeline {
     stopping: AtomicBool,
     /// No new leases while set (free space low); fetches under way finish.
     paused: AtomicBool,
-    observer: Arc<Observer>,
+    hooks: Arc<dyn Hooks>,
 }
 
 /// What runs the pipeline: spawned by [`Pipeline::start`], ended by [`Tasks::finish`].
@@ -65,42 +112,28 @@ pub struct Tasks {
     completer: tokio::task::JoinHandle<()>,
 }
 
-/// [`Observer::failed`].
-pub type CallFailed = Box<dyn Fn(FrontierCall, &dyn std::fmt::Display, usize) + Send + Sync>;
-
-/// Counts the pipeline reports (to metrics, by the caller's closure).
-pub struct Observer {
-    /// Called after each `next_batch` (with the items leased) on the blocking pool; the
-    /// daemon takes the frontier's events there.
-    pub after_dispatch: Box<dyn Fn(usize) + Send + Sync>,
-    /// Called after each batch of completions with its size (pages and robots.txt).
-    pub after_completions: Box<dyn Fn(usize) + Send + Sync>,
-    /// A host's fetch connected to an address it was not known at: (host id, the address
-    /// before, the new one).
-    pub address_changed: Box<dyn Fn(u64, Option<std::net::IpAddr>, std::net::IpAddr) + Send + Sync>,
-    /// New hosts to resolve before their first robots.txt ([`Frontier::take_resolves`]):
-    /// called on the runtime, it must not block (the answers go to
-    /// [`Frontier::resolved`]).
-    pub resolve: Box<dyn Fn(Vec<frontier::ResolveRequest>) + Send + Sync>,
-    /// A frontier call failed: (which, the error, how many items it carried).
-    pub failed: CallFailed,
+/// Unix time in milliseconds (the frontier's clock unit).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl Pipeline {
-    /// Start the dispatcher and the completer for `frontier`.
-    pub fn start(frontier: Arc<Frontier>, observer: Observer) -> (Arc<Pipeline>, Tasks) {
+    /// Start the dispatcher and the completer for `frontier`, reporting to `hooks`.
+    pub fn start(frontier: Arc<Frontier>, hooks: Arc<dyn Hooks>) -> (Arc<Pipeline>, Tasks) {
         let (done_tx, done_rx) = mpsc::channel(COMPLETION_QUEUE);
-        let observer = Arc::new(observer);
         let p = Arc::new(Pipeline {
             handoff: Handoff::default(),
             done: done_tx,
             kick: Notify::new(),
             stopping: AtomicBool::new(false),
             paused: AtomicBool::new(false),
-            observer: observer.clone(),
+            hooks: hooks.clone(),
         });
-        let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), observer.clone()));
-        let completer = tokio::spawn(complete_loop(p.clone(), frontier, done_rx, observer));
+        let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), hooks.clone()));
+        let completer = tokio::spawn(complete_loop(p.clone(), frontier, done_rx, hooks));
         (
             p,
             Tasks {
@@ -134,7 +167,8 @@ impl Pipeline {
             .is_err()
         {
             // the completer is gone (only after a stop): the lease returns at the next open
-            (self.observer.failed)(FrontierCall::AfterStop, &format!("page lease {lease:?}"), 1);
+            self.hooks
+                .failed(Call::AfterStop, &format!("page lease {lease:?}"), 1);
         }
     }
 
@@ -155,11 +189,8 @@ impl Pipeline {
             .is_err()
         {
             // the completer is gone (only after a stop): fetched again after a restart
-            (self.observer.failed)(
-                FrontierCall::AfterStop,
-                &format!("robots.txt of {origin}"),
-                1,
-            );
+            self.hooks
+                .failed(Call::AfterStop, &format!("robots.txt of {origin}"), 1);
         }
     }
 
@@ -196,7 +227,7 @@ impl Tasks {
     }
 }
 
-async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<Observer>) {
+async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, hooks: Arc<dyn Hooks>) {
     // leased items no worker was waiting for (one stopped waiting): first in line
     let mut left: VecDeque<WorkItem> = VecDeque::new();
     while !p.stopping.load(Ordering::SeqCst) {
@@ -218,10 +249,10 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<
             continue;
         }
         let fr = frontier.clone();
-        let obs = observer.clone();
+        let obs = hooks.clone();
         let leased = tokio::task::spawn_blocking(move || {
             let r = fr.next_batch(now_ms(), want.min(MAX_DISPATCH));
-            (obs.after_dispatch)(r.as_ref().map_or(0, Vec::len));
+            obs.after_dispatch(r.as_ref().map_or(0, Vec::len));
             // hosts that dispatch found new: their addresses first (answers kick us again)
             let asked = fr.take_resolves();
             (r.map(|items| (items, fr.next_ready_at())), asked)
@@ -229,7 +260,7 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<
         .await;
         let leased = leased.map(|(r, asked)| {
             if !asked.is_empty() {
-                (observer.resolve)(asked);
+                hooks.resolve(asked);
             }
             r
         });
@@ -247,170 +278,13 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, observer: Arc<
                 left = p.handoff.give(batch);
             }
             Ok(Err(e)) => {
-                (observer.failed)(FrontierCall::NextBatch, &e, want);
+                hooks.failed(Call::NextBatch, &e, want);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => {
-                (observer.failed)(FrontierCall::Task, &e, want);
+                hooks.failed(Call::Task, &e, want);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-    }
-}
-
-async fn complete_loop(
-    p: Arc<Pipeline>,
-    frontier: Arc<Frontier>,
-    mut rx: mpsc::Receiver<Completion>,
-    observer: Arc<Observer>,
-) {
-    let mut closing = None;
-    while closing.is_none() {
-        let Some(first) = rx.recv().await else {
-            return;
-        };
-        let mut b = Gathered::default();
-        if let Some(tx) = b.take(first) {
-            closing = Some(tx);
-        }
-        let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
-        while closing.is_none() && b.len() < MAX_COMPLETIONS {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(c)) => {
-                    if let Some(tx) = b.take(c) {
-                        closing = Some(tx);
-                    }
-                }
-                Ok(None) | Err(_) => break,
-            }
-        }
-        if b.len() > 0 {
-            let n = b.len();
-            let fr = frontier.clone();
-            let obs = observer.clone();
-            let res = tokio::task::spawn_blocking(move || {
-                // the addresses first: the slots the fetches free are their addresses'
-                note_addresses(&fr, &b.addresses, &obs);
-                apply_robots(&fr, &b.robots, &obs);
-                apply(&fr, &b.pages, &b.visits, &obs)
-            })
-            .await;
-            if let Err(e) = res {
-                (observer.failed)(FrontierCall::Task, &e, n);
-            }
-            (observer.after_completions)(n);
-            p.kick();
-        }
-    }
-    if let Some(tx) = closing {
-        let _ = tx.send(());
-    }
-}
-
-/// Completions gathered for one batch.
-#[derive(Default)]
-struct Gathered {
-    pages: Vec<(LeaseId, PageOutcome)>,
-    visits: Vec<Option<Visit>>,
-    robots: Vec<(RobotsLease, RobotsFetchOutcome, u64)>,
-    /// (host id, address, request start) of the fetches that connected
-    addresses: Vec<(u64, std::net::IpAddr, u64)>,
-}
-
-impl Gathered {
-    /// Add one completion; a `Close` is handed back instead.
-    fn take(&mut self, c: Completion) -> Option<oneshot::Sender<()>> {
-        let (host_id, connected) = match c {
-            Completion::Page(l, o, v, a) => {
-                self.pages.push((l, o));
-                self.visits.push(v);
-                (l.host_id, a)
-            }
-            Completion::Robots(l, o, ms, a) => {
-                let host_id = l.host_id;
-                self.robots.push((l, o, ms));
-                (host_id, a)
-            }
-            Completion::Close(tx) => return Some(tx),
-        };
-        if let Some(a) = connected {
-            self.addresses.push((host_id, a.ip, a.started_ms));
-        }
-        None
-    }
-
-    fn len(&self) -> usize {
-        self.pages.len() + self.robots.len()
-    }
-}
-
-/// Each host's address, as its fetch reported it (host id, address, request start),
-/// before the outcomes are applied (so the freed slots are the address's).
-fn note_addresses(
-    frontier: &Frontier,
-    reports: &[(u64, std::net::IpAddr, u64)],
-    observer: &Observer,
-) {
-    if reports.is_empty() {
-        return;
-    }
-    // one lock and one write for the whole batch
-    match frontier.note_addresses(reports) {
-        Ok(changed) => {
-            for (host_id, before, ip) in changed {
-                (observer.address_changed)(host_id, before, ip);
-            }
-        }
-        Err(e) => (observer.failed)(FrontierCall::NoteAddresses, &e, reports.len()),
-    }
-}
-
-/// One `complete_robots_batch` for the robots.txt outcomes gathered (one flush for all).
-fn apply_robots(
-    frontier: &Frontier,
-    done: &[(RobotsLease, RobotsFetchOutcome, u64)],
-    observer: &Observer,
-) {
-    if done.is_empty() {
-        return;
-    }
-    match frontier.complete_robots_batch(done, now_ms()) {
-        Ok(results) => {
-            for ((lease, _, _), r) in done.iter().zip(results) {
-                if let Err(e) = r {
-                    let what = format!("{}: {e}", lease.origin);
-                    (observer.failed)(FrontierCall::CompleteRobots, &what, 1);
-                }
-            }
-        }
-        Err(e) => (observer.failed)(FrontierCall::CompleteRobotsBatch, &e, done.len()),
-    }
-}
-
-/// One `complete_batch`; if it names a lease it does not know (nothing applied then), the
-/// others are applied one by one so one bad lease costs only itself.
-fn apply(
-    frontier: &Frontier,
-    batch: &[(LeaseId, PageOutcome)],
-    visits: &[Option<Visit>],
-    observer: &Observer,
-) {
-    if batch.is_empty() {
-        return;
-    }
-    match frontier.complete_visits(batch, visits, now_ms()) {
-        Ok(()) => {}
-        Err(e @ FrontierError::UnknownLease(_)) => {
-            // nothing was applied: the others one by one, so one bad lease costs only itself
-            (observer.failed)(FrontierCall::CompleteBatch, &e, batch.len());
-            for (i, (lease, outcome)) in batch.iter().enumerate() {
-                let one = [(*lease, outcome.clone())];
-                let visit = [visits.get(i).cloned().flatten()];
-                if let Err(e) = frontier.complete_visits(&one, &visit, now_ms()) {
-                    (observer.failed)(FrontierCall::Complete, &e, 1);
-                }
-            }
-        }
-        Err(e) => (observer.failed)(FrontierCall::CompleteBatch, &e, batch.len()),
     }
 }

@@ -4,10 +4,8 @@
 //!
 //! - run.rs: start-up, the task set, the shutdown sequence
 //! - shared.rs: the state every task shares; submitting URLs, the crawl log, WARC writing
-//! - pipeline.rs: between frontier and workers: one dispatcher leases for the idle
-//!   workers, one completer reports page and robots.txt outcomes in batches (one flush
-//!   per batch)
-//! - handoff.rs: each idle worker's own slot the dispatcher puts its next item into
+//! - (between frontier and workers, the dispatcher and the completer are
+//!   `frontierd_pipeline`'s; run.rs reports what they tell through its `Hooks`)
 //! - worker.rs: fetch workers (take an item, fetch, archive, judge, log, report back)
 //! - sitemaps.rs: sitemaps from robots.txt, config and submissions; a leased one parsed
 //! - intake.rs: URL lists in (API batches, `--seeds`, the spool directory)
@@ -18,11 +16,9 @@
 
 pub mod cluster;
 pub mod disk;
-pub mod handoff;
 pub mod intake;
 pub mod memory;
 pub mod offer;
-pub mod pipeline;
 pub mod progress;
 pub mod run;
 pub mod shared;

@@ -1,10 +1,12 @@
 //! Start-up, the task set, and the shutdown sequence of `frontierd run`.
 
+use std::fmt::Display;
 use std::fs;
 use std::io::Write;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -15,7 +17,6 @@ use tokio::task::JoinHandle;
 use warc::{recover_open_files, WarcConfig, WarcWriter};
 
 use crate::config::Settings;
-use crate::daemon::pipeline::{Observer, Pipeline};
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::ClusterJoined;
 use crate::internal_events::daemon::{
@@ -26,6 +27,7 @@ use crate::internal_events::fetch::CompletionsApplied;
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
 use frontierd_admin::AdminServer;
+use frontierd_pipeline::{Hooks, Pipeline};
 
 /// Open everything, run until SIGTERM/SIGINT, shut down cleanly.
 pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
@@ -132,13 +134,50 @@ struct Opened {
     metrics: Metrics,
 }
 
-/// The state every task shares, with the dispatcher and the completer started on it (their
-/// observer reaches the state through a weak reference: it holds them).
+/// What the pipeline reports, logged and counted on the daemon's state (reached through a
+/// weak reference: the state holds the pipeline).
+struct PipelineHooks(Weak<Shared>);
+
+impl Hooks for PipelineHooks {
+    fn after_dispatch(&self, _leased: usize) {
+        if let Some(sh) = self.0.upgrade() {
+            sh.drain_events();
+        }
+    }
+
+    fn after_completions(&self, size: usize) {
+        if let Some(sh) = self.0.upgrade() {
+            CompletionsApplied { size }.emit(&sh.metrics);
+            sh.drain_events();
+        }
+    }
+
+    fn address_changed(&self, host_id: u64, before: Option<IpAddr>, ip: IpAddr) {
+        if let Some(sh) = self.0.upgrade() {
+            sh.address_changed(host_id, before, ip);
+        }
+    }
+
+    fn resolve(&self, asked: Vec<frontier::ResolveRequest>) {
+        if let Some(sh) = self.0.upgrade() {
+            sh.resolve_hosts(asked);
+        }
+    }
+
+    fn failed(&self, call: frontierd_pipeline::Call, error: &dyn Display, items: usize) {
+        if let Some(sh) = self.0.upgrade() {
+            let call = call.into();
+            FrontierCallFailed { call, error, items }.emit(&sh.metrics);
+        }
+    }
+}
+
+/// The state every task shares, with the dispatcher and the completer started on it.
 fn build_shared(
     settings: Settings,
     opened: Opened,
     cluster: Option<Arc<cluster::Node>>,
-) -> Result<(Arc<Shared>, crate::daemon::pipeline::Tasks)> {
+) -> Result<(Arc<Shared>, frontierd_pipeline::Tasks)> {
     let Opened {
         frontier,
         fetcher,
@@ -150,38 +189,9 @@ fn build_shared(
     let follow = settings.follow_rules();
     let frontier = Arc::new(frontier);
     let mut pipeline_tasks = None;
-    let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
-        let (on_dispatch, on_complete, on_address) = (weak.clone(), weak.clone(), weak.clone());
-        let (on_resolve, on_failure) = (weak.clone(), weak.clone());
-        let observer = Observer {
-            failed: Box::new(move |call, error, items| {
-                if let Some(sh) = on_failure.upgrade() {
-                    FrontierCallFailed { call, error, items }.emit(&sh.metrics);
-                }
-            }),
-            after_dispatch: Box::new(move |_| {
-                if let Some(sh) = on_dispatch.upgrade() {
-                    sh.drain_events();
-                }
-            }),
-            after_completions: Box::new(move |size| {
-                if let Some(sh) = on_complete.upgrade() {
-                    CompletionsApplied { size }.emit(&sh.metrics);
-                    sh.drain_events();
-                }
-            }),
-            address_changed: Box::new(move |host_id, before, ip| {
-                if let Some(sh) = on_address.upgrade() {
-                    sh.address_changed(host_id, before, ip);
-                }
-            }),
-            resolve: Box::new(move |asked| {
-                if let Some(sh) = on_resolve.upgrade() {
-                    sh.resolve_hosts(asked);
-                }
-            }),
-        };
-        let (pipeline, tasks) = Pipeline::start(frontier.clone(), observer);
+    let shared = Arc::new_cyclic(|weak: &Weak<Shared>| {
+        let hooks = Arc::new(PipelineHooks(weak.clone()));
+        let (pipeline, tasks) = Pipeline::start(frontier.clone(), hooks);
         pipeline_tasks = Some(tasks);
         Shared {
             frontier,
@@ -425,7 +435,7 @@ struct Tasks {
 async fn stop(
     shared: Arc<Shared>,
     tasks: Tasks,
-    pipeline_tasks: crate::daemon::pipeline::Tasks,
+    pipeline_tasks: frontierd_pipeline::Tasks,
     admin: AdminServer,
     grpc_task: Option<JoinHandle<()>>,
 ) -> Result<()> {

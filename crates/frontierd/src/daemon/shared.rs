@@ -44,7 +44,7 @@ pub struct Shared {
     pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
     pub metrics: Metrics,
     /// Dispatcher and completer between the frontier and the workers.
-    pub pipeline: Arc<crate::daemon::pipeline::Pipeline>,
+    pub pipeline: Arc<frontierd_pipeline::Pipeline>,
     pub shutdown: Notify,
     pub stopping: AtomicBool,
     pub in_flight: AtomicU64,

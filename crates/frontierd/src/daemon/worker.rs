@@ -13,9 +13,9 @@ use crawl::{
 };
 use fetcher::Url;
 use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
+use frontierd_pipeline::Connected;
 use warc::Exchange;
 
-use crate::daemon::pipeline::Connected;
 use crate::daemon::shared::Shared;
 use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::fetch::{
@@ -27,7 +27,7 @@ use crate::internal_events::InternalEvent;
 
 /// One fetch worker, until the daemon stops.
 pub async fn worker(sh: Arc<Shared>, _id: u32) {
-    // items come from the dispatcher (pipeline.rs), leased for all idle workers in one
+    // items come from the dispatcher (the pipeline crate), leased for all idle workers in one
     // call off the runtime threads; `None` once the daemon stops
     while let Some(item) = sh.pipeline.next_item().await {
         sh.in_flight.fetch_add(1, Ordering::SeqCst);

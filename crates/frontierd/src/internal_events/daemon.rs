@@ -182,7 +182,8 @@ impl InternalEvent for Stopped {
     }
 }
 
-/// Which frontier call of the pipeline failed.
+/// Which frontier call of the daemon failed (the pipeline's `frontierd_pipeline::Call`s
+/// among them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrontierCall {
     /// Leasing work for the idle workers.
@@ -215,6 +216,22 @@ pub enum FrontierCall {
     EnqueueSitemap,
     /// Applying a sitemap's `lastmod` dates to known URLs.
     SitemapLastmod,
+}
+
+impl From<frontierd_pipeline::Call> for FrontierCall {
+    fn from(call: frontierd_pipeline::Call) -> FrontierCall {
+        use frontierd_pipeline::Call;
+        match call {
+            Call::NextBatch => FrontierCall::NextBatch,
+            Call::CompleteBatch => FrontierCall::CompleteBatch,
+            Call::Complete => FrontierCall::Complete,
+            Call::CompleteRobotsBatch => FrontierCall::CompleteRobotsBatch,
+            Call::CompleteRobots => FrontierCall::CompleteRobots,
+            Call::NoteAddresses => FrontierCall::NoteAddresses,
+            Call::Task => FrontierCall::Task,
+            Call::AfterStop => FrontierCall::AfterStop,
+        }
+    }
 }
 
 impl FrontierCall {
