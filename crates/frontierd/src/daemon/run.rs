@@ -224,11 +224,7 @@ fn prepare_outputs(settings: &Settings, metrics: &Metrics) -> Result<fs::File> {
     let data_dir = &settings.data_dir;
     fs::create_dir_all(data_dir)
         .with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    let spool = settings.spool_dir.clone();
-    for sub in ["incoming", "done", "rejected", "tmp"] {
-        fs::create_dir_all(spool.join(sub))
-            .with_context(|| format!("creating {}", spool.join(sub).display()))?;
-    }
+    frontierd_spool::Spool::new(&settings.spool_dir).create()?;
     fs::create_dir_all(&settings.warc_dir)
         .with_context(|| format!("creating {}", settings.warc_dir.display()))?;
     for r in recover_open_files(&settings.warc_dir).context("recovering .open WARC files")? {

@@ -41,22 +41,8 @@ impl InternalEvent for UrlRejected<'_> {
     }
 }
 
-/// What kind of spool entry is not a file of URLs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpoolEntryKind {
-    Directory,
-    Fifo,
-    Socket,
-    Device,
-    /// Any other file type.
-    Other,
-    /// A symbolic link whose target cannot be read.
-    DanglingLink,
-    /// A symbolic link to something other than a regular file.
-    LinkToNonFile,
-    /// A file that cannot be opened or read to its end.
-    Unreadable,
-}
+/// What kind of spool entry is not a file of URLs (the spool's judgement).
+pub use frontierd_spool::EntryKind as SpoolEntryKind;
 
 /// What became of a spool entry: the `result` label of `spool_files`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
