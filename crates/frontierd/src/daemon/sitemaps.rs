@@ -1,15 +1,15 @@
 //! Sitemaps in the daemon: where they come from (robots.txt `Sitemap:` lines,
 //! `sitemaps.urls`, a submitted sitemap) and what a worker does with a leased one (parse it
 //! off the runtime threads, log and count what it held, offer its URLs). Every decision is
-//! crawl::sitemap's; sitemaps are queue entries like pages, so they wait in the same host
+//! crawl::sitemap's (which sitemaps are queued, what a listed page's priority does); sitemaps are queue entries like pages, so they wait in the same host
 //! queue, obey the same gap and the same robots.txt (docs/sitemaps.md).
 
 use std::sync::Arc;
 
-use crawl::sitemap::{judge_sitemap, mean_priority_permille, priority_scaled_interval, Dropped};
+use crawl::sitemap::{apply_priority, judge_sitemap, listed_in_config, named_by_robots, Lastmods};
 use crawl::{Page, PageVerdict};
 use fetcher::{FetchOutcome, Url};
-use frontier::{EnqueueItem, EntryKind, PageLease, SitemapSource};
+use frontier::{EnqueueItem, PageLease, SitemapSource};
 
 use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
@@ -81,15 +81,7 @@ pub async fn judge(
 /// those already known may make them due now.
 pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>) {
     apply_priority(&sh.frontier.config().recrawl, &mut items);
-    // (index, url, lastmod) of the entries with a lastmod, for those found already known
-    let lastmods: Vec<(usize, String, u64)> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, it)| {
-            let m = it.hints.as_ref()?.lastmod_ms?;
-            Some((i, it.url.clone(), u64::try_from(m).ok()?))
-        })
-        .collect();
+    let lastmods = Lastmods::of(&items);
     let summary = match sh.offer(Offer::found(items)).await {
         Ok(summary) => summary,
         Err(e) => {
@@ -105,11 +97,7 @@ pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>)
         rejected: summary.rejected.len() as u64,
     }
     .emit(&sh.metrics);
-    let known: Vec<(String, u64)> = lastmods
-        .into_iter()
-        .filter(|(i, _, _)| summary.duplicate_at.binary_search(i).is_ok())
-        .map(|(_, url, m)| (url, m))
-        .collect();
+    let known = lastmods.known(&summary.duplicate_at);
     if known.is_empty() {
         return;
     }
@@ -137,39 +125,9 @@ pub async fn offer(sh: &Arc<Shared>, sitemap: &str, mut items: Vec<EnqueueItem>)
     }
 }
 
-/// Listed pages' `priority`, relative to their sitemap's mean, scales their revisit
-/// interval (their `changefreq`'s, else the `[recrawl]` one) within
-/// `min_interval..=max_interval` (`crawl::sitemap::priority_scaled_interval`). A URL the
-/// configuration does not revisit stays so.
-fn apply_priority(recrawl: &frontier::RecrawlConfig, items: &mut [EnqueueItem]) {
-    let mean = mean_priority_permille(items.iter().map(|it| it.hints.as_ref()));
-    for item in items.iter_mut() {
-        if item.kind != EntryKind::Page {
-            continue;
-        }
-        let Some(priority) = item.hints.as_ref().and_then(|h| h.priority_permille) else {
-            continue;
-        };
-        let host = Url::parse(&item.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_string))
-            .unwrap_or_default();
-        let Some(base) = recrawl.base_interval(&item.url, &host, item.revisit_interval_ms) else {
-            continue;
-        };
-        item.revisit_interval_ms = Some(priority_scaled_interval(
-            base,
-            priority,
-            mean,
-            recrawl.min_interval_ms,
-            recrawl.max_interval_ms,
-        ));
-    }
-}
-
-/// The sitemaps a robots.txt names, queued as sitemaps of its host when `sitemaps.enabled`
-/// and `[scope]` admits them (robots.txt as the page they are found on). Queued once: a
-/// robots.txt refresh naming them again finds them already seen.
+/// The sitemaps a robots.txt names, queued when `sitemaps.enabled` (which ones is
+/// `crawl::sitemap::named_by_robots`'s). Queued once: a robots.txt refresh naming them
+/// again finds them already seen.
 pub async fn from_robots(sh: &Arc<Shared>, robots_url: &str, body: &[u8]) {
     if !sh.settings.sitemaps.enabled {
         return;
@@ -178,39 +136,17 @@ pub async fn from_robots(sh: &Arc<Shared>, robots_url: &str, body: &[u8]) {
     if robots.sitemaps().is_empty() {
         return;
     }
-    let Ok(parsed) = Url::parse(robots_url) else {
-        return;
-    };
-    let mut items = Vec::new();
-    for line in robots.sitemaps() {
-        let refused = |why| {
-            SitemapRefused {
-                named_by: robots_url,
-                sitemap: line,
-                why,
-            }
-            .emit(&sh.metrics)
-        };
-        // absolute, as the protocol asks; a relative one is read against robots.txt
-        let Ok(sitemap) = parsed.join(line.trim()) else {
-            refused(Dropped::InvalidUrl);
-            continue;
-        };
-        if !sh.follow.scope.admits(&parsed, &sitemap) {
-            refused(Dropped::OutOfScope);
-            continue;
+    let named = named_by_robots(robots_url, robots.sitemaps(), &sh.follow.scope);
+    for (sitemap, why) in named.refused {
+        SitemapRefused {
+            named_by: robots_url,
+            sitemap,
+            why,
         }
-        items.push(EnqueueItem {
-            url: sitemap.into(),
-            depth: 0,
-            via: Some(robots_url.to_string()),
-            hops: crawl::discovery::extend("", crawl::discovery::Hop::Sitemap),
-            kind: EntryKind::Sitemap(SitemapSource::Robots),
-            ..EnqueueItem::default()
-        });
+        .emit(&sh.metrics);
     }
-    if !items.is_empty() {
-        offer(sh, robots_url, items).await;
+    if !named.items.is_empty() {
+        offer(sh, robots_url, named.items).await;
     }
 }
 
@@ -221,13 +157,5 @@ pub async fn from_config(sh: &Arc<Shared>) {
     if !s.enabled || s.urls.is_empty() {
         return;
     }
-    let items = s
-        .urls
-        .iter()
-        .map(|u| EnqueueItem {
-            kind: EntryKind::Sitemap(SitemapSource::Listed),
-            ..EnqueueItem::seed(u.as_str())
-        })
-        .collect();
-    offer(sh, "sitemaps.urls", items).await;
+    offer(sh, "sitemaps.urls", listed_in_config(&s.urls)).await;
 }
