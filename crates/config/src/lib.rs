@@ -25,6 +25,7 @@ use values::{choose, range_dur, range_u64, regexes};
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/frontierd.toml");
 
 mod check;
+pub use daemon::Unauthenticated;
 mod duration;
 use duration::fmt_dur;
 pub use duration::Dur;
@@ -586,6 +587,7 @@ impl Settings {
 
 pub mod addresses;
 pub mod cluster;
+mod daemon;
 pub mod disk;
 pub mod exposure;
 pub mod grpc;

@@ -14,7 +14,7 @@ use fetcher::Fetcher;
 use frontier::{Frontier, RobotsEngine};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use warc::{recover_open_files, WarcConfig, WarcWriter};
+use warc::{recover_open_files, WarcWriter};
 
 use crate::config::Settings;
 use crate::daemon::shared::Shared;
@@ -53,7 +53,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     // what a crash lost includes gaps just started: every host waits its gap from now
     frontier.hold_hosts_after_restart(crate::daemon::now_ms());
     let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
-    let warc = open_warc(&settings)?;
+    let warc = WarcWriter::new(settings.warc_config()).context("opening the WARC writer")?;
     let data_dir = settings.data_dir.clone();
     let cluster = match &settings.cluster {
         None => None,
@@ -233,29 +233,17 @@ fn prepare_outputs(settings: &Settings, metrics: &Metrics) -> Result<fs::File> {
     crate::daemon::signals::open_crawl_log(&settings.crawl_log)
 }
 
-/// The admin API's bearer token, if a token file is set; refused when the API would listen
-/// beyond loopback without one (an empty file: `config check` cannot see that).
+/// The admin API's bearer token, read from `admin.token_file` if set (the settings say
+/// whether the API may go without one).
 fn read_token(settings: &Settings) -> Result<Option<String>> {
-    let token = match &settings.token_file {
+    let file = match &settings.token_file {
         None => None,
         Some(p) => Some(
             fs::read_to_string(p)
-                .with_context(|| format!("reading admin.token_file {}", p.display()))?
-                .trim()
-                .to_string(),
-        )
-        .filter(|t| !t.is_empty()),
+                .with_context(|| format!("reading admin.token_file {}", p.display()))?,
+        ),
     };
-    if token.is_none()
-        && !crate::config::exposure::is_loopback(settings.admin_listen)
-        && !settings.raw.admin.allow_unauthenticated
-    {
-        anyhow::bail!(crate::config::exposure::unauthenticated_listener(
-            settings.admin_listen
-        ));
-    }
-
-    Ok(token)
+    Ok(settings.admin_token(file.as_deref())?)
 }
 
 /// The frontier, opened; a store that cannot be opened because its disk is full or
@@ -312,14 +300,8 @@ fn disk_trouble(e: &anyhow::Error) -> bool {
 
 /// The frontier on its store (opened off the runtime: recovery reads the whole store).
 async fn open_frontier(settings: &Settings) -> Result<Frontier> {
-    let mut fcfg = settings.frontier_config();
-    // robots.txt fetches take at most half the workers: with many new hosts, pages of the
-    // hosts whose rules are known keep flowing beside them (no robots.txt wall)
-    fcfg.max_robots_in_flight = Some(match settings.raw.fetch.workers {
-        // a pure frontier: the daemon fetches only robots.txt, for the external fetchers
-        0 => u64::from(settings.raw.grpc.robots_in_flight),
-        w => u64::from(w / 2).max(1),
-    });
+    // robots.txt fetches capped beside the workers
+    let fcfg = settings.daemon_frontier_config();
     let engine = RobotsEngine {
         state_config: Arc::new(settings.robots_state_config()),
     };
@@ -333,18 +315,6 @@ async fn open_frontier(settings: &Settings) -> Result<Frontier> {
                 store_path.display()
             )
         })
-}
-
-/// The WARC writer with `[warc]`'s settings.
-fn open_warc(settings: &Settings) -> Result<WarcWriter> {
-    let mut wcfg = WarcConfig::new(&settings.warc_dir);
-    wcfg.prefix = settings.raw.warc.prefix.clone();
-    wcfg.max_file_size = settings.raw.warc.max_file_size;
-    wcfg.gzip_level = settings.raw.warc.gzip_level;
-    if !settings.raw.warc.operator.is_empty() {
-        wcfg.operator = Some(settings.raw.warc.operator.clone());
-    }
-    WarcWriter::new(wcfg).context("opening the WARC writer")
 }
 
 /// The admin API and, with `[grpc]`, the gRPC API listening, each address written to the
