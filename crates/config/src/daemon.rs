@@ -1,9 +1,10 @@
 //! What `frontierd run` opens, built from the settings: the frontier as the daemon runs it
-//! (robots.txt fetches capped beside the workers), the WARC writer's configuration, and the
-//! admin API's token from its file's contents (refused when the API would be open to
+//! (robots.txt fetches capped beside the workers), the WARC writer's configuration, the
+//! directories the free-space watch measures, and the admin API's token from its file's contents (refused when the API would be open to
 //! others without one). The daemon reads the file and opens everything.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::{exposure, Settings};
 
@@ -41,6 +42,21 @@ impl Settings {
         c
     }
 
+    /// The directories the free-space watch measures, by their label in metrics: the
+    /// store's, the WARC directory and the crawl log's (`.` for a bare file name).
+    pub fn watched_dirs(&self) -> Vec<(&'static str, PathBuf)> {
+        let log_dir = self
+            .crawl_log
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), PathBuf::from);
+        vec![
+            ("store", self.store_path.clone()),
+            ("warc", self.warc_dir.clone()),
+            ("crawl_log", log_dir),
+        ]
+    }
+
     /// The admin API's bearer token, from the contents of `admin.token_file` when one is
     /// set (trimmed; an empty file is no token). Refused when the API would listen beyond
     /// loopback without one, unless `admin.allow_unauthenticated` (an empty file:
@@ -59,6 +75,8 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use crate::Config;
 
     fn settings(text: &str) -> crate::Settings {
@@ -82,6 +100,14 @@ mod tests {
         assert_eq!(c.prefix, "x");
         assert_eq!(c.operator.as_deref(), Some("ops@example.org"));
         assert_eq!(settings("").warc_config().operator, None);
+    }
+
+    #[test]
+    fn the_crawl_logs_directory_is_watched() {
+        let dirs = settings("[crawl_log]\npath = \"crawl.log\"\n").watched_dirs();
+        let labels: Vec<_> = dirs.iter().map(|(l, _)| *l).collect();
+        assert_eq!(labels, ["store", "warc", "crawl_log"]);
+        assert_eq!(dirs[2].1, PathBuf::from("."));
     }
 
     #[test]

@@ -212,6 +212,48 @@ fn free_of(
     }
 }
 
+/// Why the daemon refuses new URLs and pauses fetching, from the free space and its store,
+/// and whether it should stop to open the store again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Why new URLs are refused (`None`: they are not).
+    pub refusal: Option<String>,
+    /// The store failed a write and its directory takes writes again: stop, to be started
+    /// again on what was made durable (sled fails every write after a failed one).
+    pub restart: bool,
+}
+
+/// The verdict, from the watch's `low` reason and the store's first failed write, if any.
+/// Only once space is back is `probe` asked whether the store's directory takes writes
+/// again (the caller's write: the watch never writes).
+pub fn verdict(
+    low: Option<&Low>,
+    store_failure: Option<&str>,
+    probe: impl FnOnce() -> std::io::Result<()>,
+) -> Verdict {
+    let low = low.map(ToString::to_string);
+    let (refusal, restart) = match (low, store_failure) {
+        (low, None) => (low, false),
+        (Some(low), Some(e)) => (
+            Some(format!("{low}; and the store failed a write ({e})")),
+            false,
+        ),
+        (None, Some(e)) => match probe() {
+            Ok(()) => (
+                Some(format!("the store failed a write ({e}); stopping to open it again")),
+                true,
+            ),
+            Err(probe) => (
+                Some(format!(
+                    "the store failed a write ({e}) and its directory still cannot be written ({probe})"
+                )),
+                false,
+            ),
+        },
+    };
+    Verdict { refusal, restart }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +371,47 @@ mod tests {
         assert!(f.total_bytes > 0 && f.available_bytes <= f.total_bytes);
         let e = measure(&dir.path().join("missing")).expect_err("missing");
         assert!(e.to_string().contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn verdict_of_space_and_store() {
+        let never = || -> std::io::Result<()> { panic!("probed while space is low") };
+        let fine = verdict(None, None, never);
+        assert_eq!(
+            fine,
+            Verdict {
+                refusal: None,
+                restart: false
+            }
+        );
+        let low = Low {
+            path: PathBuf::from("/data"),
+            available_bytes: 1,
+            needed_bytes: 2,
+        };
+        let v = verdict(Some(&low), Some("disk full"), never);
+        assert!(!v.restart);
+        assert!(v
+            .refusal
+            .unwrap()
+            .ends_with("; and the store failed a write (disk full)"));
+        let v = verdict(None, Some("disk full"), || Ok(()));
+        assert_eq!(
+            v,
+            Verdict {
+                refusal: Some(
+                    "the store failed a write (disk full); stopping to open it again".into()
+                ),
+                restart: true,
+            }
+        );
+        let v = verdict(None, Some("disk full"), || {
+            Err(std::io::Error::other("read-only"))
+        });
+        assert!(!v.restart);
+        assert_eq!(
+            v.refusal.as_deref(),
+            Some("the store failed a write (disk full) and its directory still cannot be written (read-only)")
+        );
     }
 }

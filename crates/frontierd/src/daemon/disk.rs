@@ -6,7 +6,6 @@
 //! way, and once the store's directory takes writes again it asks the daemon to stop, to be
 //! started again on what was made durable.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -26,25 +25,10 @@ pub fn refuse_intake(sh: &Shared, door: &'static str) -> Option<String> {
     Some(reason)
 }
 
-/// The directories watched, by their label in metrics.
-fn watched(sh: &Shared) -> Vec<(&'static str, PathBuf)> {
-    let s = &sh.settings;
-    let log_dir = s
-        .crawl_log
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    vec![
-        ("store", s.store_path.clone()),
-        ("warc", s.warc_dir.clone()),
-        ("crawl_log", log_dir),
-    ]
-}
-
 /// One round: measure, decide, apply. Run once before the daemon starts fetching (a
 /// restart on a full disk starts paused) and then by [`watch`].
 pub fn check(sh: &Shared, watch: &mut DiskWatch) {
-    let dirs = watched(sh);
+    let dirs = sh.settings.watched_dirs();
     let measured: Vec<_> = dirs
         .iter()
         .map(|(label, path)| {
@@ -95,25 +79,16 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
             }
         }
     }
-    let low = watch.low().map(ToString::to_string);
-    let reason = match (low, store_failure) {
-        (low, None) => low,
-        (Some(low), Some(e)) => Some(format!("{low}; and the store failed a write ({e})")),
-        (None, Some(e)) => {
-            // space is back: once the store's directory takes a write, stop so that the
-            // store is opened again (sled fails every write after a failed one)
-            match probe_write(&sh.settings.store_path) {
-                Ok(()) => {
-                    sh.disk.restart.notify_one();
-                    Some(format!("the store failed a write ({e}); stopping to open it again"))
-                }
-                Err(probe) => Some(format!(
-                    "the store failed a write ({e}) and its directory still cannot be written ({probe})"
-                )),
-            }
-        }
-    };
-    sh.disk.set(reason);
+    // once space is back and the store's directory takes a write, stop so that the store
+    // is opened again (sled fails every write after a failed one)
+    let store_path = &sh.settings.store_path;
+    let verdict = disk_watch::verdict(watch.low(), store_failure.as_deref(), || {
+        probe_write(store_path)
+    });
+    if verdict.restart {
+        sh.disk.restart.notify_one();
+    }
+    sh.disk.set(verdict.refusal);
 }
 
 /// Write, sync and remove a small file in `dir`: whether it takes writes again.
