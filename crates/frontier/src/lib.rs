@@ -21,6 +21,7 @@ mod api;
 pub mod canon;
 mod census;
 mod complete;
+mod complete_robots;
 pub mod config;
 pub mod crawl;
 mod crawl_ops;
