@@ -489,8 +489,8 @@ fn print_crawl_table(
         server_kind, cli.server_threads, hosts, cli.urls, cli.latency
     );
     println!();
-    println!("| workers | bare client pages/s (at once) | frontierd pages/s | ratio | frontierd CPU/page | cores busy | VmHWM | load after |");
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("| workers | bare client pages/s (at once) | frontierd pages/s | ratio | bare CPU/page | frontierd CPU/page | CPU ratio | cores busy | VmHWM | load after |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for row in rows {
         let (w, conc, load) = (row.workers, row.concurrency, &row.load_after);
         let b = row.bare.as_ref().map(|b| b.rate());
@@ -498,6 +498,12 @@ fn print_crawl_table(
         let fmt = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
         let ratio = match (b, f) {
             (Some(b), Some(f)) => format!("{:.1} %", 100.0 * f / b.max(1e-9)),
+            _ => "-".into(),
+        };
+        let bare_cpu = row.bare.as_ref().map(|b| b.cpu_secs / b.pages.max(1) as f64);
+        let bare_cpu_cell = bare_cpu.map_or_else(|| "-".into(), |c| format!("{:.0} µs", c * 1e6));
+        let cpu_ratio = match (bare_cpu, &row.crawl) {
+            (Some(b), Some(c)) if b > 0.0 => format!("{:.1}x", c.cpu_per_page / b),
             _ => "-".into(),
         };
         let (cpu, cores, rss) = match &row.crawl {
@@ -509,7 +515,7 @@ fn print_crawl_table(
             None => ("-".into(), "-".into(), "-".into()),
         };
         println!(
-            "| {w} | {} ({conc}) | {} | {ratio} | {cpu} | {cores} | {rss} | {load} |",
+            "| {w} | {} ({conc}) | {} | {ratio} | {bare_cpu_cell} | {cpu} | {cpu_ratio} | {cores} | {rss} | {load} |",
             fmt(b),
             fmt(f)
         );
