@@ -188,3 +188,32 @@ pub struct IpGroup {
     pub next_allowed: String,
     pub next_allowed_in_ms: u64,
 }
+
+/// `GET /v1/recent`: the last crawl-log records, newest first (the status page's table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentAnswer {
+    /// At most [`RECENT_FETCHES`] records.
+    pub fetches: Vec<RecentFetch>,
+}
+
+/// How many crawl-log records `GET /v1/recent` keeps.
+pub const RECENT_FETCHES: usize = 50;
+
+/// One crawl-log record, shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentFetch {
+    /// When it was logged, RFC 3339.
+    pub at: String,
+    /// The URL as fetched (or refused).
+    pub url: String,
+    /// The crawl-log outcome (`fetched`, `retry`, `robots-disallowed`, ...).
+    pub outcome: String,
+    /// The HTTP status, when there was an answer.
+    pub status: Option<u16>,
+    /// Body bytes.
+    pub bytes: u64,
+    /// How long the fetch took, ms.
+    pub duration_ms: u64,
+    /// Why, for what was not fetched or is tried again.
+    pub reason: String,
+}

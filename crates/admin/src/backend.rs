@@ -113,6 +113,8 @@ pub trait Backend: Send + Sync + 'static {
     fn sitemaps_enabled(&self) -> bool;
     /// Queue a list durably; answered once it is.
     fn submit(&self, batch: Batch) -> BoxFuture<'_, Result<Tally, String>>;
+    /// The last crawl-log records, newest first (`GET /v1/recent`).
+    fn recent(&self) -> crate::answers::RecentAnswer;
     /// The `/v1/stats` answer (refreshes the gauges the frontier feeds).
     fn stats(&self) -> serde_json::Value;
     /// Refresh the gauges computed from the frontier (may block on the frontier).

@@ -5,7 +5,8 @@
 //! list format that `POST /v1/urls`, the spool and `frontierd submit` share (`url_list.rs`,
 //! `json_list.rs`); and its client (`client.rs`): one request at a time, the typed reads of
 //! `frontierd stats` and `hosts`, and a URL list of any size submitted in parts, two posted
-//! at a time, with the lines that went in named when one is refused (`client/submit.rs`).
+//! at a time, with the lines that went in named when one is refused (`client/submit.rs`);
+//! and the status page at `/` (`status_page.rs`, its files in `status/`, built in).
 //!
 //! What it must never do: decide anything about the crawl itself (it reads the frontier's
 //! views and hands submissions to its [`Backend`]), log or count on its own (every event
@@ -21,6 +22,7 @@ pub mod json_list;
 pub mod request;
 mod router;
 pub mod server;
+pub mod status_page;
 pub mod url_list;
 pub mod views;
 pub mod waiting;

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::answers::{ErrorAnswer, PauseAnswer, RejectedLine, SubmitAnswer};
 use crate::backend::{Backend, IntakeRefusal, PauseChange, ServerEvent};
 use crate::request::{self, BadRequest};
-use crate::{json_list, url_list, views, MAX_BODY};
+use crate::{json_list, status_page, url_list, views, MAX_BODY};
 
 /// How long /metrics waits for the frontier's gauges before answering without them.
 const METRICS_REFRESH_WAIT: Duration = Duration::from_secs(2);
@@ -29,6 +29,30 @@ type Shared = Arc<dyn Backend>;
 pub(crate) fn routes(backend: Shared, token: Option<String>) -> Router {
     let token = token.map(Arc::new);
     Router::new()
+        .route(
+            "/",
+            get(|| async {
+                status_page::asset("text/html; charset=utf-8", status_page::INDEX_HTML)
+            }),
+        )
+        .route(
+            "/status.js",
+            get(|| async {
+                status_page::asset("text/javascript; charset=utf-8", status_page::STATUS_JS)
+            }),
+        )
+        .route(
+            "/status.css",
+            get(|| async {
+                status_page::asset("text/css; charset=utf-8", status_page::STATUS_CSS)
+            }),
+        )
+        // browsers ask for it by themselves: no icon, and no error in their console
+        .route(
+            "/favicon.ico",
+            get(|| async { reply(StatusCode::NO_CONTENT, "image/x-icon", "") }),
+        )
+        .route("/v1/recent", get(recent))
         .route("/metrics", get(metrics))
         .route("/v1/urls", post(post_urls))
         .route("/v1/stats", get(stats))
@@ -140,6 +164,10 @@ async fn off_thread(
             ),
         ),
     }
+}
+
+async fn recent(State(b): State<Shared>) -> Response<Body> {
+    json(StatusCode::OK, &b.recent())
 }
 
 async fn stats(State(b): State<Shared>) -> Response<Body> {

@@ -46,6 +46,13 @@ impl Backend for DaemonBackend {
         })
     }
 
+    fn recent(&self) -> frontierd_admin::answers::RecentAnswer {
+        let recent = self.0.recent.lock().unwrap_or_else(|e| e.into_inner());
+        frontierd_admin::answers::RecentAnswer {
+            fetches: recent.iter().rev().cloned().collect(),
+        }
+    }
+
     fn stats(&self) -> serde_json::Value {
         self.0.snapshot().to_json()
     }

@@ -210,6 +210,7 @@ fn build_shared(
             cluster,
             disk: Default::default(),
             crawl_log_failing: AtomicBool::new(false),
+            recent: Default::default(),
             warc_failing: AtomicBool::new(false),
             settings,
         }

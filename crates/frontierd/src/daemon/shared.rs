@@ -59,6 +59,8 @@ pub struct Shared {
     /// The last crawl log line / WARC exchange could not be written (an episode of
     /// failures is logged once).
     pub crawl_log_failing: AtomicBool,
+    /// The last crawl-log records, newest last (`GET /v1/recent`, the status page).
+    pub recent: Mutex<std::collections::VecDeque<frontierd_admin::answers::RecentFetch>>,
     pub warc_failing: AtomicBool,
 }
 
@@ -168,8 +170,30 @@ impl Shared {
     }
 
     /// Append one crawl log line (fields: docs/crawl-log.md).
+    /// Keep `line` among the last [`RECENT_FETCHES`] for the status page.
+    ///
+    /// [`RECENT_FETCHES`]: frontierd_admin::answers::RECENT_FETCHES
+    fn remember(&self, line: &LogLine<'_>, at: String) {
+        use frontierd_admin::answers::{RecentFetch, RECENT_FETCHES};
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() >= RECENT_FETCHES {
+            recent.pop_front();
+        }
+        recent.push_back(RecentFetch {
+            at,
+            url: line.url.to_string(),
+            outcome: line.outcome.as_str().to_string(),
+            status: line.status,
+            bytes: line.bytes,
+            duration_ms: line.duration_ms,
+            reason: line.reason.to_string(),
+        });
+    }
+
     pub fn log_line(&self, line: &LogLine<'_>) {
-        let json = line.to_json_line(&rfc3339_ms(now_ms()));
+        let at = rfc3339_ms(now_ms());
+        let json = line.to_json_line(&at);
+        self.remember(line, at);
         let written = writeln!(self.lock_log(), "{json}");
         if let Some(node) = &self.cluster {
             if !node.publish_event(&json) {

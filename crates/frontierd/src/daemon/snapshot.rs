@@ -3,9 +3,24 @@
 
 use frontier::{FrontierStats, QueueBreakdown};
 
+/// This node's shards, when `[cluster]` is on.
+#[derive(Debug, Clone)]
+pub struct ClusterShards {
+    pub node_id: String,
+    /// `cluster.owned_shards` as configured.
+    pub owned_shards: String,
+    /// Shards in the cluster.
+    pub shards: u32,
+}
+
 /// Every counter of the daemon at one instant.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// Origins per robots.txt state.
+    pub robots_states: std::collections::BTreeMap<&'static str, i64>,
+    /// Page fetches per class (`2xx` ... `network`, `refused`).
+    pub fetch_classes: Vec<(&'static str, u64)>,
+    pub cluster: Option<ClusterShards>,
     pub uptime_s: u64,
     pub stopping: bool,
     /// URLs queued in the frontier (held ones included).
@@ -53,6 +68,22 @@ impl Snapshot {
             "bytes_fetched": self.bytes_fetched,
             "warc_bytes": self.warc_bytes,
             "store_bytes": self.store_bytes,
+            "robots_states": self.robots_states,
+            "fetch_classes": self
+                .fetch_classes
+                .iter()
+                .map(|(c, n)| (c.to_string(), serde_json::json!(n)))
+                .collect::<serde_json::Map<_, _>>(),
+            "revisits": {
+                "scheduled": s.revisits_scheduled,
+                "queued": s.revisits_queued,
+                "gone": s.revisits_gone,
+            },
+            "cluster": self.cluster.as_ref().map(|c| serde_json::json!({
+                "node_id": c.node_id,
+                "owned_shards": c.owned_shards,
+                "shards": c.shards,
+            })),
         })
     }
 }

@@ -8,7 +8,11 @@ use std::sync::atomic::Ordering;
 
 use frontier::QueueBreakdown;
 
-pub use crate::daemon::snapshot::Snapshot;
+pub use crate::daemon::snapshot::{ClusterShards, Snapshot};
+use crate::metrics;
+
+/// The `class` labels of `page_fetches`, in the order the status page shows them.
+const PAGE_CLASSES: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "network", "refused"];
 
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::daemon::FrontierCall;
@@ -16,9 +20,26 @@ use crate::internal_events::daemon::FrontierCall;
 impl Shared {
     /// Refreshes the gauges `/metrics` shows and reads every counter.
     pub fn snapshot(&self) -> Snapshot {
-        let (queued_by_reason, in_flight) = self.refresh_gauges();
+        let (queued_by_reason, in_flight, robots_states) = self.refresh_gauges();
         let m = &self.metrics;
+        let fetch_classes = PAGE_CLASSES
+            .iter()
+            .map(|c| {
+                (
+                    *c,
+                    m.page_fetches.get_or_create(&metrics::l("class", c)).get(),
+                )
+            })
+            .collect();
+        let cluster = self.settings.cluster.as_ref().map(|c| ClusterShards {
+            node_id: c.lib.node_id.clone(),
+            owned_shards: self.settings.raw.cluster.owned_shards.clone(),
+            shards: c.lib.shard_map.shards(),
+        });
         Snapshot {
+            robots_states,
+            fetch_classes,
+            cluster,
             uptime_s: self.started.elapsed().as_secs(),
             stopping: self.stopping.load(Ordering::Relaxed),
             queued: m.urls_queued.get().max(0) as u64,
@@ -40,7 +61,7 @@ impl Shared {
     /// breakdown it read (None if the frontier could not say) and what is in flight: the
     /// workers' fetches, or the frontier's leases out when more (an external fetcher's
     /// through gRPC, with `fetch.workers = 0` all of them).
-    fn refresh_gauges(&self) -> (Option<QueueBreakdown>, u64) {
+    fn refresh_gauges(&self) -> (Option<QueueBreakdown>, u64, BTreeMap<&'static str, i64>) {
         let now = now_ms();
         let mut in_flight = self.in_flight.load(Ordering::Relaxed);
         // one walk over the hosts in memory, reused while young (at 1M hosts a walk holds
@@ -80,8 +101,8 @@ impl Shared {
                 *by_state.entry(kind).or_default() += n as i64;
             }
         }
-        for (k, n) in by_state {
-            self.metrics.robots_state(k, n);
+        for (k, n) in &by_state {
+            self.metrics.robots_state(k, *n);
         }
         let fs = self.frontier.stats();
         self.metrics
@@ -97,6 +118,6 @@ impl Shared {
         if let Ok(size) = self.frontier.size_on_disk() {
             self.metrics.store_size.set(size as i64);
         }
-        (breakdown, in_flight)
+        (breakdown, in_flight, by_state)
     }
 }
