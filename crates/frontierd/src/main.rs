@@ -10,6 +10,7 @@ use frontierd_config as config;
 use frontierd_metrics as metrics;
 mod cluster_cmd;
 mod daemon;
+mod generate;
 mod grpc;
 mod internal_events;
 mod log_filter;
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::stdout::{out, StdoutClosed};
 
@@ -130,6 +131,10 @@ struct ApiArgs {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // the packaging tools, outside the command line users see (generate.rs)
+    if let Some(tool) = generate::Tool::from_args() {
+        return exit_code(generate::run(tool, Cli::command()).and_then(print_paths));
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Robots(command) => robots_cmd::run(command),
@@ -173,6 +178,11 @@ fn main() -> ExitCode {
             ..
         } => client(api, move |t| admin::commands::hosts(t, host, state, limit)),
     };
+    exit_code(result)
+}
+
+/// What a command's result means to the shell.
+fn exit_code(result: Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         // `| head` has what it wanted: not an error
@@ -182,6 +192,14 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// One line per file written (the packaging tools).
+fn print_paths(files: Vec<PathBuf>) -> Result<ExitCode> {
+    for file in files {
+        out(&format!("{}\n", file.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn state_dir() -> Option<String> {
