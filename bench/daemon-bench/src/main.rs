@@ -500,7 +500,10 @@ fn print_crawl_table(
             (Some(b), Some(f)) => format!("{:.1} %", 100.0 * f / b.max(1e-9)),
             _ => "-".into(),
         };
-        let bare_cpu = row.bare.as_ref().map(|b| b.cpu_secs / b.pages.max(1) as f64);
+        let bare_cpu = row
+            .bare
+            .as_ref()
+            .map(|b| b.cpu_secs / b.pages.max(1) as f64);
         let bare_cpu_cell = bare_cpu.map_or_else(|| "-".into(), |c| format!("{:.0} µs", c * 1e6));
         let cpu_ratio = match (bare_cpu, &row.crawl) {
             (Some(b), Some(c)) if b > 0.0 => format!("{:.1}x", c.cpu_per_page / b),

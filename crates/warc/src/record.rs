@@ -88,7 +88,11 @@ fn gzip_member(input: &[u8], level: u32) -> Result<Vec<u8>, WarcError> {
     // deflate call clears libdeflate's match-finder tables first, 4.5 us whatever the
     // input, which for a 650-byte request record saved 300 bytes at a twentieth of the
     // daemon's CPU per page (docs/benchmarks.md, "WARC deflate"); stored costs 0.04 us
-    let level = if input.len() <= STORED_MAX_BYTES { 0 } else { level };
+    let level = if input.len() <= STORED_MAX_BYTES {
+        0
+    } else {
+        level
+    };
     DEFLATE.with(|d| {
         let mut cached = d.borrow_mut();
         let at = match cached.iter().position(|(l, _)| *l == level) {
@@ -253,6 +257,10 @@ mod gzip_member_tests {
         assert!(larger.len() > STORED_MAX_BYTES);
         let deflated = gzip_member(&larger, 1).unwrap();
         assert_eq!(inflate(&deflated), larger);
-        assert!(deflated.len() * 4 < larger.len(), "deflated: {} bytes", deflated.len());
+        assert!(
+            deflated.len() * 4 < larger.len(),
+            "deflated: {} bytes",
+            deflated.len()
+        );
     }
 }
