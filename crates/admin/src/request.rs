@@ -45,21 +45,41 @@ fn params(query: Option<&str>, allowed: &[&str]) -> Result<Vec<(String, String)>
     Ok(out)
 }
 
-/// `GET /v1/hosts?state=&limit=`.
+/// `GET /v1/hosts?state=&limit=&sort=`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostsQuery {
     /// Only hosts in this robots state (one of [`ROBOTS_STATES`]); None: every host.
     pub state: Option<String>,
     pub limit: usize,
+    /// Ranked (the hosts in memory, highest first) instead of every host in key order.
+    pub sort: Option<frontier::HostRank>,
 }
+
+/// The values of `sort`, and what each ranks by.
+pub const HOST_SORTS: [(&str, Option<frontier::HostRank>); 4] = [
+    ("key", None),
+    ("completed", Some(frontier::HostRank::Completed)),
+    ("slowest", Some(frontier::HostRank::Slowest)),
+    ("queued", Some(frontier::HostRank::Queued)),
+];
 
 pub fn hosts_query(query: Option<&str>) -> Result<HostsQuery, BadRequest> {
     let mut q = HostsQuery {
         state: None,
         limit: DEFAULT_HOST_LIMIT,
+        sort: None,
     };
-    for (name, value) in params(query, &["state", "limit"])? {
+    for (name, value) in params(query, &["state", "limit", "sort"])? {
         match name.as_str() {
+            "sort" => match HOST_SORTS.iter().find(|(n, _)| *n == value) {
+                Some((_, by)) => q.sort = *by,
+                None => {
+                    return Err(BadRequest(format!(
+                        "sort={value:?} is not a host order; allowed: {}",
+                        HOST_SORTS.map(|(n, _)| n).join(", ")
+                    )))
+                }
+            },
             // an empty value means "not given" (older clients send `state=`)
             "state" if value.is_empty() => {}
             "state" if ROBOTS_STATES.contains(&value.as_str()) => q.state = Some(value),
@@ -172,9 +192,13 @@ mod tests {
             hosts_query(None),
             Ok(HostsQuery {
                 state: None,
-                limit: DEFAULT_HOST_LIMIT
+                limit: DEFAULT_HOST_LIMIT,
+                sort: None,
             })
         );
+        let q = hosts_query(Some("sort=slowest&limit=10")).unwrap();
+        assert_eq!(q.sort, Some(frontier::HostRank::Slowest));
+        assert_eq!(hosts_query(Some("sort=key")).unwrap().sort, None);
         let q = hosts_query(Some("state=5xx%2Ddisallow&limit=7")).unwrap();
         assert_eq!(q.state.as_deref(), Some("5xx-disallow"));
         assert_eq!(q.limit, 7);
@@ -196,7 +220,15 @@ mod tests {
         let e = hosts_query(Some("limit=-1")).unwrap_err().0;
         assert!(e.contains("limit=\"-1\""), "{e}");
         let e = hosts_query(Some("stat=fresh")).unwrap_err().0;
-        assert!(e.contains("\"stat\"") && e.contains("state, limit"), "{e}");
+        assert!(
+            e.contains("\"stat\"") && e.contains("state, limit, sort"),
+            "{e}"
+        );
+        let e = hosts_query(Some("sort=fastest")).unwrap_err().0;
+        assert!(
+            e.contains("sort=\"fastest\"") && e.contains("completed, slowest"),
+            "{e}"
+        );
         let e = hosts_query(Some("limit=1&limit=2")).unwrap_err().0;
         assert!(e.contains("\"limit\" given more than once"), "{e}");
     }

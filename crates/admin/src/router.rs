@@ -180,7 +180,13 @@ async fn hosts(State(b): State<Shared>, RawQuery(query): RawQuery) -> Response<B
         Err(e) => return bad_request(e),
     };
     off_thread(b, move |b| {
-        match views::hosts(b.frontier(), q.state.as_deref(), q.limit, b.now_ms()) {
+        match views::hosts(
+            b.frontier(),
+            q.state.as_deref(),
+            q.limit,
+            q.sort,
+            b.now_ms(),
+        ) {
             Ok(v) => json(StatusCode::OK, &v),
             Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         }

@@ -117,11 +117,13 @@ fn origin_view(origin: String, st: &RobotsStatus, sitemaps: Vec<String>) -> Orig
 }
 
 /// `GET /v1/hosts`: at most `limit` hosts, those with an origin in robots state `state`
-/// when given ("unknown" also matches a host none of whose origins has a record).
+/// when given ("unknown" also matches a host none of whose origins has a record), in key
+/// order, or with `sort` the hosts in memory ranked by it, highest first.
 pub fn hosts(
     frontier: &Frontier,
     state: Option<&str>,
     limit: usize,
+    sort: Option<frontier::HostRank>,
     now_ms: u64,
 ) -> Result<HostsAnswer, FrontierError> {
     let states: Vec<(String, RobotsStateKind)> = frontier
@@ -130,7 +132,12 @@ pub fn hosts(
         .map(|o| (o.origin, o.status.kind))
         .collect();
     let mut hosts = Vec::new();
-    for (key, rec) in frontier.hosts(None, usize::MAX)? {
+    let listed = match sort {
+        // ranked: the hosts in memory; with a state to match, all of them, then the first
+        Some(by) => frontier.hosts_ranked(by, if state.is_some() { usize::MAX } else { limit }),
+        None => frontier.hosts(None, usize::MAX)?,
+    };
+    for (key, rec) in listed {
         if hosts.len() >= limit {
             break;
         }

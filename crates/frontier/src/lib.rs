@@ -71,6 +71,7 @@ pub use sched::robots_gate::{OriginState, RobotsDecision, RobotsEngine, RobotsFe
 pub use store::codec::{DropReason, DropRecord, HostCounters, HostRecord, QueueEntry};
 pub use store::control::QueueControl;
 pub use store::{keys, MemStore, SledConfig, SledStore, Store, StoreError};
+pub use views::HostRank;
 pub use work::{
     url_hash, ChangeFreq, EnqueueItem, EnqueueResult, EntryKind, LeaseId, PageLease, RobotsLease,
     SitemapHints, SitemapSource, WorkItem,

@@ -133,3 +133,54 @@ fn a_crawl_delay_survives_a_crash_with_its_robots_txt() {
     let again = g.next_batch(restart + 3_000, 10).unwrap();
     assert!(matches!(&again[..], [WorkItem::Page(p)] if p.url.ends_with("/a")));
 }
+
+/// The hosts in memory ranked for the status page: most pages completed first, then the
+/// slowest last answer; `n` cuts the list, equal scores come in key order.
+#[test]
+fn hosts_are_ranked_by_pages_completed_and_by_answer_time() {
+    let f = frontier();
+    crate::tests::allow_all(&f, &["a.test", "b.test", "c.test"], T0);
+    let mut urls = Vec::new();
+    for (host, n) in [("a.test", 4), ("b.test", 2), ("c.test", 3)] {
+        urls.extend((0..n).map(|i| format!("http://{host}/{i}")));
+    }
+    f.enqueue_batch(&urls, T0).unwrap();
+    // complete a: 3 pages, b: 1, c: 2, with c's answers the slowest; one URL of each left
+    let target = |host: &str| match host {
+        "a.test" => 3,
+        "b.test" => 1,
+        _ => 2,
+    };
+    let mut done: std::collections::HashMap<String, u32> = Default::default();
+    for t in 1..20 {
+        for w in f.next_batch(T0 + t, 10).unwrap() {
+            let WorkItem::Page(p) = w else { continue };
+            let host = url::Url::parse(&p.url)
+                .unwrap()
+                .host_str()
+                .unwrap()
+                .to_string();
+            let n = done.entry(host.clone()).or_default();
+            if *n < target(&host) {
+                *n += 1;
+                let ms = if host == "c.test" { 900 } else { 20 };
+                f.complete(p.id, PageOutcome::Done { response_ms: ms }, T0 + t)
+                    .unwrap();
+            }
+        }
+    }
+    let keys =
+        |v: Vec<(String, crate::HostRecord)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(
+        keys(f.hosts_ranked(crate::HostRank::Completed, 10)),
+        ["a.test", "c.test", "b.test"]
+    );
+    assert_eq!(
+        keys(f.hosts_ranked(crate::HostRank::Completed, 2)),
+        ["a.test", "c.test"]
+    );
+    assert_eq!(
+        keys(f.hosts_ranked(crate::HostRank::Slowest, 1)),
+        ["c.test"]
+    );
+}

@@ -107,6 +107,37 @@ impl Frontier {
         t
     }
 
+    /// The `n` hosts in memory (those with queued or in-flight work) ranked by `by`,
+    /// first the highest: what the status page's "busiest" and "slowest" tables show. In
+    /// memory only, so cheap enough to ask every few seconds at a million hosts.
+    pub fn hosts_ranked(&self, by: HostRank, n: usize) -> Vec<(String, HostRecord)> {
+        let inner = self.inner.lock();
+        let score = |r: &HostRecord| match by {
+            HostRank::Completed => r.counters.completed,
+            HostRank::Slowest => r.last_response_ms,
+            HostRank::Queued => r.counters.queued,
+        };
+        let mut ranked: Vec<(u64, &str, &HostRecord)> = inner
+            .sched
+            .hosts()
+            .map(|(_, h)| (score(&h.rec), &*h.key, &h.rec))
+            .collect();
+        // highest first, then by key so equal scores come out the same way each time
+        let order = |a: &(u64, &str, &HostRecord), b: &(u64, &str, &HostRecord)| {
+            b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1))
+        };
+        if ranked.len() > n && n > 0 {
+            ranked.select_nth_unstable_by(n - 1, order);
+            ranked.truncate(n);
+        }
+        ranked.sort_unstable_by(order);
+        ranked
+            .into_iter()
+            .take(n)
+            .map(|(_, key, rec)| (key.to_string(), *rec))
+            .collect()
+    }
+
     /// Politeness keys (in key order) with their records, up to `limit`, starting after
     /// `after` when given.
     pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
@@ -261,4 +292,15 @@ impl Frontier {
         }
         Ok(out)
     }
+}
+
+/// What [`Frontier::hosts_ranked`] ranks hosts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostRank {
+    /// Pages completed (the busiest).
+    Completed,
+    /// The last answer's response time (the slowest).
+    Slowest,
+    /// URLs queued.
+    Queued,
 }

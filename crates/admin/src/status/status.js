@@ -138,19 +138,14 @@ function renderStats(s) {
   document.body.dataset.updates = String(updates);
 }
 
-function renderHosts(answer) {
-  const hosts = answer.hosts || [];
-  const busiest = [...hosts]
-    .sort((a, b) => b.counters.completed - a.counters.completed)
-    .slice(0, 10);
+function renderHosts(busiestAnswer, slowestAnswer) {
   fillTable(
     "busiest",
-    busiest.map((h) => [[h.host, false], [human(h.counters.completed), true], [human(h.queued), true]]),
+    (busiestAnswer.hosts || []).map((h) => [[h.host, false], [human(h.counters.completed), true], [human(h.queued), true]]),
   );
-  const slowest = [...hosts].sort((a, b) => b.last_response_ms - a.last_response_ms).slice(0, 10);
   fillTable(
     "slowest",
-    slowest.map((h) => [[h.host, false], [h.last_response_ms + " ms", true], [human(h.queued), true]]),
+    (slowestAnswer.hosts || []).map((h) => [[h.host, false], [h.last_response_ms + " ms", true], [human(h.queued), true]]),
   );
 }
 
@@ -185,7 +180,10 @@ async function pollStats() {
 
 async function pollHosts() {
   try {
-    renderHosts(await getJson("/v1/hosts?limit=1000"));
+    // ranked by the daemon among the hosts with work, however many there are
+    const busiest = await getJson("/v1/hosts?sort=completed&limit=10");
+    const slowest = await getJson("/v1/hosts?sort=slowest&limit=10");
+    renderHosts(busiest, slowest);
   } catch (e) {
     el("state").textContent = "no answer: " + e.message;
   }
