@@ -126,7 +126,7 @@ struct ApiArgs {
     admin: Option<String>,
 }
 
-/// mimalloc instead of glibc malloc: why, and its settings, in daemon/memory.rs.
+/// mimalloc instead of glibc malloc: why, and its settings, in the heap crate (crates/heap).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -208,7 +208,7 @@ fn state_dir() -> Option<String> {
 
 fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
     // before the runtime's threads exist: mimalloc's options are not synchronized
-    daemon::memory::tune_allocator();
+    frontierd_heap::tune_allocator();
     let settings =
         match config::Config::load(config_path).and_then(|c| c.check(state_dir().as_deref())) {
             Ok(s) => s,

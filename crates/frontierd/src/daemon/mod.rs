@@ -17,7 +17,6 @@
 pub mod cluster;
 pub mod disk;
 pub mod intake;
-pub mod memory;
 pub mod offer;
 pub mod progress;
 pub mod run;

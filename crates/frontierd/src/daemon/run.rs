@@ -373,7 +373,7 @@ fn start_tasks(shared: &Arc<Shared>, disk_watch: disk_watch::DiskWatch) -> Tasks
     let spool_task = tokio::spawn(crate::daemon::intake::spool_loop(shared.clone()));
     let stats_task = tokio::spawn(crate::daemon::progress::stats_loop(shared.clone()));
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
-    let collect_task = tokio::spawn(crate::daemon::memory::collect_loop());
+    let collect_task = tokio::spawn(frontierd_heap::collect_loop());
     let disk_task = tokio::spawn(crate::daemon::disk::watch(shared.clone(), disk_watch));
     let cluster_task = shared
         .cluster

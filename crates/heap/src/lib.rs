@@ -1,10 +1,13 @@
-//! The daemon's heap: mimalloc (set as the global allocator in main.rs), how soon it gives
-//! freed memory back to the system, and a periodic collection so that memory freed by a
-//! burst of intake goes back even when no thread allocates afterwards.
+//! The daemon's heap: mimalloc (the binary sets it as the global allocator), how soon it
+//! gives freed memory back to the system, and a periodic collection so that memory freed by
+//! a burst of intake goes back even when no thread allocates afterwards.
 //!
 //! Why mimalloc: with glibc malloc a large intake while crawling spent about a fifth of
 //! the daemon's CPU in the allocator (a large, fragmented heap), and glibc's own knobs did
 //! not close the gap; the figures are in docs/benchmarks.md, "The allocator".
+//!
+//! It owns the allocator's settings and the collection; it never sets the global allocator
+//! (the binary does), overrides an operator's `MIMALLOC_*` variable, logs or counts.
 
 use std::ffi::OsStr;
 use std::time::Duration;
@@ -79,6 +82,10 @@ pub async fn collect_loop() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As in the daemon: the resident-size test measures mimalloc's heap.
+    #[global_allocator]
+    static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
     #[test]
     fn an_operators_allocator_settings_win_over_the_daemons() {
