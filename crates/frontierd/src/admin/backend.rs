@@ -47,9 +47,8 @@ impl Backend for DaemonBackend {
     }
 
     fn recent(&self) -> frontierd_admin::answers::RecentAnswer {
-        let recent = self.0.recent.lock().unwrap_or_else(|e| e.into_inner());
         frontierd_admin::answers::RecentAnswer {
-            fetches: recent.iter().rev().cloned().collect(),
+            fetches: self.0.crawl_log.recent(),
         }
     }
 

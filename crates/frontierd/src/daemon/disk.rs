@@ -40,12 +40,7 @@ pub fn check(sh: &Shared, watch: &mut DiskWatch) {
         })
         .collect();
     // the open WARC file removed under us (rm -r of the directory): a new one
-    let lost = sh
-        .warc
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-        .and_then(|w| w.let_go_if_removed());
+    let lost = sh.warc.lock().as_mut().and_then(|w| w.let_go_if_removed());
     if let Some((path, exchanges)) = lost {
         WarcFileRemoved {
             path: &path,

@@ -2,11 +2,10 @@
 
 use std::fmt::Display;
 use std::fs;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -197,9 +196,8 @@ fn build_shared(
             frontier,
             pipeline,
             fetcher,
-            warc: Mutex::new(Some(warc)),
-            warc_gzip_level: settings.raw.warc.gzip_level,
-            crawl_log: Mutex::new(std::io::LineWriter::new(crawl_log)),
+            warc: frontierd_outputs::WarcOutput::new(Some(warc), settings.raw.warc.gzip_level),
+            crawl_log: frontierd_outputs::CrawlLog::new(crawl_log),
             metrics,
             shutdown: Notify::new(),
             stopping: AtomicBool::new(false),
@@ -209,9 +207,6 @@ fn build_shared(
             started: Instant::now(),
             cluster,
             disk: Default::default(),
-            crawl_log_failing: AtomicBool::new(false),
-            recent: Default::default(),
-            warc_failing: AtomicBool::new(false),
             settings,
         }
     });
@@ -438,7 +433,7 @@ async fn stop(
         task.abort();
         let _ = task.await; // gone, with its handle on `shared`
     }
-    let writer = shared.warc.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let writer = shared.warc.lock().take();
     if let Some(w) = writer {
         match w.close() {
             Ok(Some(p)) => WarcClosed::Closed { file: &p }.emit(&shared.metrics),
@@ -446,11 +441,7 @@ async fn stop(
             Err(e) => WarcClosed::Failed { error: &e }.emit(&shared.metrics),
         }
     }
-    {
-        let mut log = shared.lock_log();
-        log.flush().ok();
-        log.get_ref().sync_all().ok();
-    }
+    shared.crawl_log.sync();
     fs::remove_file(shared.settings.data_dir.join("admin.addr")).ok();
     let fatal = shared.cluster.as_ref().and_then(|node| node.fatal());
     let store_failure = shared.frontier.store_write_failure();

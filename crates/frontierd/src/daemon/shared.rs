@@ -1,18 +1,17 @@
 //! The state every task of `frontierd run` shares, and what they do through it: offer URLs
 //! to the frontier, write crawl log lines, archive exchanges.
 
-use std::fs;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::Result;
 use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
 use fetcher::Fetcher;
 use frontier::{Frontier, FrontierEvent};
+use frontierd_outputs::{CrawlLog, WarcOutput};
 use tokio::sync::Notify;
-use warc::{Exchange, WarcWriter};
+use warc::Exchange;
 
 use crate::config::Settings;
 use crate::internal_events::cluster::EventDropped;
@@ -28,20 +27,14 @@ use crate::metrics::Metrics;
 
 pub use crate::daemon::now_ms;
 
-fn rfc3339_ms(ms: u64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(ms);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
 /// State shared by every task.
 pub struct Shared {
     pub frontier: Arc<Frontier>,
     pub settings: Settings,
     pub fetcher: Fetcher,
-    pub warc: Mutex<Option<WarcWriter>>,
-    /// The writer's `gzip_level`, for encoding outside its lock.
-    pub warc_gzip_level: u32,
-    pub crawl_log: Mutex<std::io::LineWriter<fs::File>>,
+    pub warc: WarcOutput,
+    /// The crawl log file, with its last records (`GET /v1/recent`, the status page).
+    pub crawl_log: CrawlLog,
     pub metrics: Metrics,
     /// Dispatcher and completer between the frontier and the workers.
     pub pipeline: Arc<frontierd_pipeline::Pipeline>,
@@ -56,12 +49,6 @@ pub struct Shared {
     pub cluster: Option<Arc<cluster::Node>>,
     /// The free-space watch's verdict (`[disk]`).
     pub disk: DiskGate,
-    /// The last crawl log line / WARC exchange could not be written (an episode of
-    /// failures is logged once).
-    pub crawl_log_failing: AtomicBool,
-    /// The last crawl-log records, newest last (`GET /v1/recent`, the status page).
-    pub recent: Mutex<std::collections::VecDeque<frontierd_admin::answers::RecentFetch>>,
-    pub warc_failing: AtomicBool,
 }
 
 impl Shared {
@@ -142,10 +129,6 @@ impl Shared {
         self.pipeline.kick();
     }
 
-    pub(crate) fn lock_log(&self) -> std::sync::MutexGuard<'_, std::io::LineWriter<fs::File>> {
-        self.crawl_log.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Append one crawl log line about a submitted URL that was not fetched (rejected).
     pub fn log_outcome(
         &self,
@@ -170,42 +153,16 @@ impl Shared {
     }
 
     /// Append one crawl log line (fields: docs/crawl-log.md).
-    /// Keep `line` among the last [`RECENT_FETCHES`] for the status page.
-    ///
-    /// [`RECENT_FETCHES`]: frontierd_admin::answers::RECENT_FETCHES
-    fn remember(&self, line: &LogLine<'_>, at: String) {
-        use frontierd_admin::answers::{RecentFetch, RECENT_FETCHES};
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        if recent.len() >= RECENT_FETCHES {
-            recent.pop_front();
-        }
-        recent.push_back(RecentFetch {
-            at,
-            url: line.url.to_string(),
-            outcome: line.outcome.as_str().to_string(),
-            status: line.status,
-            bytes: line.bytes,
-            duration_ms: line.duration_ms,
-            reason: line.reason.to_string(),
-        });
-    }
-
     pub fn log_line(&self, line: &LogLine<'_>) {
-        let at = rfc3339_ms(now_ms());
-        let json = line.to_json_line(&at);
-        self.remember(line, at);
-        let written = writeln!(self.lock_log(), "{json}");
+        let written = self.crawl_log.write(line, now_ms());
         if let Some(node) = &self.cluster {
-            if !node.publish_event(&json) {
+            if !node.publish_event(&written.json) {
                 EventDropped.emit(&self.metrics);
             }
         }
-        match written {
-            Ok(()) => {
-                // a load first: the swap (a write) only in the rare failing episode
-                if self.crawl_log_failing.load(Ordering::Relaxed)
-                    && self.crawl_log_failing.swap(false, Ordering::SeqCst)
-                {
+        match written.result {
+            Ok(resumed) => {
+                if resumed {
                     OutputWritesResumed {
                         output: "crawl log",
                     }
@@ -217,10 +174,10 @@ impl Shared {
                 }
                 .emit(&self.metrics)
             }
-            Err(error) => CrawlLogWriteFailed {
+            Err((error, first_in_episode)) => CrawlLogWriteFailed {
                 url: line.url,
                 error: &error,
-                first_in_episode: !self.crawl_log_failing.swap(true, Ordering::SeqCst),
+                first_in_episode,
             }
             .emit(&self.metrics),
         }
@@ -282,54 +239,27 @@ impl Shared {
         ex: &Exchange<'_>,
         revisit: Option<&warc::Revisit<'_>>,
     ) -> Result<Option<Archived>, String> {
-        // compress and digest on this worker's thread; the lock covers only the append, so
-        // workers on both cores are not queued behind one another's deflate
-        let encoded = match revisit {
-            None => WarcWriter::encode_exchange(ex, self.warc_gzip_level),
-            Some(r) => WarcWriter::encode_revisit(ex, r, self.warc_gzip_level),
-        };
-        let written = encoded.and_then(|encoded| {
-            let mut guard = self.warc.lock().unwrap_or_else(|e| e.into_inner());
-            match guard.as_mut() {
-                Some(w) => w.append_exchange(encoded).map(Some),
-                None => Ok(None),
-            }
-        });
-        let written = match written {
-            Ok(None) => return Ok(None),
-            Ok(Some(w)) => Ok(w),
-            Err(e) => Err(e),
-        };
-        match written {
-            Ok(written) => {
-                if self.warc_failing.load(Ordering::Relaxed)
-                    && self.warc_failing.swap(false, Ordering::SeqCst)
-                {
+        match self.warc.append(ex, revisit) {
+            Ok(None) => Ok(None),
+            Ok(Some(appended)) => {
+                if appended.resumed {
                     OutputWritesResumed { output: "WARC" }.emit(&self.metrics);
                 }
                 ExchangeArchived {
                     url: ex.target_uri,
-                    bytes: written.bytes,
+                    bytes: appended.bytes,
                 }
                 .emit(&self.metrics);
-                Ok(Some(Archived {
-                    file: written
-                        .file
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    offset: written.response_offset,
-                    payload_digest: written.payload_digest,
-                }))
+                Ok(Some(appended.archived))
             }
-            Err(error) => {
+            Err(failed) => {
                 WarcWriteFailed {
                     url: ex.target_uri,
-                    error: &error,
-                    first_in_episode: !self.warc_failing.swap(true, Ordering::SeqCst),
+                    error: &failed.error,
+                    first_in_episode: failed.first_in_episode,
                 }
                 .emit(&self.metrics);
-                Err(error.to_string())
+                Err(failed.error.to_string())
             }
         }
     }

@@ -4,7 +4,6 @@
 //! reopen has been logged.
 
 use std::fs;
-use std::io::LineWriter;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -54,14 +53,7 @@ impl Signals {
 
 /// The crawl log, opened for appending (created if missing).
 pub fn open_crawl_log(path: &Path) -> Result<fs::File> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).ok();
-    }
-    fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("opening crawl log {}", path.display()))
+    Ok(frontierd_outputs::crawl_log::open(path)?)
 }
 
 impl Shared {
@@ -69,22 +61,17 @@ impl Shared {
     /// configured path. If the path cannot be opened, lines keep going to the old file.
     pub fn reopen_crawl_log(&self) {
         let path = &self.settings.crawl_log;
-        let file = match open_crawl_log(path) {
-            Ok(f) => f,
+        match self.crawl_log.reopen(path) {
             Err(e) => {
-                CrawlLogReopenFailed::NotReopened { error: &e }.emit(&self.metrics);
+                let error = anyhow::Error::from(e);
+                CrawlLogReopenFailed::NotReopened { error: &error }.emit(&self.metrics);
                 return;
             }
-        };
-        let mut log = self.crawl_log.lock().unwrap_or_else(|e| e.into_inner());
-        let old = std::mem::replace(&mut *log, LineWriter::new(file));
-        drop(log);
-        let finished = old.into_inner().map_err(|e| e.into_error()).and_then(|f| {
-            f.sync_all()?;
-            Ok(f)
-        });
-        if let Err(e) = finished {
-            CrawlLogReopenFailed::OldNotFinished { error: &e }.emit(&self.metrics);
+            Ok(reopened) => {
+                if let Some(e) = &reopened.old_not_finished {
+                    CrawlLogReopenFailed::OldNotFinished { error: e }.emit(&self.metrics);
+                }
+            }
         }
         CrawlLogReopened { path }.emit(&self.metrics);
     }
