@@ -188,6 +188,51 @@ pub struct Rejection {
     pub input: String,
 }
 
+/// What became of URLs offered to a frontier.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offered {
+    pub accepted: u64,
+    pub duplicate: u64,
+    /// Every rejection, lines refused before the frontier saw them and the frontier's, in
+    /// line order.
+    pub rejected: Vec<Rejection>,
+    /// Indices in the offered items of the URLs already known.
+    pub duplicate_at: Vec<usize>,
+}
+
+/// The frontier's `results` for `items` (item i on line `lines[i]`, or i + 1 when `lines`
+/// has none for it) tallied, its rejections merged with the lines `refused` before it into
+/// line order; a rejected URL is echoed cut ([`echo`]: it may be a 1 MB line).
+pub fn tally_offer(
+    items: &[frontier::EnqueueItem],
+    lines: &[usize],
+    results: Vec<frontier::EnqueueResult>,
+    refused: Vec<Rejection>,
+) -> Offered {
+    use frontier::EnqueueResult;
+    let mut offered = Offered {
+        rejected: refused,
+        ..Offered::default()
+    };
+    for (i, (item, r)) in items.iter().zip(results).enumerate() {
+        match r {
+            EnqueueResult::Queued => offered.accepted += 1,
+            EnqueueResult::Duplicate => {
+                offered.duplicate += 1;
+                offered.duplicate_at.push(i);
+            }
+            EnqueueResult::Rejected(rej) => offered.rejected.push(Rejection {
+                line: lines.get(i).copied().unwrap_or(i + 1),
+                code: rej.code(),
+                reason: rej.code().to_string(),
+                input: echo(&item.url),
+            }),
+        }
+    }
+    offered.rejected.sort_by_key(|r| r.line);
+    offered
+}
+
 /// A submitted URL's own recrawl fields (`docs/recrawl.md`; JSON submissions only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UrlRecrawl {
@@ -273,6 +318,42 @@ pub fn parse_list(bytes: &[u8]) -> Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_offer_tallied_with_every_rejection_in_line_order() {
+        use frontier::{EnqueueItem, EnqueueResult};
+        let long = format!("http://a.test/{}", "x".repeat(2000));
+        let items: Vec<_> = ["http://a.test/", "http://a.test/", "ftp://a.test/", &long]
+            .map(EnqueueItem::seed)
+            .to_vec();
+        let results = vec![
+            EnqueueResult::Queued,
+            EnqueueResult::Duplicate,
+            EnqueueResult::Rejected(frontier::Rejection::UnsupportedScheme("ftp".into())),
+            EnqueueResult::Rejected(frontier::Rejection::NoHost),
+        ];
+        let refused = vec![Rejection {
+            line: 4,
+            code: "not_a_url",
+            reason: "not_a_url".into(),
+            input: "x".into(),
+        }];
+        let offered = tally_offer(&items, &[1, 3, 5, 7], results, refused);
+        assert_eq!((offered.accepted, offered.duplicate), (1, 1));
+        assert_eq!(offered.duplicate_at, [1]);
+        let lines: Vec<_> = offered.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [4, 5, 7]);
+        assert_eq!(offered.rejected[1].reason, offered.rejected[1].code);
+        assert_eq!(offered.rejected[2].input, echo(&long));
+        // without line numbers, item i is line i + 1
+        let plain = tally_offer(
+            &items[2..3],
+            &[],
+            vec![EnqueueResult::Rejected(frontier::Rejection::NoHost)],
+            Vec::new(),
+        );
+        assert_eq!(plain.rejected[0].line, 1);
+    }
 
     fn lines(input: &[u8]) -> Batch {
         parse_list(input)

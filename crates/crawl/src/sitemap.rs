@@ -29,7 +29,10 @@ mod queue;
 mod w3c;
 
 pub use judge::{judge_sitemap, listed_in_scope, Dropped, SitemapReport, SitemapVerdict};
-pub use queue::{apply_priority, listed_in_config, named_by_robots, Lastmods, NamedSitemaps};
+pub use queue::{
+    apply_priority, apply_refetch_interval, listed_in_config, named_by_robots, Lastmods,
+    NamedSitemaps,
+};
 pub use w3c::parse_w3c_datetime;
 
 /// sitemaps.org: at most 50,000 URLs per file.

@@ -63,6 +63,17 @@ pub fn listed_in_config<U: AsRef<str>>(urls: &[U]) -> Vec<EnqueueItem> {
         .collect()
 }
 
+/// Sitemaps are refetched on their own interval (`sitemaps.refetch_interval`), so that
+/// their `lastmod` changes are seen: every sitemap without an interval of its own gets
+/// `refetch_ms`; pages are left as they are.
+pub fn apply_refetch_interval(items: &mut [EnqueueItem], refetch_ms: Option<u64>) {
+    for item in items {
+        if matches!(item.kind, EntryKind::Sitemap(_)) && item.revisit_interval_ms.is_none() {
+            item.revisit_interval_ms = refetch_ms;
+        }
+    }
+}
+
 /// Listed pages' `priority`, relative to their sitemap's mean, scales their revisit
 /// interval (their `changefreq`'s, else the `[recrawl]` one) within
 /// `min_interval..=max_interval` ([`priority_scaled_interval`]). A URL the configuration
@@ -129,6 +140,16 @@ mod tests {
     use super::*;
     use crate::scope::ScopeMode;
     use frontier::SitemapHints;
+
+    #[test]
+    fn sitemaps_without_their_own_interval_get_the_refetch_interval() {
+        let mut items = listed_in_config(&["https://a.test/s.xml", "https://a.test/t.xml"]);
+        items[1].revisit_interval_ms = Some(5);
+        items.push(EnqueueItem::seed("https://a.test/page"));
+        apply_refetch_interval(&mut items, Some(86_400_000));
+        let got: Vec<_> = items.iter().map(|i| i.revisit_interval_ms).collect();
+        assert_eq!(got, [Some(86_400_000), Some(5), None]);
+    }
 
     fn same_host() -> Scope {
         Scope {

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use crawl::Outcome;
-use frontier::{EnqueueItem, EnqueueResult};
+use frontier::EnqueueItem;
+pub use frontierd_admin::url_list::Offered;
 
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::intake::{UrlRejected, UrlsEnqueued};
 use crate::internal_events::InternalEvent;
-use crate::url_list::{echo, Rejection};
+use crate::url_list::{tally_offer, Rejection};
 
 /// URLs offered through one door.
 pub struct Offer {
@@ -48,17 +49,6 @@ impl Offer {
     }
 }
 
-/// What became of an offer.
-#[derive(Debug, Clone, Default)]
-pub struct Offered {
-    pub accepted: u64,
-    pub duplicate: u64,
-    /// Every rejection, refused lines and the frontier's, in line order.
-    pub rejected: Vec<Rejection>,
-    /// Indices in `items` of the URLs already known.
-    pub duplicate_at: Vec<usize>,
-}
-
 impl Shared {
     /// Offer URLs to the frontier (durable on return), then count and log every rejection
     /// once.
@@ -70,14 +60,10 @@ impl Shared {
             log_rejects,
         } = offer;
         // a sitemap is refetched on its own interval, so its lastmod changes are seen
-        let refetch = self.settings.sitemaps.refetch_interval_ms;
-        for item in &mut items {
-            if matches!(item.kind, frontier::EntryKind::Sitemap(_))
-                && item.revisit_interval_ms.is_none()
-            {
-                item.revisit_interval_ms = refetch;
-            }
-        }
+        crawl::sitemap::apply_refetch_interval(
+            &mut items,
+            self.settings.sitemaps.refetch_interval_ms,
+        );
         let sh = self.clone();
         let (items, results) = tokio::task::spawn_blocking(move || {
             let results = sh.frontier.enqueue_items(&items, now_ms());
@@ -86,27 +72,8 @@ impl Shared {
         .await
         .context("enqueue task")?;
         let results = results.context("enqueue")?;
-        let mut offered = Offered {
-            rejected: refused,
-            ..Offered::default()
-        };
-        for (i, (item, r)) in items.iter().zip(results).enumerate() {
-            match r {
-                EnqueueResult::Queued => offered.accepted += 1,
-                EnqueueResult::Duplicate => {
-                    offered.duplicate += 1;
-                    offered.duplicate_at.push(i);
-                }
-                EnqueueResult::Rejected(rej) => offered.rejected.push(Rejection {
-                    line: lines.get(i).copied().unwrap_or(i + 1),
-                    code: rej.code(),
-                    reason: rej.code().to_string(),
-                    // the URL may be a 1 MB line: echoed cut, with its length
-                    input: echo(&item.url),
-                }),
-            }
-        }
-        offered.rejected.sort_by_key(|r| r.line);
+        // every rejection, refused lines and the frontier's, in line order
+        let offered = tally_offer(&items, &lines, results, refused);
         for r in &offered.rejected {
             UrlRejected {
                 input: &r.input,
