@@ -1,8 +1,8 @@
 //! What of a response goes into the WARC file: the head rewritten to describe the body as
 //! archived, and why the body was cut, if it was.
 
-use fetcher::ResponseRecord;
-use warc::Truncated;
+use fetcher::{ResponseRecord, RobotsHop};
+use warc::{Exchange, Truncated};
 
 /// A response as it is archived.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +44,31 @@ pub fn archive_response(resp: &ResponseRecord) -> ArchivedResponse<'_> {
         body,
         truncated,
     }
+}
+
+/// Each request of a robots.txt fetch's chain that got an answer, as archived, handed to
+/// `archive` in order; the bytes of their bodies.
+pub fn robots_exchanges(hops: &[RobotsHop], mut archive: impl FnMut(&Exchange<'_>)) -> u64 {
+    let mut bytes = 0;
+    for hop in hops {
+        let Some(resp) = &hop.response else {
+            continue;
+        };
+        bytes += resp.body.len() as u64;
+        let request_head = hop.request.head_bytes();
+        let archived = archive_response(resp);
+        archive(&Exchange {
+            target_uri: hop.request.url.as_str(),
+            ip: hop.peer_addr.map(|a| a.ip()),
+            date: hop.started_at,
+            request_head: &request_head,
+            response_head: &archived.head,
+            response_body: archived.body,
+            truncated: archived.truncated,
+            payload_digest: None,
+        });
+    }
+    bytes
 }
 
 #[cfg(test)]
@@ -108,5 +133,42 @@ mod tests {
         assert_eq!(archive_response(&r).truncated, Some(Truncated::Disconnect));
         r.truncated = true;
         assert_eq!(archive_response(&r).truncated, Some(Truncated::Length));
+    }
+
+    #[test]
+    fn a_robots_chain_is_archived_hop_by_hop_answered_ones_only() {
+        let hop = |url: &str, resp: Option<ResponseRecord>| RobotsHop {
+            request: fetcher::RequestRecord {
+                method: http::Method::GET,
+                url: fetcher::Url::parse(url).unwrap(),
+                version: Default::default(),
+                headers: HeaderMap::new(),
+            },
+            response: resp,
+            peer_addr: Some("127.0.0.1:80".parse().unwrap()),
+            started_at: std::time::UNIX_EPOCH,
+        };
+        let hops = [
+            hop(
+                "http://a.test/robots.txt",
+                Some(response(&[("transfer-encoding", "chunked")])),
+            ),
+            hop("http://b.test/robots.txt", None),
+            hop("http://c.test/robots.txt", Some(response(&[]))),
+        ];
+        let mut seen = Vec::new();
+        let bytes = robots_exchanges(&hops, |ex| {
+            let head = String::from_utf8_lossy(ex.response_head).to_ascii_lowercase();
+            assert!(!head.contains("transfer-encoding"), "{head}");
+            assert!(String::from_utf8_lossy(ex.request_head).starts_with("GET /robots.txt"));
+            assert_eq!(ex.ip, Some("127.0.0.1".parse().unwrap()));
+            assert_eq!(ex.payload_digest, None);
+            seen.push(ex.target_uri.to_string());
+        });
+        assert_eq!(
+            seen,
+            ["http://a.test/robots.txt", "http://c.test/robots.txt"]
+        );
+        assert_eq!(bytes, 2 * b"decoded".len() as u64);
     }
 }

@@ -24,7 +24,7 @@ pub mod robots_fetch;
 pub mod scope;
 pub mod sitemap;
 
-pub use archive::{archive_response, ArchivedResponse};
+pub use archive::{archive_response, robots_exchanges, ArchivedResponse};
 pub use class::FetchClass;
 pub use crawl_log::{media_type, Archived, Found, LogLine, Outcome};
 pub use links::{extract_links, LinkConfig, PageLinks, RobotsDirectives};

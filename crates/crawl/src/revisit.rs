@@ -5,9 +5,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fetcher::{Conditional, HeaderMap};
+use fetcher::{Conditional, HeaderMap, PageFetch};
 use frontier::{RevisitRecord, Validators, Visit, VisitOutcome};
-use warc::{Revisit, RevisitProfile};
+use warc::{Exchange, Revisit, RevisitProfile};
+
+use crate::archive::{archive_response, ArchivedResponse};
 
 /// The earlier visit a fetch is compared with: the record on the lease when the URL was
 /// answered before (a record made only to carry a per-URL interval is not a visit).
@@ -93,9 +95,151 @@ pub fn visit(
     }
 }
 
+/// A page's answer: how it is archived and what the recrawl schedule keeps of it.
+#[derive(Debug)]
+pub struct Answer<'a> {
+    pub request_head: Vec<u8>,
+    pub response: ArchivedResponse<'a>,
+    /// The payload digest; empty when nothing will compare with it (see [`answer`]).
+    pub digest: String,
+    /// The answer compared with the earlier visit.
+    pub outcome: VisitOutcome,
+    /// Archived as a `revisit` record (else a full response).
+    pub as_revisit: Option<Revisit<'a>>,
+    pub visit: Visit,
+    /// The `Content-Type`'s media type, for the crawl log.
+    pub content_type: Option<String>,
+    /// Body bytes received.
+    pub bytes: u64,
+    url: &'a str,
+    ip: Option<std::net::IpAddr>,
+    date: SystemTime,
+}
+
+/// Judge a page's answer (None: no response arrived) against `revisit`, the lease's record.
+/// The payload digest is computed only when the URL was visited before or may be
+/// scheduled (`schedules_any`: the `[recrawl]` configuration revisits some URLs); either
+/// way the body is hashed once for it (and once more within the record's block digest).
+pub fn answer<'a>(
+    revisit: Option<&'a RevisitRecord>,
+    schedules_any: bool,
+    fetch: &'a PageFetch,
+) -> Option<Answer<'a>> {
+    let resp = fetch.response.as_ref()?;
+    let previous = previous(revisit);
+    let response = archive_response(resp);
+    let status = resp.status.as_u16();
+    let digest = match revisit.is_some() || schedules_any {
+        true => warc::payload_digest(response.body),
+        false => String::new(),
+    };
+    let outcome = judge(previous, status, &digest);
+    let started_at = fetch.timings.started_at;
+    Some(Answer {
+        request_head: fetch.request.head_bytes(),
+        as_revisit: warc_revisit(outcome, previous, fetch.url.as_str()),
+        visit: visit(status, outcome, &resp.headers, &digest, started_at),
+        content_type: resp
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::media_type),
+        bytes: resp.body.len() as u64,
+        response,
+        digest,
+        outcome,
+        url: fetch.url.as_str(),
+        ip: fetch.peer_addr.map(|a| a.ip()),
+        date: started_at,
+    })
+}
+
+impl Answer<'_> {
+    /// The exchange to archive (its digest handed over when computed: not hashed again).
+    pub fn exchange(&self) -> Exchange<'_> {
+        Exchange {
+            target_uri: self.url,
+            ip: self.ip,
+            date: self.date,
+            request_head: &self.request_head,
+            response_head: &self.response.head,
+            response_body: self.response.body,
+            truncated: self.response.truncated,
+            payload_digest: (!self.digest.is_empty()).then_some(self.digest.as_str()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fetched(status: u16, body: &'static [u8]) -> PageFetch {
+        let url = fetcher::Url::parse("http://a.test/p").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.append("content-type", "text/html; charset=utf-8".parse().unwrap());
+        headers.append("etag", "\"v2\"".parse().unwrap());
+        let status = fetcher::StatusCode::from_u16(status).unwrap();
+        PageFetch {
+            url: url.clone(),
+            outcome: fetcher::FetchOutcome::ClientError { status },
+            request: fetcher::RequestRecord {
+                method: http::Method::GET,
+                url,
+                version: Default::default(),
+                headers: HeaderMap::new(),
+            },
+            response: Some(fetcher::ResponseRecord {
+                status,
+                version: Default::default(),
+                headers,
+                body: body.to_vec().into(),
+                wire_body: None,
+                content_coding: fetcher::ContentCoding::Identity,
+                truncated: false,
+                body_error: None,
+            }),
+            peer_addr: Some("127.0.0.1:80".parse().unwrap()),
+            timings: fetcher::Timings {
+                started_at: UNIX_EPOCH + Duration::from_secs(1_714_564_800),
+                time_to_headers: None,
+                total: Duration::ZERO,
+            },
+        }
+    }
+
+    #[test]
+    fn an_answer_is_digested_only_when_something_compares_with_it() {
+        let f = fetched(200, b"same");
+        let a = answer(None, false, &f).unwrap();
+        assert_eq!(a.digest, "");
+        assert_eq!(a.exchange().payload_digest, None);
+        assert_eq!(a.outcome, VisitOutcome::First);
+        assert_eq!(a.content_type.as_deref(), Some("text/html"));
+        assert_eq!(
+            (a.bytes, a.exchange().ip),
+            (4, Some("127.0.0.1".parse().unwrap()))
+        );
+        assert_eq!(a.visit.validators.etag.as_deref(), Some("\"v2\""));
+        let a = answer(None, true, &f).unwrap();
+        assert_eq!(a.digest, warc::payload_digest(b"same"));
+        assert_eq!(a.exchange().payload_digest, Some(a.digest.as_str()));
+        assert!(a.as_revisit.is_none());
+    }
+
+    #[test]
+    fn an_unchanged_answer_is_archived_as_a_revisit() {
+        let f = fetched(200, b"same");
+        let prev = seen_before(&warc::payload_digest(b"same"), None);
+        let a = answer(Some(&prev), false, &f).unwrap();
+        assert_eq!(a.outcome, VisitOutcome::IdenticalDigest);
+        assert!(a.as_revisit.is_some());
+        let none = PageFetch {
+            response: None,
+            ..fetched(200, b"")
+        };
+        assert!(answer(Some(&prev), true, &none).is_none());
+    }
 
     fn seen_before(digest: &str, etag: Option<&str>) -> RevisitRecord {
         RevisitRecord {

@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use crawl::revisit;
 use crawl::{
-    address_refused_result, archive_response, judge_page, media_type, refused_fetch_result,
+    address_refused_result, judge_page, refused_fetch_result, robots_exchanges,
     robots_fetch_result, FetchClass, Found, LogLine, Page, PageVerdict,
 };
 use fetcher::Url;
 use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use frontierd_pipeline::Connected;
-use warc::Exchange;
 
 use crate::daemon::shared::Shared;
 use crate::internal_events::daemon::FrontierCall;
@@ -116,26 +115,11 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
                         started_ms: unix_ms(hop.started_at),
                     })
                 });
-                let mut bytes = 0;
-                for hop in &f.exchanges {
-                    if let Some(resp) = &hop.response {
-                        bytes += resp.body.len() as u64;
-                        let req_head = hop.request.head_bytes();
-                        let archived = archive_response(resp);
-                        // a robots.txt answer not archived is still applied (it is read
-                        // again at its expiry)
-                        let _ = sh.write_warc(&Exchange {
-                            target_uri: hop.request.url.as_str(),
-                            ip: ip_of(hop.peer_addr),
-                            date: hop.started_at,
-                            request_head: &req_head,
-                            response_head: &archived.head,
-                            response_body: archived.body,
-                            truncated: archived.truncated,
-                            payload_digest: None,
-                        });
-                    }
-                }
+                // a robots.txt answer not archived is still applied (it is read again at its
+                // expiry)
+                let bytes = robots_exchanges(&f.exchanges, |ex| {
+                    let _ = sh.write_warc(ex);
+                });
                 RobotsFetched {
                     origin: &lease.origin,
                     class: FetchClass::of(&f.outcome),
@@ -238,63 +222,27 @@ struct Kept {
 }
 
 /// Archive an answer: a response record, or a revisit record when it is unchanged since a
-/// capture we archived; and judge the visit for the recrawl schedule.
+/// capture we archived; and judge the visit for the recrawl schedule (`crawl::revisit`).
 fn archive_answer(sh: &Shared, lease: &PageLease, fetch: &fetcher::PageFetch) -> Kept {
-    let Some(resp) = &fetch.response else {
+    let schedules_any = sh.frontier.config().recrawl.schedules_any();
+    let Some(answer) = revisit::answer(lease.revisit.as_ref(), schedules_any, fetch) else {
         return Kept::default();
     };
-    let previous = revisit::previous(lease.revisit.as_ref());
-    let req_head = fetch.request.head_bytes();
-    let response = archive_response(resp);
-    let status = resp.status.as_u16();
-    // the digest to compare with, handed to the writer too: only when the URL was visited
-    // before or may be scheduled; either way the body is hashed once for the payload
-    // digest (and once more within the record's block digest)
-    let schedulable = lease.revisit.is_some() || sh.frontier.config().recrawl.schedules_any();
-    let digest = match schedulable {
-        true => warc::payload_digest(response.body),
-        false => String::new(),
-    };
-    let outcome = revisit::judge(previous, status, &digest);
-    let as_revisit = revisit::warc_revisit(outcome, previous, fetch.url.as_str());
-    let written = sh.write_warc_as(
-        &Exchange {
-            target_uri: fetch.url.as_str(),
-            ip: ip_of(fetch.peer_addr),
-            date: fetch.timings.started_at,
-            request_head: &req_head,
-            response_head: &response.head,
-            response_body: response.body,
-            truncated: response.truncated,
-            // hashed above when there is something to compare with: not again
-            payload_digest: (!digest.is_empty()).then_some(digest.as_str()),
-        },
-        as_revisit.as_ref(),
-    );
+    let written = sh.write_warc_as(&answer.exchange(), answer.as_revisit.as_ref());
     let (archived, warc_failed) = match written {
         Ok(archived) => (archived, None),
         Err(why) => (None, Some(why)),
     };
     PageVisited {
         url: &lease.url,
-        outcome,
-        archived_as_revisit: as_revisit.is_some() && archived.is_some(),
+        outcome: answer.outcome,
+        archived_as_revisit: answer.as_revisit.is_some() && archived.is_some(),
     }
     .emit(&sh.metrics);
     Kept {
-        bytes: resp.body.len() as u64,
-        content_type: resp
-            .headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .and_then(media_type),
-        visit: Some(revisit::visit(
-            status,
-            outcome,
-            &resp.headers,
-            &digest,
-            fetch.timings.started_at,
-        )),
+        bytes: answer.bytes,
+        content_type: answer.content_type,
+        visit: Some(answer.visit),
         archived,
         warc_failed,
     }
