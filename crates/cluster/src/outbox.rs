@@ -59,8 +59,10 @@ impl Outbox {
         let db = loop {
             match config.open() {
                 Ok(db) => break db,
-                Err(sled::Error::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+                // sled reports the held lock as an `Other` I/O error naming it
+                Err(e)
+                    if e.to_string().contains("could not acquire lock")
+                        && Instant::now() < deadline =>
                 {
                     std::thread::sleep(Duration::from_millis(20))
                 }
