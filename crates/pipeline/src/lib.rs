@@ -74,6 +74,22 @@ pub enum Call {
     AfterStop,
 }
 
+impl Call {
+    /// Its stable name (the `call` label of the owner's failure counter).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Call::NextBatch => "next-batch",
+            Call::CompleteBatch => "complete-batch",
+            Call::Complete => "complete",
+            Call::CompleteRobotsBatch => "complete-robots-batch",
+            Call::CompleteRobots => "complete-robots",
+            Call::NoteAddresses => "note-addresses",
+            Call::Task => "task",
+            Call::AfterStop => "after-stop",
+        }
+    }
+}
+
 /// What the pipeline tells its owner, which logs and counts (the pipeline does neither).
 pub trait Hooks: Send + Sync + 'static {
     /// After each `next_batch` (with the items leased), on the blocking pool: the owner

@@ -182,27 +182,13 @@ impl InternalEvent for Stopped {
     }
 }
 
-/// Which frontier call of the daemon failed (the pipeline's `frontierd_pipeline::Call`s
-/// among them).
+/// Which frontier call of the daemon failed: one of the pipeline's, or the daemon's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrontierCall {
-    /// Leasing work for the idle workers.
-    NextBatch,
-    /// Applying a batch of page outcomes.
-    CompleteBatch,
-    /// Applying one page outcome (after a batch named an unknown lease).
-    Complete,
-    /// Applying a batch of robots.txt outcomes.
-    CompleteRobotsBatch,
-    /// Applying one origin's robots.txt outcome.
-    CompleteRobots,
-    /// Recording where hosts' fetches connected.
-    NoteAddresses,
-    /// A blocking task that ran one of these died.
+    /// A call of the dispatcher or the completer (its own names).
+    Pipeline(frontierd_pipeline::Call),
+    /// A blocking task that ran one of the calls below died.
     Task,
-    /// An outcome arrived after the completer ended (only during a stop): its URL or
-    /// robots.txt is fetched again after the restart.
-    AfterStop,
     /// Reporting the addresses new hosts' names resolved to.
     Resolved,
     /// Recording that drops were written to the crawl log (they are logged again after a
@@ -220,31 +206,15 @@ pub enum FrontierCall {
 
 impl From<frontierd_pipeline::Call> for FrontierCall {
     fn from(call: frontierd_pipeline::Call) -> FrontierCall {
-        use frontierd_pipeline::Call;
-        match call {
-            Call::NextBatch => FrontierCall::NextBatch,
-            Call::CompleteBatch => FrontierCall::CompleteBatch,
-            Call::Complete => FrontierCall::Complete,
-            Call::CompleteRobotsBatch => FrontierCall::CompleteRobotsBatch,
-            Call::CompleteRobots => FrontierCall::CompleteRobots,
-            Call::NoteAddresses => FrontierCall::NoteAddresses,
-            Call::Task => FrontierCall::Task,
-            Call::AfterStop => FrontierCall::AfterStop,
-        }
+        FrontierCall::Pipeline(call)
     }
 }
 
 impl FrontierCall {
     fn as_str(self) -> &'static str {
         match self {
-            FrontierCall::NextBatch => "next-batch",
-            FrontierCall::CompleteBatch => "complete-batch",
-            FrontierCall::Complete => "complete",
-            FrontierCall::CompleteRobotsBatch => "complete-robots-batch",
-            FrontierCall::CompleteRobots => "complete-robots",
-            FrontierCall::NoteAddresses => "note-addresses",
+            FrontierCall::Pipeline(call) => call.as_str(),
             FrontierCall::Task => "task",
-            FrontierCall::AfterStop => "after-stop",
             FrontierCall::Resolved => "resolved",
             FrontierCall::DropsLogged => "drops-logged",
             FrontierCall::QueueGauges => "queue-gauges",
@@ -267,7 +237,7 @@ pub struct FrontierCallFailed<'a> {
 impl InternalEvent for FrontierCallFailed<'_> {
     fn emit(self, m: &Metrics) {
         match self.call {
-            FrontierCall::AfterStop => tracing::warn!(
+            FrontierCall::Pipeline(frontierd_pipeline::Call::AfterStop) => tracing::warn!(
                 what = %self.error,
                 "outcome after the completer ended; it will be fetched again after the restart"
             ),
