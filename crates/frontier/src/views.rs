@@ -117,24 +117,27 @@ impl Frontier {
             HostRank::Slowest => r.last_response_ms,
             HostRank::Queued => r.counters.queued,
         };
-        let mut ranked: Vec<(u64, &str, &HostRecord)> = inner
-            .sched
-            .hosts()
-            .map(|(_, h)| (score(&h.rec), &*h.key, &h.rec))
-            .collect();
-        // highest first, then by key so equal scores come out the same way each time
-        let order = |a: &(u64, &str, &HostRecord), b: &(u64, &str, &HostRecord)| {
-            b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1))
-        };
-        if ranked.len() > n && n > 0 {
-            ranked.select_nth_unstable_by(n - 1, order);
-            ranked.truncate(n);
+        // the best `n` so far in a min-heap of `n`: one pass, no list of every host, since
+        // the scheduler's lock is held (a status page asks every few seconds)
+        let mut best: std::collections::BinaryHeap<
+            std::cmp::Reverse<(u64, std::cmp::Reverse<&str>)>,
+        > = std::collections::BinaryHeap::with_capacity(n.min(inner.sched.host_count()) + 1);
+        for (_, h) in inner.sched.hosts() {
+            best.push(std::cmp::Reverse((
+                score(&h.rec),
+                std::cmp::Reverse(&*h.key),
+            )));
+            if best.len() > n {
+                best.pop();
+            }
         }
-        ranked.sort_unstable_by(order);
-        ranked
+        // highest first, then by key so equal scores come out the same way each time
+        best.into_sorted_vec()
             .into_iter()
-            .take(n)
-            .map(|(_, key, rec)| (key.to_string(), *rec))
+            .filter_map(|std::cmp::Reverse((_, std::cmp::Reverse(key)))| {
+                let rec = inner.sched.host_of_key(key)?.rec;
+                Some((key.to_string(), rec))
+            })
             .collect()
     }
 

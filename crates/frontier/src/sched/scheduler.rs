@@ -50,8 +50,7 @@ pub(crate) struct Scheduler {
     /// Set by [`Scheduler::hold_after_restart`]: hosts that come into memory later are held
     /// for their gap from this time too.
     restart_hold_from_ms: Option<u64>,
-    max_in_flight_per_host: u64,
-    max_robots_in_flight: Option<u64>,
+    /// The limits and the gap's rule (`max_in_flight_per_host`, `max_robots_in_flight`, ...).
     cfg: FrontierConfig,
 }
 
@@ -87,8 +86,6 @@ impl Scheduler {
                 delay_ms: cfg.ip_delay_ms,
             }),
             restart_hold_from_ms: None,
-            max_in_flight_per_host: cfg.max_in_flight_per_host,
-            max_robots_in_flight: cfg.max_robots_in_flight,
             cfg: cfg.clone(),
         }
     }
@@ -185,7 +182,7 @@ impl Scheduler {
             h,
             id,
             &mut self.heap,
-            self.max_in_flight_per_host,
+            self.cfg.max_in_flight_per_host,
             is_paused,
             blocked_until,
         );
@@ -195,7 +192,7 @@ impl Scheduler {
     /// heap, as many as there are free slots, and hosts whose address may take a request
     /// again, one per address (their old ready times put them first).
     pub(crate) fn handle_call_start(&mut self, now_ms: u64) {
-        if let Some(cap) = self.max_robots_in_flight {
+        if let Some(cap) = self.cfg.max_robots_in_flight {
             let mut free = cap.saturating_sub(self.robots_in_flight);
             while free > 0 {
                 let Some((ready, id)) = self.robots_waiting.pop_front() else {
@@ -288,6 +285,7 @@ impl Scheduler {
     /// Earliest instant at which some host becomes ready (None if none will).
     pub(crate) fn next_ready_at(&self) -> Option<u64> {
         let robots_free = self
+            .cfg
             .max_robots_in_flight
             .is_none_or(|cap| self.robots_in_flight < cap);
         let waiting = self
