@@ -3,7 +3,8 @@
 //! (`views.rs`), the server with its connection limits and timeouts (`server.rs`), the
 //! stand-in that answers 503 while the store cannot be opened (`waiting.rs`), and the URL
 //! list format that `POST /v1/urls`, the spool and `frontierd submit` share (`url_list.rs`,
-//! `json_list.rs`); and its client (`client.rs`): one request at a time, the typed reads of
+//! `json_list.rs`); the daemon's counters at one instant as `/v1/stats` answers them
+//! (`stats.rs`); and its client (`client.rs`): one request at a time, the typed reads of
 //! `frontierd stats` and `hosts`, and a URL list of any size submitted in parts, two posted
 //! at a time, with the lines that went in named when one is refused (`client/submit.rs`);
 //! and the status page at `/` (`status_page.rs`, its files in `status/`, built in).
@@ -22,6 +23,7 @@ pub mod json_list;
 pub mod request;
 mod router;
 pub mod server;
+pub mod stats;
 pub mod status_page;
 pub mod url_list;
 pub mod views;

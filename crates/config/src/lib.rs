@@ -4,7 +4,8 @@
 //!
 //! Owns: the file's shape, its defaults, its checks (`Config::check` -> [`Settings`]), the
 //! warnings about what is allowed but probably not meant (`warnings.rs`), who may reach a
-//! listener (`exposure.rs`), and the translation into each library crate's own config.
+//! listener (`exposure.rs`), the log filter's directives (`log_filter.rs`), and the
+//! translation into each library crate's own config.
 //! Must never: start anything, open a socket or the store, read the clock, or log (the
 //! binary reports what the checks return).
 
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod log_filter;
 mod network;
 pub mod sitemaps;
 mod values;

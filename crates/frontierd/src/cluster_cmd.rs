@@ -12,21 +12,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use cluster::{
     ClusterSettings, ListPart, ListPublisher, ListRejection, ListSource, Publisher, Retrying,
-    ShardCounts,
 };
+use frontierd_cli::ClusterCommand;
 
 use crate::admin::submit::EXIT_REJECTED;
 use crate::url_list::{read_batch, LineReader};
-
-#[derive(clap::Subcommand)]
-pub enum ClusterCommand {
-    /// Shards, their owners and backlogs, and each node's rates, as the broker has them.
-    Status {
-        /// Configuration file with the [cluster] section (default: the embedded default).
-        #[arg(long)]
-        config: Option<std::path::PathBuf>,
-    },
-}
 
 /// The `[cluster]` settings of a configuration file, or exit status 2.
 fn cluster_settings(config: Option<&Path>) -> Result<(ClusterSettings, usize)> {
@@ -141,45 +131,8 @@ pub fn run(command: ClusterCommand) -> Result<ExitCode> {
         let shards = settings.shard_map.shards();
         let now = crate::daemon::shared::now_ms();
         let status = cluster::cluster_status(&js, shards).await?;
-        let mut out = String::new();
-        out.push_str(&format!(
-            "cluster: {shards} shards, broker {}\n\nshard  owner            pending  ack_pending  redelivered\n",
-            settings.nats_url
-        ));
-        for s in &status.shards {
-            let shard = s.shard;
-            let owner = match s.owners.as_slice() {
-                [] => "(none)".to_string(),
-                [one] => one.to_string(),
-                many => format!("CONFLICT:{}", many.join(",")),
-            };
-            match &s.counts {
-                ShardCounts::Consumer(b) => out.push_str(&format!(
-                    "{shard:<5}  {owner:<15}  {:>7}  {:>11}  {:>11}\n",
-                    b.pending, b.ack_pending, b.redelivered
-                )),
-                ShardCounts::Stored(stored) => out.push_str(&format!(
-                    "{shard:<5}  {owner:<15}  {stored:>7}  {:>11}  {:>11}\n",
-                    "-", "-"
-                )),
-            }
-        }
-        out.push_str("\nnode             seen_s_ago  connected  owned        urls_in/s  links_out/s  pages/s  outbox\n");
-        for n in &status.nodes {
-            let ago = now.saturating_sub(n.time_ms) as f64 / 1000.0;
-            out.push_str(&format!(
-                "{:<15}  {:>10.1}  {:>9}  {:<11}  {:>9.1}  {:>11.1}  {:>7.1}  {:>6}\n",
-                n.id,
-                ago,
-                n.connected,
-                n.owned_shards.as_deref().unwrap_or("?"),
-                n.urls_received_per_s,
-                n.links_published_per_s,
-                n.pages_per_s,
-                n.outbox,
-            ));
-        }
-        crate::stdout::out(&out)?;
+        let text = frontierd_cli::text::cluster_status(&status, shards, &settings.nats_url, now);
+        crate::stdout::out(&text)?;
         Ok(ExitCode::SUCCESS)
     })
 }

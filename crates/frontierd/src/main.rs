@@ -10,11 +10,9 @@ use frontierd_config as config;
 use frontierd_metrics as metrics;
 mod cluster_cmd;
 mod daemon;
-mod generate;
 mod grpc;
 mod internal_events;
 mod log_filter;
-mod robots_cmd;
 mod stdout;
 
 use std::path::{Path, PathBuf};
@@ -22,122 +20,28 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::Parser;
+use frontierd_cli::generate;
+use frontierd_cli::{ApiArgs, Cli, Command, ConfigCommand};
 
 use crate::stdout::{out, StdoutClosed};
-
-/// A politeness-aware crawler frontier daemon.
-#[derive(Parser)]
-#[command(name = "frontierd", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Check URLs against a robots.txt, or explain what it says to a crawler.
-    #[command(subcommand)]
-    Robots(robots_cmd::RobotsCommand),
-    /// Run the daemon (the embedded default configuration when --config is not given).
-    Run {
-        /// Configuration file (TOML).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// A file of URLs (one per line, # comments) submitted at start.
-        #[arg(long)]
-        seeds: Option<PathBuf>,
-    },
-    /// Configuration tools.
-    #[command(subcommand)]
-    Config(ConfigCommand),
-    /// Hand a URL list (FILE, or - for stdin) to a running daemon through its API.
-    ///
-    /// The list is read and sent in parts (10 000 lines or 4 MiB each), so a file of any size
-    /// goes through. Rejected lines are printed with their line numbers; progress is shown on
-    /// stderr when it is a terminal.
-    #[command(
-        after_help = "Exit status:\n  0  every line accepted, or already known                             (duplicate)\n  1  some lines rejected (listed on stdout)\n  2                              error: nothing, or only the lines named in the message, submitted"
-    )]
-    Submit {
-        /// A URL list: one URL per line, blank lines and # comments skipped.
-        file: String,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// Publish a URL list (FILE, or - for stdin) to the cluster's shard subjects ([cluster]).
-    #[command(
-        after_help = "Exit status:\n  0  every URL published (acknowledged by the broker)\n  1  some lines rejected (listed on stdout)\n  2  error: the message says which lines were published"
-    )]
-    Publish {
-        /// A URL list: one URL per line, blank lines and # comments skipped.
-        file: String,
-        /// Configuration file with the [cluster] section.
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Keep retrying URLs the broker did not acknowledge (and the streams, while a new
-        /// JetStream cluster elects its leaders) this long before giving up.
-        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
-        retry_for: Duration,
-    },
-    /// Multi-node tools ([cluster]).
-    #[command(subcommand)]
-    Cluster(cluster_cmd::ClusterCommand),
-    /// Show a running daemon's counters.
-    Stats {
-        /// Refresh every 2 seconds until interrupted.
-        #[arg(long)]
-        watch: bool,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// List hosts, or show one host in detail.
-    Hosts {
-        host: Option<String>,
-        /// Only hosts whose robots state is this (unknown, fresh, stale, 5xx-disallow, fallback).
-        #[arg(long)]
-        state: Option<String>,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// Show the IP groups instead: hosts sharing an address, its requests in flight and
-        /// next allowed time.
-        #[arg(long, conflicts_with_all = ["host", "state"])]
-        ip: bool,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-}
-
-#[derive(Subcommand)]
-enum ConfigCommand {
-    /// Check a configuration file without starting (exit 2 on any error).
-    Check { file: PathBuf },
-    /// Print the embedded default configuration.
-    Default,
-}
-
-#[derive(clap::Args)]
-struct ApiArgs {
-    /// Configuration file to read [admin] from (default: the embedded default).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Admin API address (overrides the configuration), e.g. 127.0.0.1:8470.
-    #[arg(long)]
-    admin: Option<String>,
-}
 
 /// mimalloc instead of glibc malloc: why, and its settings, in the heap crate (crates/heap).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // the packaging tools, outside the command line users see (generate.rs)
+    // the packaging tools, outside the command line users see (frontierd-cli's generate.rs)
     if let Some(tool) = generate::Tool::from_args() {
-        return exit_code(generate::run(tool, Cli::command()).and_then(print_paths));
+        return exit_code(
+            generate::run(tool)
+                .map_err(anyhow::Error::from)
+                .and_then(print_paths),
+        );
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Robots(command) => robots_cmd::run(command),
+        Command::Robots(command) => frontierd_cli::robots::run(command),
         Command::Run { config, seeds } => run(config.as_deref(), seeds),
         Command::Config(ConfigCommand::Check { file }) => {
             match config::Config::load(Some(&file)).and_then(|c| c.check(state_dir().as_deref())) {
@@ -169,7 +73,7 @@ fn main() -> ExitCode {
             limit,
             api,
             ..
-        } => client(api, move |t| admin::ip_groups::print(t, limit)),
+        } => client(api, move |t| admin::commands::ip_groups(t, limit)),
         Command::Hosts {
             host,
             state,
@@ -229,36 +133,29 @@ fn run(config_path: Option<&Path>, seeds: Option<PathBuf>) -> Result<ExitCode> {
 }
 
 fn init_logging(s: &config::Settings) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{fmt, reload, EnvFilter};
     let text = std::env::var(EnvFilter::DEFAULT_ENV)
         .ok()
         .filter(|t| EnvFilter::try_new(t).is_ok())
         .unwrap_or_else(|| format!("{},sled=warn", s.raw.log.level));
-    let filter = EnvFilter::new(&text);
-    let builder = tracing_subscriber::fmt()
+    // the filter is reloadable: url-frontier's SetLogLevel changes it (log_filter.rs)
+    let (filter, handle) = reload::Layer::new(EnvFilter::new(&text));
+    log_filter::install(
+        &text,
+        Box::new(move |f| handle.reload(f).map_err(|e| e.to_string())),
+    );
+    let lines = fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    // the filter is reloadable: url-frontier's SetLogLevel changes it (log_filter.rs)
-    if s.json_logs {
-        let builder = builder
-            .json()
-            .with_env_filter(filter)
-            .with_filter_reloading();
-        let handle = builder.reload_handle();
-        log_filter::install(
-            &text,
-            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string())),
-        );
-        builder.init();
-    } else {
-        let builder = builder.with_env_filter(filter).with_filter_reloading();
-        let handle = builder.reload_handle();
-        log_filter::install(
-            &text,
-            Box::new(move |f| handle.reload(f).map_err(|e| e.to_string())),
-        );
-        builder.init();
-    }
+    let lines = match s.json_logs {
+        true => lines.json().boxed(),
+        false => lines.boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .init();
 }
 
 fn client<F, Fut>(api: ApiArgs, f: F) -> Result<ExitCode>

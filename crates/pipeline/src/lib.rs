@@ -9,13 +9,15 @@
 //! Owns: when to lease and for how many workers, which worker gets an item, how
 //! completions are gathered into batches and applied (a batch that names an unknown lease
 //! applied one by one), and the order of a stop (no new leases, every completion sent
-//! applied). It reads the wall clock for the frontier's calls.
+//! applied), and when the crawl counts as drained for its announcement (drain.rs). It reads
+//! the wall clock for the frontier's calls.
 //!
 //! Must never: fetch, log or count on its own (what happens goes to the caller's
 //! [`Hooks`]), decide what a fetch outcome means (the caller hands outcomes in), or hand
 //! out an item other than through the frontier's `next_batch`.
 
 mod complete;
+pub mod drain;
 mod handoff;
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use frontierd_admin::client::{PartAnswered, Submission, Target};
+use frontierd_cli::text::SubmitTotals;
 
 /// Exit status when some lines were rejected (0: every line accepted or already known;
 /// 2: an error, see main.rs).
@@ -19,23 +20,12 @@ struct Progress {
     on_terminal: bool,
     started: Instant,
     shown_at: Option<Instant>,
-    lines: usize,
-    accepted: u64,
-    duplicate: u64,
-    rejected: u64,
+    totals: SubmitTotals,
 }
 
 impl Progress {
     fn line(&self) -> String {
-        let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        format!(
-            "{} lines sent, {} accepted, {} duplicate, {} rejected, {:.0} lines/s",
-            self.lines,
-            self.accepted,
-            self.duplicate,
-            self.rejected,
-            self.lines as f64 / secs
-        )
+        self.totals.progress(self.started.elapsed().as_secs_f64())
     }
 
     /// Redraw in place, at most 5 times a second.
@@ -72,10 +62,11 @@ fn report_answer(
     progress: &mut Progress,
     part: PartAnswered,
 ) -> Result<()> {
-    progress.lines += part.lines();
-    progress.accepted += part.answer.accepted;
-    progress.duplicate += part.answer.duplicate;
-    progress.rejected += part.answer.rejections.len() as u64;
+    let totals = &mut progress.totals;
+    totals.lines += part.lines();
+    totals.accepted += part.answer.accepted;
+    totals.duplicate += part.answer.duplicate;
+    totals.rejected += part.answer.rejections.len() as u64;
     if part.answer.rejections.is_empty() {
         return Ok(());
     }
@@ -98,10 +89,7 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
         on_terminal: std::io::stderr().is_terminal(),
         started: Instant::now(),
         shown_at: None,
-        lines: 0,
-        accepted: 0,
-        duplicate: 0,
-        rejected: 0,
+        totals: SubmitTotals::default(),
     };
     let mut submission = Submission::start(t, input, file);
     let mut stdout = std::io::stdout().lock();
@@ -119,13 +107,8 @@ pub async fn submit(t: Target, file: String) -> Result<ExitCode> {
         }
     }
     progress.finish();
-    writeln!(
-        stdout,
-        "accepted {}  duplicate {}  rejected {}",
-        progress.accepted, progress.duplicate, progress.rejected
-    )
-    .context("writing to stdout")?;
-    Ok(if progress.rejected > 0 {
+    writeln!(stdout, "{}", progress.totals.summary()).context("writing to stdout")?;
+    Ok(if progress.totals.rejected > 0 {
         ExitCode::from(EXIT_REJECTED)
     } else {
         ExitCode::SUCCESS

@@ -23,7 +23,6 @@ pub mod run;
 pub mod shared;
 pub mod signals;
 pub mod sitemaps;
-pub mod snapshot;
 pub mod stats;
 pub mod worker;
 

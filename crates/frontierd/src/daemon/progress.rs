@@ -8,6 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use frontierd_pipeline::drain::DrainAnnouncer;
+
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::lifecycle::{CrawlDrained, Progress};
 use crate::internal_events::InternalEvent;
@@ -15,28 +17,6 @@ use crate::internal_events::InternalEvent;
 /// How often the frontier is looked at. Cheap: the full count of queued URLs is redone
 /// only when the frontier's counters moved since the last count.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
-
-/// When to announce: `observe` says yes on the first drained observation after work
-/// arrived (the count of URLs that ever entered the queues moved).
-#[derive(Debug, Default)]
-struct Announcer {
-    /// `arrived` at the last announcement, while still drained.
-    announced: Option<u64>,
-}
-
-impl Announcer {
-    fn observe(&mut self, drained: bool, arrived: u64) -> bool {
-        if !drained {
-            self.announced = None;
-            return false;
-        }
-        if self.announced == Some(arrived) {
-            return false;
-        }
-        self.announced = Some(arrived);
-        true
-    }
-}
 
 /// Counters that move whenever a URL enters, leaves or changes state in a queue.
 fn activity(sh: &Shared) -> [u64; 8] {
@@ -67,7 +47,7 @@ fn is_drained(sh: &Shared) -> bool {
 pub async fn drain_watch(sh: Arc<Shared>) {
     let mut tick = tokio::time::interval(CHECK_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut announcer = Announcer::default();
+    let mut announcer = DrainAnnouncer::default();
     // (counters, workers busy) at the last full look, and what it found
     let mut last: Option<(([u64; 8], u64), bool)> = None;
     loop {
@@ -127,24 +107,5 @@ pub async fn stats_loop(sh: Arc<Shared>) {
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn announced_once_per_drain() {
-        let mut a = Announcer::default();
-        assert!(a.observe(true, 0), "drained at start");
-        assert!(!a.observe(true, 0));
-        assert!(!a.observe(false, 3), "work arrived");
-        assert!(!a.observe(false, 3));
-        assert!(a.observe(true, 3), "drained again");
-        assert!(!a.observe(true, 3));
-        // work that arrived and drained between two looks still counts
-        assert!(a.observe(true, 5));
-        assert!(!a.observe(true, 5));
     }
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 
 use frontier::QueueBreakdown;
 
-pub use crate::daemon::snapshot::{ClusterShards, Snapshot};
 use crate::metrics;
+pub use frontierd_admin::stats::{ClusterShards, Snapshot};
 
 /// The `class` labels of `page_fetches`, in the order the status page shows them.
 const PAGE_CLASSES: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "network", "refused"];

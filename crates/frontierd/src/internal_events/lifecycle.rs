@@ -77,7 +77,7 @@ impl InternalEvent for JournalCheckpointed {
 pub struct Progress<'a> {
     pub pages_per_s: f64,
     pub bytes_per_s: f64,
-    pub snapshot: &'a crate::daemon::snapshot::Snapshot,
+    pub snapshot: &'a frontierd_admin::stats::Snapshot,
 }
 
 impl InternalEvent for Progress<'_> {

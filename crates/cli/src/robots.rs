@@ -1,6 +1,6 @@
-//! `frontierd robots check|explain`: the robots.txt tools operators and other programs drive.
-//! What they say is robots-policy's ([`robots_policy::report`]); here, the arguments, the
-//! files read and the lines printed.
+//! `frontierd robots check|explain`: the robots.txt tools operators and other programs drive,
+//! whole (they need no daemon and no configuration). What they say is robots-policy's
+//! ([`robots_policy::report`]); here, the files read and the lines printed.
 //!
 //! The output of `check` is a contract: one line per URL (or per batch input line), starting
 //! with `allowed` or `disallowed`, or `error: <reason>` for a malformed batch line. Exit 0
@@ -8,50 +8,17 @@
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand};
+
+use crate::RobotsCommand;
 use robots_policy::report::{self, BatchChecker};
 use robots_policy::AgentPolicy;
 
-#[derive(Subcommand)]
-pub enum RobotsCommand {
-    /// Print `allowed` or `disallowed` for each URL.
-    Check(CheckArgs),
-    /// Show the group chosen for an agent, its rules in precedence order, crawl-delay,
-    /// sitemaps, and every ignored or repaired line with the reason.
-    Explain(ExplainArgs),
-}
-
-#[derive(Args)]
-pub struct CheckArgs {
-    /// The robots.txt file (its exact bytes are used).
-    #[arg(long, value_name = "FILE", required_unless_present = "batch")]
-    robots: Option<PathBuf>,
-    /// The crawler's product token, e.g. `googlebot`. Compared as given, like Google's library.
-    #[arg(long, value_name = "AGENT", required_unless_present = "batch")]
-    agent: Option<String>,
-    /// JSON Lines file (or `-` for standard input); each line holds `agent`, `url`, and
-    /// `robots` (text) or `robots_b64` (base64 of the exact bytes; wins over `robots`).
-    #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["robots", "agent", "urls"])]
-    batch: Option<PathBuf>,
-    /// URLs to check (already percent-encoded, as a crawler sends them).
-    #[arg(value_name = "URL", required_unless_present = "batch")]
-    urls: Vec<String>,
-}
-
-#[derive(Args)]
-pub struct ExplainArgs {
-    /// The robots.txt file.
-    #[arg(long, value_name = "FILE")]
-    robots: PathBuf,
-    /// The crawler's product token.
-    #[arg(long, value_name = "AGENT")]
-    agent: String,
-}
-
+/// Runs a `robots` subcommand: exit 0 whatever the verdicts, an error (exit 2 for the
+/// caller) when a file cannot be read or the arguments are wrong.
 pub fn run(command: RobotsCommand) -> Result<ExitCode> {
     match command {
         RobotsCommand::Check(args) => match args.batch {

@@ -1,5 +1,5 @@
-//! One [`Snapshot`] of every counter of the daemon, as `/v1/stats`, the progress line and
-//! `/metrics` read it (taken by `stats.rs`).
+//! One [`Snapshot`] of every counter of the daemon, as `/v1/stats` answers it and the
+//! daemon's progress line and `/metrics` read it (the daemon takes it: its `stats.rs`).
 
 use frontier::{FrontierStats, QueueBreakdown};
 

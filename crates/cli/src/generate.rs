@@ -4,20 +4,36 @@
 //! not commands: they have their own small parser (`Tool`), tried before `Cli` when the first
 //! argument names one, so they appear in no `--help`, manual page or completion.
 //!
-//! Why subcommands of the binary rather than a build script or an xtask-like example binary:
-//! the command line is clap derive in main.rs, over argument types of the binary's own
-//! modules (`robots_cmd`, `cluster_cmd`). A build script runs before that code is compiled,
-//! and an example cannot import a binary's modules: either would first need the whole `Cli`
-//! moved into a library crate (with `robots_cmd` and `cluster_cmd`, which are commands, not
-//! definitions), or a second copy of it that could drift. Here the pages and completions
-//! come from the very `clap::Command` the packaged binary parses, so they cannot describe
-//! another binary. The cost: about a hundred KiB of clap_mangen, roff and clap_complete in
-//! the binary. The same choice as `rg --generate man` (ripgrep) and `jj util mangen`.
+//! Why subcommands of the binary rather than a build script: the pages and completions come
+//! from the very `clap::Command` the packaged binary parses ([`crate::Cli`]), so they cannot
+//! describe another binary. The same choice as `rg --generate man` (ripgrep) and
+//! `jj util mangen`.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use clap_complete::Shell;
+
+/// A file or directory the generator could not write, with the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {}", path.display())]
+pub struct GenerateError {
+    /// What was being done (`creating`, `writing manual pages into`, ...).
+    pub what: String,
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+type Result<T> = std::result::Result<T, GenerateError>;
+
+/// Adds what was being done and where to an I/O error.
+fn at<T>(r: std::io::Result<T>, what: &str, path: &Path) -> Result<T> {
+    r.map_err(|source| GenerateError {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
 /// The packaging tools' command line (`frontierd generate-man DIR`, ...).
 #[derive(clap::Parser)]
@@ -42,8 +58,9 @@ impl Tool {
     }
 }
 
-/// Runs a tool over `cli`, the command line users see. Returns the files written.
-pub fn run(tool: Tool, cli: clap::Command) -> Result<Vec<PathBuf>> {
+/// Runs a tool over the command line users see ([`crate::Cli`]). Returns the files written.
+pub fn run(tool: Tool) -> Result<Vec<PathBuf>> {
+    let cli = <crate::Cli as clap::CommandFactory>::command();
     match tool {
         Tool::GenerateMan { dir } => man_pages(cli, &dir),
         Tool::GenerateCompletions { dir } => completions(cli, &dir),
@@ -54,9 +71,12 @@ pub fn run(tool: Tool, cli: clap::Command) -> Result<Vec<PathBuf>> {
 /// (`frontierd-run.1`, `frontierd-robots-check.1`, ...), into `dir` (created if missing).
 /// Returns the files written, sorted.
 pub fn man_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    clap_mangen::generate_to(cmd, dir)
-        .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+    at(std::fs::create_dir_all(dir), "creating", dir)?;
+    at(
+        clap_mangen::generate_to(cmd, dir),
+        "writing manual pages into",
+        dir,
+    )?;
     written(dir, |name| name.ends_with(".1"))
 }
 
@@ -68,11 +88,14 @@ const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 /// Writes the bash, zsh and fish completions for `frontierd` into `dir` (created if
 /// missing). Returns the files written.
 pub fn completions(mut cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    at(std::fs::create_dir_all(dir), "creating", dir)?;
     let mut files = Vec::new();
     for shell in SHELLS {
-        let file = clap_complete::generate_to(shell, &mut cmd, "frontierd", dir)
-            .with_context(|| format!("writing the {shell} completion into {}", dir.display()))?;
+        let file = at(
+            clap_complete::generate_to(shell, &mut cmd, "frontierd", dir),
+            &format!("writing the {shell} completion into"),
+            dir,
+        )?;
         files.push(file);
     }
     Ok(files)
@@ -80,8 +103,8 @@ pub fn completions(mut cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
 
 fn written(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
+    for entry in at(std::fs::read_dir(dir), "reading", dir)? {
+        let path = at(entry, "reading", dir)?.path();
         if path.file_name().and_then(|n| n.to_str()).is_some_and(&keep) {
             files.push(path);
         }
