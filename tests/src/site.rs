@@ -42,6 +42,20 @@ pub struct Req {
     pub nth: usize,
 }
 
+impl Req {
+    /// The node that made the request, `n` of a User-Agent `frontierd-n<n>/...` (the cluster
+    /// tests give each node its own product token); `usize::MAX` for any other.
+    pub fn node(&self) -> usize {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+            .and_then(|(_, v)| v.strip_prefix("frontierd-n"))
+            .and_then(|r| r.split('/').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX)
+    }
+}
+
 /// What the server does with a request.
 #[derive(Clone, Debug)]
 pub enum Reply {

@@ -65,17 +65,7 @@ impl ByNode {
     fn site(&self, handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Site {
         let log = self.clone();
         Site::start(move |req| {
-            let ua = req
-                .headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
-            let node = ua
-                .strip_prefix("frontierd-n")
-                .and_then(|r| r.split('/').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(usize::MAX);
+            let node = req.node();
             log.0
                 .lock()
                 .unwrap()

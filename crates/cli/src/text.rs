@@ -1,6 +1,9 @@
 //! What the client commands print, from the admin API's typed answers
 //! ([`frontierd_admin::answers`]) and the broker's ([`cluster::ClusterStatus`]): tables with
-//! aligned columns, the submission's progress line and totals. Pure: text in, text out.
+//! aligned columns, the submission's progress line and totals, the publisher's retries. Pure
+//! (text in, text out) but for the progress line, drawn on standard error.
+
+use std::time::{Duration, Instant};
 
 use frontierd_admin::answers::{HostsAnswer, IpGroupsAnswer};
 
@@ -230,6 +233,82 @@ impl SubmitTotals {
     }
 }
 
+/// `frontierd submit`'s counts, and its progress line on standard error when that is a
+/// terminal: redrawn in place at most five times a second, cleared before other output.
+#[derive(Debug)]
+pub struct Progress {
+    on_terminal: bool,
+    started: Instant,
+    shown_at: Option<Instant>,
+    totals: SubmitTotals,
+}
+
+impl Progress {
+    pub fn new(on_terminal: bool) -> Progress {
+        Progress {
+            on_terminal,
+            started: Instant::now(),
+            shown_at: None,
+            totals: SubmitTotals::default(),
+        }
+    }
+
+    /// One part answered: its lines, accepted, duplicate and rejected URLs.
+    pub fn count(&mut self, lines: usize, accepted: u64, duplicate: u64, rejected: usize) {
+        let t = &mut self.totals;
+        t.lines += lines;
+        t.accepted += accepted;
+        t.duplicate += duplicate;
+        t.rejected += rejected as u64;
+    }
+
+    pub fn totals(&self) -> &SubmitTotals {
+        &self.totals
+    }
+
+    fn line(&self) -> String {
+        self.totals.progress(self.started.elapsed().as_secs_f64())
+    }
+
+    /// Redraw in place, at most 5 times a second.
+    pub fn show(&mut self) {
+        let recent = self
+            .shown_at
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(200));
+        if self.on_terminal && !recent {
+            eprint!("\r\x1b[K{}", self.line());
+            self.shown_at = Some(Instant::now());
+        }
+    }
+
+    /// Clear the progress line (before other output).
+    pub fn clear(&mut self) {
+        if self.on_terminal && self.shown_at.take().is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
+
+    /// The last progress line, kept.
+    pub fn finish(&mut self) {
+        if self.on_terminal && self.shown_at.is_some() {
+            eprintln!("\r\x1b[K{}", self.line());
+        }
+    }
+}
+
+/// What `frontierd publish` and `cluster status` say while the cluster crate waits out a
+/// broker that is down or a publish not acknowledged.
+pub fn retrying(r: &cluster::Retrying<'_>) -> String {
+    match r {
+        cluster::Retrying::Broker { error, pause } => {
+            format!("frontierd: {error}; trying again in {pause:?}")
+        }
+        cluster::Retrying::Unacked { urls, error } => {
+            format!("frontierd: {urls} URL(s) not acknowledged ({error}); retrying")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,10 +338,13 @@ mod tests {
     }
 
     #[test]
-    fn stats_lines_keep_the_answer_order_and_align_values() {
+    fn stats_lines_align_values_and_show_null_as_a_dash() {
         let v: serde_json::Value =
             serde_json::from_str(r#"{"uptime_s": 3, "queued": 12, "cluster": null}"#).unwrap();
-        assert_eq!(stats(&v), "uptime_s  3\nqueued    12\ncluster   -\n");
+        let text = stats(&v);
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(lines, ["cluster   -", "queued    12", "uptime_s  3"]);
     }
 
     #[test]

@@ -20,8 +20,13 @@ pub struct ClusterConfig {
     pub nats_url: String,
     /// Shard count, fixed at cluster creation (1..=4096).
     pub shards: u32,
-    /// The shards this node owns, e.g. `"0-31,40"`.
+    /// The shards this node owns, e.g. `"0-31,40"`; `"auto"`: shard leases decide (each
+    /// live node takes its fair share, docs/cluster.md "Shard leases").
     pub owned_shards: String,
+    /// How long a shard lease lasts without renewal (leases only): a dead node's shards
+    /// are taken over this long after its last renewal.
+    #[serde(default = "default_lease_ttl_ms")]
+    pub lease_ttl_ms: u64,
     /// How long a delivered batch may stay unacknowledged before the broker redelivers it.
     #[serde(default = "default_ack_wait_ms")]
     pub ack_wait_ms: u64,
@@ -39,6 +44,9 @@ pub struct ClusterConfig {
 
 fn default_ack_wait_ms() -> u64 {
     30_000
+}
+fn default_lease_ttl_ms() -> u64 {
+    15_000
 }
 fn default_replicas() -> usize {
     1
@@ -80,7 +88,10 @@ pub struct ClusterSettings {
     pub node_id: String,
     pub nats_url: String,
     pub shard_map: ShardMap,
-    pub owned: ShardSet,
+    /// `owned_shards` as a fixed set; `None`: `"auto"`, shard leases.
+    pub owned: Option<ShardSet>,
+    /// `lease_ttl_ms` (leases only).
+    pub lease_ttl: Duration,
     pub ack_wait: Duration,
     pub replicas: usize,
     pub events_max_age: Duration,
@@ -101,6 +112,8 @@ pub enum ConfigError {
     Shards(ShardError),
     #[error("cluster.owned_shards {text:?}: {source}")]
     OwnedShards { text: String, source: ShardError },
+    #[error("cluster.lease_ttl_ms {0}: must be 3000..=600000 (3 s to 10 min)")]
+    LeaseTtl(u64),
     #[error("cluster.ack_wait_ms {0}: must be 1000..=43200000 (1 s to 12 h)")]
     AckWait(u64),
     #[error("cluster.replicas {0}: must be 1..=5")]
@@ -123,6 +136,7 @@ impl ClusterConfig {
             nats_url: nats_url.into(),
             shards,
             owned_shards: format!("0-{}", shards.saturating_sub(1)),
+            lease_ttl_ms: default_lease_ttl_ms(),
             ack_wait_ms: default_ack_wait_ms(),
             replicas: default_replicas(),
             events_max_age_s: default_events_max_age_s(),
@@ -154,12 +168,18 @@ impl ClusterConfig {
             }
         }
         let shard_map = ShardMap::new(self.shards, key_mode).map_err(ConfigError::Shards)?;
-        let owned = ShardSet::parse(&self.owned_shards, self.shards).map_err(|source| {
-            ConfigError::OwnedShards {
-                text: self.owned_shards.clone(),
-                source,
-            }
-        })?;
+        let owned = match self.owned_shards.trim() {
+            "auto" => None,
+            text => Some(ShardSet::parse(text, self.shards).map_err(|source| {
+                ConfigError::OwnedShards {
+                    text: self.owned_shards.clone(),
+                    source,
+                }
+            })?),
+        };
+        if !(3_000..=600_000).contains(&self.lease_ttl_ms) {
+            return Err(ConfigError::LeaseTtl(self.lease_ttl_ms));
+        }
         if !(1000..=43_200_000).contains(&self.ack_wait_ms) {
             return Err(ConfigError::AckWait(self.ack_wait_ms));
         }
@@ -193,6 +213,7 @@ impl ClusterConfig {
             nats_url: self.nats_url.clone(),
             shard_map,
             owned,
+            lease_ttl: Duration::from_millis(self.lease_ttl_ms),
             ack_wait: Duration::from_millis(self.ack_wait_ms),
             replicas: self.replicas,
             events_max_age: Duration::from_secs(self.events_max_age_s),
@@ -230,9 +251,13 @@ mod tests {
         let mut c = base();
         c.owned_shards = "0-31,40".into();
         let s = c.validate(PolitenessKeyMode::Host).unwrap();
-        assert_eq!(s.owned.len(), 33);
+        assert_eq!(s.owned.map(|o| o.len()), Some(33));
         assert_eq!(s.shard_map.shards(), 64);
         assert_eq!(s.ack_wait, Duration::from_secs(30));
+        c.owned_shards = "auto".into();
+        let s = c.validate(PolitenessKeyMode::Host).unwrap();
+        assert!(s.owned.is_none(), "auto: leases");
+        assert_eq!(s.lease_ttl, Duration::from_secs(15));
     }
 
     #[test]
@@ -248,6 +273,9 @@ mod tests {
         let mut c = base();
         c.shards = 0;
         assert!(err(c).starts_with("cluster.shards: shard count 0"));
+        let mut c = base();
+        c.lease_ttl_ms = 500;
+        assert!(err(c).starts_with("cluster.lease_ttl_ms 500"));
         let mut c = base();
         c.ack_wait_ms = 10;
         assert!(err(c).starts_with("cluster.ack_wait_ms 10"));

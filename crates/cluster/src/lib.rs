@@ -24,11 +24,16 @@
 mod broker;
 mod config;
 mod consume;
+mod handoff;
 mod intake;
+mod keeper;
+mod lease;
+mod lease_store;
 mod list;
 mod message;
 mod node;
 mod outbox;
+mod ownership;
 mod patience;
 mod publish;
 mod shard;
@@ -41,7 +46,11 @@ pub use broker::{
 };
 pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
+pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, SweepReport};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
+pub use keeper::{LeaseKeeper, RoundReport};
+pub use lease::{fair_share, plan as plan_leases, preference, LeasePlan, LeaseValue, Observed};
+pub use lease_store::{LeaseError, LeaseSnapshot, LeaseStore, LEASE_BUCKET};
 pub use list::{
     ListError, ListPart, ListPublisher, ListRejection, ListSource, PartPublished, Retrying,
     LIST_PART_URLS,
@@ -53,6 +62,7 @@ pub use node::{
     load, per_second, Backoff, BrokerPauses, Node, NodeError, NodeSettings, Paused, Resumed,
 };
 pub use outbox::{Oldest, Outbox, OutboxError, PUBLISH_BATCH};
+pub use ownership::Ownership;
 pub use patience::{connect_patiently, WaitError};
 pub use publish::{
     EventPublisher, PublishFailure, PublishReport, Publisher, DEFAULT_MAX_IN_FLIGHT,

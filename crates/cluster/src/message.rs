@@ -28,6 +28,15 @@ pub struct UrlRecord {
     pub via: Option<String>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hops: String,
+    /// Handed off by the shard's last holder (`"handoff": true`): queued by the new owner
+    /// even if its seen-set knows it (it may have held the shard before, and the URL was
+    /// never fetched since it left).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub handoff: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -42,6 +51,7 @@ impl UrlRecord {
             depth: 0,
             via: None,
             hops: String::new(),
+            handoff: false,
         }
     }
 }
@@ -65,6 +75,7 @@ impl From<frontier::EnqueueItem> for UrlRecord {
             depth: i.depth,
             via: i.via,
             hops: i.hops,
+            handoff: false,
         }
     }
 }
@@ -159,6 +170,7 @@ pub fn encode_batch(records: &[UrlRecord]) -> Vec<u8> {
 /// Append one record's line to `out`.
 pub fn encode_record(r: &UrlRecord, out: &mut Vec<u8>) {
     let plain = r.depth == 0
+        && !r.handoff
         && r.via.is_none()
         && r.hops.is_empty()
         && !r.url.is_empty()
@@ -195,7 +207,8 @@ mod tests {
                     url: "http://b.test/x".into(),
                     depth: 2,
                     via: Some("http://a.test/".into()),
-                    hops: "LL".into()
+                    hops: "LL".into(),
+                    handoff: false,
                 },
                 UrlRecord::seed("http://c.test/"),
             ]
@@ -237,6 +250,7 @@ mod tests {
             depth: 3,
             via: Some("http://v.test/".into()),
             hops: "LLR".into(),
+            handoff: false,
         };
         let item: frontier::EnqueueItem = r.clone().into();
         assert_eq!((item.depth, item.hops.as_str()), (3, "LLR"));
@@ -249,13 +263,15 @@ mod tests {
             0u32..5,
             proptest::option::of("\\PC{0,20}"),
             "[LRE]{0,4}",
+            any::<bool>(),
         )
             .prop_filter("url not blank", |(u, ..)| !u.trim().is_empty())
-            .prop_map(|(url, depth, via, hops)| UrlRecord {
+            .prop_map(|(url, depth, via, hops, handoff)| UrlRecord {
                 url,
                 depth,
                 via,
                 hops,
+                handoff,
             })
     }
 

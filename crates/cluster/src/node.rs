@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::broker::{connect_in_background, jetstream, reconnect_delay};
 use crate::{
-    BrokerError, ClusterSettings, ConnectionState, JetStream, Outbox, OutboxError, Publisher,
+    BrokerError, ClusterSettings, ConnectionState, JetStream, LeaseKeeper, Outbox, OutboxError,
+    Ownership, Publisher,
 };
 
 /// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
@@ -31,6 +32,10 @@ pub struct NodeSettings {
     pub publish_events: bool,
     /// How often this node publishes its status.
     pub status_interval: Duration,
+    /// With shard leases: how long this node waits before its first request to a host of a
+    /// shard whose lease ran out (its old holder may still have had a request in flight):
+    /// the fetch timeout plus the longest gap.
+    pub takeover_hold: Duration,
 }
 
 /// The node could not be opened.
@@ -51,6 +56,12 @@ pub struct Node {
     pub connection: Arc<ConnectionState>,
     pub publisher: Publisher,
     pub outbox: Outbox,
+    /// The shards this node holds now (fixed by `owned_shards`, or leased), and the dispatch
+    /// gate over their hosts.
+    pub ownership: Arc<Ownership>,
+    /// The shard leases (`owned_shards = "auto"`), once the lease buckets are open: run by
+    /// the daemon's lease task, and at its stop to hand everything off.
+    pub keeper: tokio::sync::Mutex<Option<LeaseKeeper>>,
     /// Links were written to the outbox: publish them now.
     pub outbox_kick: Notify,
     max_url_len: usize,
@@ -82,6 +93,11 @@ impl Node {
             .map_err(NodeError::Connect)?;
         let js = jetstream(client);
         let publisher = Publisher::new(js.clone(), settings.lib.shard_map, max_url_len);
+        let map = settings.lib.shard_map;
+        let ownership = Arc::new(match &settings.lib.owned {
+            Some(owned) => Ownership::fixed(map, owned),
+            None => Ownership::leased(map),
+        });
         let (events, events_rx) = match settings.publish_events {
             true => {
                 let (tx, rx) = mpsc::channel(EVENT_BUFFER);
@@ -95,6 +111,8 @@ impl Node {
             connection,
             publisher,
             outbox,
+            ownership,
+            keeper: tokio::sync::Mutex::new(None),
             outbox_kick: Notify::new(),
             max_url_len,
             events,
@@ -110,14 +128,14 @@ impl Node {
         &self.settings.lib.node_id
     }
 
-    /// Whether this node owns the shard of `url`; a URL without a shard (it does not
+    /// Whether this node holds the shard of `url` now; a URL without a shard (it does not
     /// canonicalize) counts as ours, so the frontier refuses and reports it as it always did.
     pub fn owns_url(&self, url: &str) -> bool {
         self.settings
             .lib
             .shard_map
             .shard_of_url(url, self.max_url_len)
-            .map_or(true, |shard| self.settings.lib.owned.contains(shard))
+            .map_or(true, |shard| self.ownership.holds(shard))
     }
 
     /// Queue a crawl-log record for the events stream (never waits). False when it was

@@ -170,6 +170,7 @@ mod tests {
                 depth: 1,
                 via: Some("http://a.test/".into()),
                 hops: "L".into(),
+                handoff: false,
             })
             .collect();
         {

@@ -18,6 +18,7 @@ pub struct ClusterSection {
     pub nats_url: String,
     pub shards: u32,
     pub owned_shards: String,
+    pub lease_ttl: Dur,
     pub ack_wait_ms: u64,
     pub replicas: usize,
     pub events_max_age_s: u64,
@@ -40,7 +41,8 @@ impl Default for ClusterSection {
             node_id: lib.node_id,
             nats_url: lib.nats_url,
             shards: lib.shards,
-            owned_shards: lib.owned_shards,
+            owned_shards: "auto".into(),
+            lease_ttl: Dur(Duration::from_millis(lib.lease_ttl_ms)),
             ack_wait_ms: lib.ack_wait_ms,
             replicas: lib.replicas,
             events_max_age_s: lib.events_max_age_s,
@@ -65,6 +67,7 @@ impl ClusterSection {
             nats_url: self.nats_url.clone(),
             shards: self.shards,
             owned_shards: self.owned_shards.clone(),
+            lease_ttl_ms: self.lease_ttl.0.as_millis() as u64,
             ack_wait_ms: self.ack_wait_ms,
             replicas: self.replicas,
             events_max_age_s: self.events_max_age_s,
@@ -78,10 +81,12 @@ impl ClusterSection {
     pub fn check(
         &self,
         key_mode: frontier::PolitenessKeyMode,
+        takeover_hold: Duration,
     ) -> Result<Option<ClusterNodeSettings>, ConfigError> {
         if !self.enabled {
             return Ok(None);
         }
+        range_dur("cluster.lease_ttl", self.lease_ttl, 3_000, 600_000)?;
         range_dur(
             "cluster.status_interval",
             self.status_interval,
@@ -94,6 +99,7 @@ impl ClusterSection {
             intake_router: self.intake_router,
             publish_events: self.publish_events,
             status_interval: self.status_interval.0,
+            takeover_hold,
         }))
     }
 }
@@ -123,7 +129,7 @@ mod tests {
         )
         .unwrap();
         let c = s.cluster.unwrap();
-        assert_eq!(c.lib.owned.len(), 8);
+        assert_eq!(c.lib.owned.map(|o| o.len()), Some(8));
         assert_eq!(c.lib.shard_map.shards(), 16);
         assert_eq!(c.lib.ack_wait, std::time::Duration::from_secs(2));
         assert!(!c.intake_router);
@@ -149,7 +155,7 @@ mod tests {
         let s = check(text).unwrap();
         let c = s.cluster.unwrap();
         assert_eq!(c.lib.node_id, "node-1");
-        assert_eq!(c.lib.owned.len(), 22);
+        assert_eq!(c.lib.owned.map(|o| o.len()), Some(22));
         assert_eq!(c.lib.replicas, 3);
         assert_eq!(cluster::server_list(&c.lib.nats_url).len(), 3);
     }

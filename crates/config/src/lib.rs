@@ -440,10 +440,18 @@ impl Config {
             json_logs,
             grpc: grpc::check(c)?,
             sitemaps: self.sitemaps.check()?,
-            cluster: c.cluster.check(key_mode)?,
+            cluster: c.cluster.check(key_mode, takeover_hold(c))?,
             raw: self,
         })
     }
+}
+
+/// How long a node that took over a shard whose lease ran out waits before its first request
+/// to one of its hosts: the old holder may have sent a request just before its fence, which
+/// may last the fetch timeout, and the host is owed its longest gap after that.
+fn takeover_hold(c: &Config) -> Duration {
+    let p = &c.politeness;
+    c.fetch.total_timeout.0 + p.min_delay.0.max(p.max_crawl_delay.0)
 }
 
 /// Shortest `robots.freshness` the open web should get: a robots.txt is re-fetched at most

@@ -207,6 +207,13 @@ impl Frontier {
         self.inner.lock().sched.hold_after_restart(now_ms);
     }
 
+    /// From now on, ask `gate` whether a host may be visited at all before handing
+    /// anything of it out (None: no gate). A host the gate closes keeps its queue and its
+    /// politeness state and is asked again when the gate says.
+    pub fn set_dispatch_gate(&self, gate: Option<Arc<dyn crate::DispatchGate>>) {
+        self.inner.lock().sched.set_gate(gate);
+    }
+
     /// The store's first failed write, if one failed: nothing more can be made durable
     /// until it is opened again (see [`Store::write_failure`]).
     pub fn store_write_failure(&self) -> Option<String> {

@@ -490,7 +490,11 @@ impl Frontier {
 
     /// Take the entry at `seq` out of the host's queue for good (with its retry record, if
     /// any) and count it out of `queued`: what every way of ending an entry unserved shares.
-    fn discard_entry(batch: &mut Batch, (id, h): (u64, &mut HostMem), (seq, from): (u64, Source)) {
+    pub(crate) fn discard_entry(
+        batch: &mut Batch,
+        (id, h): (u64, &mut HostMem),
+        (seq, from): (u64, Source),
+    ) {
         h.consume(seq, from);
         if h.forget_retry(seq) {
             batch.del(keys::retry(id, seq));

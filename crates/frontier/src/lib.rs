@@ -31,6 +31,7 @@ mod error;
 pub mod events;
 mod external;
 mod gauges;
+mod hand_over;
 mod intake;
 mod lastmod;
 mod open;
@@ -64,6 +65,7 @@ pub use lastmod::LastmodResult;
 pub use resolve::ResolveRequest;
 pub use sched::aside::QueueBreakdown;
 pub use sched::failure::{FailureScope, NetworkFailure, PageOutcome};
+pub use sched::gate::DispatchGate;
 pub use sched::recrawl::{
     RecrawlConfig, RevisitRecord, UrlPattern, Validators, Visit, VisitOutcome,
 };

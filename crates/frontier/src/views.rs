@@ -256,6 +256,16 @@ impl Frontier {
     /// Every queued (not in flight) URL of a politeness key: in queue order, then those
     /// waiting out a retry back-off or set aside while their origin is held.
     pub fn queued_urls(&self, key: &str) -> Result<Vec<String>> {
+        Ok(self
+            .queued_entries(key)?
+            .into_iter()
+            .map(|e| e.url)
+            .collect())
+    }
+
+    /// [`Frontier::queued_urls`] with each URL's whole entry (depth, via, hops, kind,
+    /// attempts, recrawl record): what another frontier needs to queue it again.
+    pub fn queued_entries(&self, key: &str) -> Result<Vec<QueueEntry>> {
         let inner = self.inner.lock();
         let Some(h) = inner.sched.host_of_key(key) else {
             return Ok(Vec::new());
@@ -264,7 +274,7 @@ impl Frontier {
         let mut out = Vec::new();
         for &seq in &h.front {
             if let Some(b) = self.entry_bytes(id, h, seq)? {
-                out.push(QueueEntry::decode(&b)?.url);
+                out.push(QueueEntry::decode(&b)?);
             }
         }
         let head = h.rec.head_seq;
@@ -277,11 +287,11 @@ impl Frontier {
             };
             let seg = Segment::parse(&v)?;
             for i in head.saturating_sub(s.first)..u64::from(s.len) {
-                out.push(seg.entry(i as usize)?.url);
+                out.push(seg.entry(i as usize)?);
             }
         }
         for b in h.pending.from(head) {
-            out.push(QueueEntry::decode(b)?.url);
+            out.push(QueueEntry::decode(b)?);
         }
         // then the URLs waiting out their own retry back-off, and those of held origins
         let mut aside: Vec<u64> = h.delayed.iter().map(|d| d.seq).collect();
@@ -290,10 +300,25 @@ impl Frontier {
         }
         for seq in aside {
             if let Some(b) = self.entry_bytes(id, h, seq)? {
-                out.push(QueueEntry::decode(&b)?.url);
+                out.push(QueueEntry::decode(&b)?);
             }
         }
         Ok(out)
+    }
+
+    /// The politeness keys in memory that `pick` takes, with their records: every host
+    /// with URLs queued or in flight is in memory.
+    pub fn hosts_in_memory_where(
+        &self,
+        mut pick: impl FnMut(&str) -> bool,
+    ) -> Vec<(String, HostRecord)> {
+        let inner = self.inner.lock();
+        inner
+            .sched
+            .hosts()
+            .filter(|(_, h)| pick(&h.key))
+            .map(|(_, h)| (h.key.to_string(), h.rec))
+            .collect()
     }
 }
 

@@ -10,13 +10,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use cluster::{
-    ClusterSettings, ListPart, ListPublisher, ListRejection, ListSource, Publisher, Retrying,
-};
+use cluster::{ClusterSettings, ListPublisher, Publisher, Retrying};
+use frontierd_cli::list::UrlList;
 use frontierd_cli::ClusterCommand;
 
 use crate::admin::submit::EXIT_REJECTED;
-use crate::url_list::{read_batch, LineReader};
+use crate::url_list::LineReader;
 
 /// The `[cluster]` settings of a configuration file, or exit status 2.
 fn cluster_settings(config: Option<&Path>) -> Result<(ClusterSettings, usize)> {
@@ -44,38 +43,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// Say what the cluster crate waits out.
 fn show_retry(r: Retrying<'_>) {
-    match r {
-        Retrying::Broker { error, pause } => {
-            eprintln!("frontierd: {error}; trying again in {pause:?}")
-        }
-        Retrying::Unacked { urls, error } => {
-            eprintln!("frontierd: {urls} URL(s) not acknowledged ({error}); retrying")
-        }
-    }
-}
-
-/// A URL list in the admin API's format, read in parts for [`ListPublisher`].
-struct UrlList(LineReader<Box<dyn BufRead>>);
-
-impl ListSource for UrlList {
-    fn next_part(&mut self, max_urls: usize) -> std::io::Result<Option<ListPart>> {
-        let Some(batch) = read_batch(&mut self.0, max_urls)? else {
-            return Ok(None);
-        };
-        Ok(Some(ListPart {
-            urls: batch.urls,
-            rejected: batch
-                .rejected
-                .into_iter()
-                .map(|r| ListRejection {
-                    line: r.line,
-                    input: r.input,
-                    reason: r.reason,
-                })
-                .collect(),
-            last_line: self.0.lines_read(),
-        }))
-    }
+    eprintln!("{}", frontierd_cli::text::retrying(&r));
 }
 
 /// `frontierd publish FILE`: publish a URL list to the owners' shard subjects. Exit 0 when

@@ -29,10 +29,34 @@ pub struct ClusterMetrics {
     pub shard_ack_pending: Family<Labels, Gauge>,
     pub shard_redelivered: Family<Labels, Gauge>,
     pub task_errors: Family<Labels, Counter>,
+    pub shards_held: Gauge,
+    pub live_nodes: Gauge,
+    pub shard_changes: Family<Labels, Counter>,
+    pub handoff_urls: Counter,
 }
 
 impl ClusterMetrics {
     pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "cluster_shards_held",
+            "Shards this node holds now (owned_shards = \"auto\": its shard leases; otherwise its fixed owned_shards)",
+            self.shards_held.clone(),
+        );
+        r.register(
+            "cluster_live_nodes",
+            "Nodes in the lease bucket's member list at this node's last lease round (0 with fixed owned_shards)",
+            self.live_nodes.clone(),
+        );
+        r.register(
+            "cluster_shard_changes",
+            "Shard lease changes of this node, by change (gained, lost: another node took it or its lease ran out, released: handed off)",
+            self.shard_changes.clone(),
+        );
+        r.register(
+            "cluster_handoff_urls",
+            "Queued URLs of shards this node no longer holds handed to their next owners (published to their shard subjects, then deleted here)",
+            self.handoff_urls.clone(),
+        );
         r.register(
             "cluster_broker_connected",
             "1 while this node's NATS connection is up, 0 while it is down or [cluster] is off",

@@ -14,6 +14,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 
 use crate::config::FrontierConfig;
+use crate::sched::gate::DispatchGate;
 use crate::sched::hosts::{self, HostMem, ReadyHeap};
 use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits};
 use crate::sched::lease::LeaseClock;
@@ -50,6 +51,8 @@ pub(crate) struct Scheduler {
     /// Set by [`Scheduler::hold_after_restart`]: hosts that come into memory later are held
     /// for their gap from this time too.
     restart_hold_from_ms: Option<u64>,
+    /// Whether a host may be handed out at all (a cluster node's shard leases).
+    gate: Option<Arc<dyn DispatchGate>>,
     /// The limits and the gap's rule (`max_in_flight_per_host`, `max_robots_in_flight`, ...).
     cfg: FrontierConfig,
 }
@@ -86,6 +89,7 @@ impl Scheduler {
                 delay_ms: cfg.ip_delay_ms,
             }),
             restart_hold_from_ms: None,
+            gate: None,
             cfg: cfg.clone(),
         }
     }
@@ -240,6 +244,13 @@ impl Scheduler {
             self.heap.pop();
             let ip = match self.hosts.get_mut(&id) {
                 Some(h) if h.scheduled == Some(ready) => {
+                    if let Some(wait) = self.gate.as_ref().and_then(|g| g.closed_for(&h.key)) {
+                        // not this node's to fetch now: its place, later (politeness untouched)
+                        let at = now_ms.saturating_add(wait.max(1));
+                        h.scheduled = Some(at);
+                        self.heap.push(Reverse((at, id)));
+                        continue;
+                    }
                     if let Some(accept) = accept.as_mut() {
                         if !accept(&h.key) {
                             h.scheduled = None;
@@ -559,6 +570,13 @@ impl Scheduler {
     /// Times a host waited for its address.
     pub(crate) fn ip_waits(&self) -> u64 {
         self.ip_groups.waits
+    }
+
+    // ------------------------------------------------------------------- gate
+
+    /// From now on, ask `gate` before visiting a host (None: no gate).
+    pub(crate) fn set_gate(&mut self, gate: Option<Arc<dyn DispatchGate>>) {
+        self.gate = gate;
     }
 
     // ---------------------------------------------------------------- restart

@@ -51,6 +51,7 @@ pub async fn submit_batch(sh: &Arc<Shared>, batch: Batch) -> Result<Tally> {
             lines,
             refused: batch.rejected,
             log_rejects: true,
+            again: false,
         })
         .await?;
     Ok(Tally {

@@ -26,6 +26,9 @@ pub struct Offer {
     /// Whether rejections get crawl-log lines: URLs someone submitted do (their lines say
     /// seed); a page's links and a sitemap's entries are counted only.
     pub log_rejects: bool,
+    /// Queued even if seen: URLs another node handed off with their shard (this node may
+    /// have held the shard before; they were not fetched since).
+    pub again: bool,
 }
 
 impl Offer {
@@ -36,6 +39,7 @@ impl Offer {
             lines: Vec::new(),
             refused: Vec::new(),
             log_rejects: true,
+            again: false,
         }
     }
 
@@ -58,6 +62,7 @@ impl Shared {
             lines,
             refused,
             log_rejects,
+            again,
         } = offer;
         // a sitemap is refetched on its own interval, so its lastmod changes are seen
         crawl::sitemap::apply_refetch_interval(
@@ -66,7 +71,10 @@ impl Shared {
         );
         let sh = self.clone();
         let (items, results) = tokio::task::spawn_blocking(move || {
-            let results = sh.frontier.enqueue_items(&items, now_ms());
+            let results = match again {
+                true => sh.frontier.enqueue_again(&items, now_ms()),
+                false => sh.frontier.enqueue_items(&items, now_ms()),
+            };
             (items, results)
         })
         .await

@@ -63,6 +63,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     };
     if let Some(node) = &cluster {
         ClusterJoined { node }.emit(&metrics);
+        if !node.ownership.is_fixed() {
+            // shard leases: nothing is dispatched for a shard before this node holds it
+            frontier.set_dispatch_gate(Some(node.ownership.clone()));
+        }
     }
 
     let opened = Opened {
@@ -425,6 +429,10 @@ async fn stop(
     // every completion the workers sent is applied (and flushed) before the store closes
     pipeline_tasks.finish(&shared.pipeline).await;
     shared.drain_events();
+    if let Some(node) = &shared.cluster {
+        // shard leases: the next owners take this node's shards and queued URLs at once
+        crate::daemon::cluster::leases::hand_off_at_stop(&shared, node).await;
+    }
     if let Some(t) = grpc_task {
         t.abort();
     }

@@ -249,6 +249,11 @@ pub enum ClusterTaskError<'a> {
     OutboxRemove { error: &'a dyn Display },
     /// A blocking outbox task died.
     OutboxTask { error: &'a dyn Display },
+    /// The lease bucket was made for another lease TTL: the node stops.
+    LeaseTtlMismatch { error: &'a dyn Display },
+    /// Queued URLs of shards not held could not be handed off (they stay here; the next
+    /// sweep tries again).
+    HandOff { error: &'a dyn Display },
 }
 
 impl ClusterTaskError<'_> {
@@ -260,6 +265,8 @@ impl ClusterTaskError<'_> {
             ClusterTaskError::OutboxRead { .. } => "outbox-read",
             ClusterTaskError::OutboxRemove { .. } => "outbox-remove",
             ClusterTaskError::OutboxTask { .. } => "outbox-task",
+            ClusterTaskError::LeaseTtlMismatch { .. } => "lease-ttl-mismatch",
+            ClusterTaskError::HandOff { .. } => "handoff",
         }
     }
 }
@@ -287,6 +294,12 @@ impl InternalEvent for ClusterTaskError<'_> {
             ClusterTaskError::OutboxTask { error } => {
                 tracing::error!(error = %error, "cluster outbox task failed")
             }
+            ClusterTaskError::LeaseTtlMismatch { error } => {
+                tracing::error!(error = %error, "cluster.lease_ttl does not match the cluster: stopping")
+            }
+            ClusterTaskError::HandOff { error } => tracing::error!(
+                error = %error, "handing off queued URLs failed; they stay here and are tried again"
+            ),
         }
         m.cluster
             .task_errors
@@ -347,15 +360,97 @@ pub struct ClusterJoined<'a> {
 }
 
 impl InternalEvent for ClusterJoined<'_> {
-    fn emit(self, _: &Metrics) {
+    fn emit(self, m: &Metrics) {
         let s = &self.node.settings.lib;
+        m.cluster
+            .shards_held
+            .set(self.node.ownership.held().len() as i64);
         tracing::info!(
             node = %s.node_id,
             nats = %s.nats_url,
             shards = s.shard_map.shards(),
-            owned = s.owned.len(),
+            owned = %s.owned.as_ref().map_or("auto (shard leases)".to_string(), |o| o.to_string()),
             outbox = self.node.outbox.len(),
             "cluster mode"
         );
+    }
+}
+
+/// A lease round changed this node's shards (`owned_shards = "auto"`).
+pub struct ShardLeases<'a> {
+    pub report: &'a cluster::RoundReport,
+    /// What the node holds after the round.
+    pub ownership: &'a cluster::Ownership,
+}
+
+impl InternalEvent for ShardLeases<'_> {
+    fn emit(self, m: &Metrics) {
+        let (r, c, held) = (self.report, &m.cluster, self.ownership.held_text());
+        c.shards_held.set(self.ownership.held().len() as i64);
+        c.live_nodes.set(r.live as i64);
+        if !r.lost.is_empty() {
+            tracing::warn!(lost = ?r.lost, %held, "shard lost: another node holds it, or its lease ran out");
+        }
+        if !(r.gained.is_empty() && r.lost.is_empty() && r.to_release.is_empty()) {
+            let gained: Vec<String> = r
+                .gained
+                .iter()
+                .map(|(s, hold)| format!("{s} (hold {} ms)", hold.as_millis()))
+                .collect();
+            tracing::info!(
+                gained = ?gained, lost = ?r.lost, handing_off = ?r.to_release,
+                %held, live_nodes = r.live,
+                "shard leases changed"
+            );
+        }
+        if let Some(error) = &r.error {
+            tracing::warn!(error = %error, "a shard lease write failed (retried next round)");
+        }
+        for (change, n) in [("gained", r.gained.len()), ("lost", r.lost.len())] {
+            c.shard_changes
+                .get_or_create(&label("change", change))
+                .inc_by(n as u64);
+        }
+    }
+}
+
+/// A shard handed off (its queued URLs with the next owners) was released.
+pub struct ShardReleased {
+    pub shard: u32,
+    pub hold: Duration,
+}
+
+impl InternalEvent for ShardReleased {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            shard = self.shard,
+            hold_ms = self.hold.as_millis() as u64,
+            "shard released to the next owner"
+        );
+        m.cluster
+            .shard_changes
+            .get_or_create(&label("change", "released"))
+            .inc();
+    }
+}
+
+/// Queued URLs of shards this node no longer holds went to their next owners.
+pub struct UrlsHandedOff<'a> {
+    pub handoff: &'a cluster::HandOff,
+}
+
+impl InternalEvent for UrlsHandedOff<'_> {
+    fn emit(self, m: &Metrics) {
+        let h = self.handoff;
+        if h.hosts > 0 {
+            tracing::info!(
+                hosts = h.hosts,
+                urls = h.urls,
+                busy_hosts = h.busy_hosts,
+                hold_ms = h.hold.as_millis() as u64,
+                "queued URLs handed off"
+            );
+        }
+        m.cluster.handoff_urls.inc_by(h.urls as u64);
     }
 }

@@ -64,6 +64,7 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
         }
         let source = format!("shard {shard}");
         let mut items: Vec<EnqueueItem> = Vec::new();
+        let mut handed: Vec<EnqueueItem> = Vec::new();
         let mut redeliveries = 0;
         for d in &deliveries {
             for rejected in &d.batch.rejected {
@@ -77,11 +78,25 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
             if d.is_redelivery() {
                 redeliveries += 1;
             }
-            items.extend(d.batch.records.iter().cloned().map(EnqueueItem::from));
+            for r in &d.batch.records {
+                let to = if r.handoff { &mut handed } else { &mut items };
+                to.push(EnqueueItem::from(r.clone()));
+            }
         }
-        let urls = items.len() as u64;
+        let urls = (items.len() + handed.len()) as u64;
         // durable on return; rejected URLs are counted and written to the crawl log
-        if let Err(e) = sh.offer(Offer::submitted(items)).await {
+        let mut offered = Ok(());
+        if !handed.is_empty() {
+            let again = Offer {
+                again: true,
+                ..Offer::submitted(handed)
+            };
+            offered = sh.offer(again).await.map(|_| ());
+        }
+        if offered.is_ok() {
+            offered = sh.offer(Offer::submitted(items)).await.map(|_| ());
+        }
+        if let Err(e) = offered {
             // not acknowledged: the messages come back after the ack wait
             let error = format!("{e:#}");
             ClusterTaskError::ShardCommit {

@@ -4,6 +4,8 @@
 //!
 //! - intake.rs: one task per owned shard (take messages, commit their URLs to the frontier,
 //!   then acknowledge), and the intake router
+//! - leases.rs: `owned_shards = "auto"`: the shard lease rounds, a consumer per shard held,
+//!   the hand-off of shards given up and of everything at the stop
 //! - this node (settings, connection, publisher, the durable outbox of links other nodes
 //!   own, events queue) and the `Backoff` of its tasks: the cluster crate's `Node`
 //! - status.rs: this node's published status, the shard gauges, crawl-log events
@@ -13,6 +15,7 @@
 //! local crawl.
 
 pub mod intake;
+pub mod leases;
 pub mod status;
 
 use std::sync::atomic::Ordering;
@@ -93,8 +96,15 @@ pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
         }
         backoff.ok(&BrokerReports(&sh.metrics));
         StreamsReady.emit(&sh.metrics);
-        for shard in node.settings.lib.owned.iter() {
-            tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard));
+        match &node.settings.lib.owned {
+            Some(owned) => {
+                for shard in owned.iter() {
+                    tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard));
+                }
+            }
+            None => {
+                tasks.spawn(leases::lease_loop(sh.clone(), node.clone()));
+            }
         }
         if node.settings.intake_router {
             tasks.spawn(intake::router_loop(sh.clone(), node.clone()));

@@ -66,7 +66,7 @@ pub async fn status_loop(sh: Arc<Shared>, node: Arc<Node>) {
             "node_id": node.node_id(),
             "time_ms": now_ms(),
             "shards": node.settings.lib.shard_map.shards(),
-            "owned_shards": sh.settings.raw.cluster.owned_shards,
+            "owned_shards": node.ownership.held_text(),
             "connected": node.connection.is_connected(),
             "outbox": node.outbox.len(),
             "urls_received": received,
@@ -88,7 +88,7 @@ pub async fn status_loop(sh: Arc<Shared>, node: Arc<Node>) {
             Ok(()) => backoff.ok(&BrokerReports(m)),
             Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
-        for shard in node.settings.lib.owned.iter() {
+        for shard in node.ownership.held() {
             let label = vec![("shard".to_string(), shard.to_string())];
             if let Ok(Some(b)) = cluster::shard_backlog(&node.js, shard).await {
                 let c = &m.cluster;

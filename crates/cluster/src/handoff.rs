@@ -1,0 +1,257 @@
+//! A shard's queued URLs handed to its next owner: the hosts of shards this node no longer
+//! holds (given up, lost, or released at a stop) have their queued URLs published to their
+//! shard subjects (marked `handoff`, so the next owner queues them even if its seen-set knows
+//! them), and only once the broker acknowledged them are they taken out of the frontier
+//! here (`Frontier::take_queued`). A host with a request in flight waits for the next sweep
+//! (its outcome may queue a retry). A crash between the publish and the take publishes them
+//! again at the next sweep; `handoff` URLs are queued even when seen, so such a URL may be
+//! fetched twice (at least once, never lost).
+//!
+//! Also the wait the next owner owes these hosts: the longest of their next-allowed times
+//! (gap, crawl-delay, back-off) from now, so a clean move never makes a host's gap shorter.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use frontier::Frontier;
+
+use crate::keeper::LeaseKeeper;
+use crate::message::UrlRecord;
+use crate::ownership::Ownership;
+use crate::publish::{PublishFailure, Publisher};
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HandOff {
+    /// Hosts whose queued URLs went to their shards' next owners.
+    pub hosts: usize,
+    /// URLs published (acknowledged) and deleted here.
+    pub urls: usize,
+    /// Hosts left for the next sweep: a request of theirs is in flight.
+    pub busy_hosts: usize,
+    /// The longest wait any handed-off host still had (its next-allowed time from now).
+    pub hold: Duration,
+}
+
+/// A sweep that could not finish; nothing unacknowledged was deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum HandOffError {
+    #[error("reading the queues of {key}: {source}")]
+    Frontier {
+        key: String,
+        source: frontier::FrontierError,
+    },
+    #[error("handing off {hosts} host(s): {source}")]
+    Publish {
+        hosts: usize,
+        source: Box<PublishFailure>,
+    },
+    #[error("hand-off task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Hand off every host in memory whose shard `ownership` does not hold and that `pick`
+/// takes (by shard). `now_ms`: the frontier's clock (unix ms).
+pub async fn hand_off(
+    frontier: &Arc<Frontier>,
+    publisher: &Publisher,
+    ownership: &Arc<Ownership>,
+    pick: impl Fn(u32) -> bool + Send + 'static,
+    now_ms: u64,
+) -> Result<HandOff, HandOffError> {
+    let (f, o) = (frontier.clone(), ownership.clone());
+    // the hosts and their queued entries, read off the runtime threads
+    let (mut out, hosts) = tokio::task::spawn_blocking(move || {
+        let map = o.shard_map();
+        let mut out = HandOff::default();
+        let mut hosts: Vec<(String, Vec<UrlRecord>)> = Vec::new();
+        let candidates = f.hosts_in_memory_where(|key| {
+            let s = map.shard_of_key(key);
+            !o.holds(s) && pick(s)
+        });
+        for (key, rec) in &candidates {
+            let (key, rec) = (key.clone(), *rec);
+            if rec.in_flight > 0 {
+                out.busy_hosts += 1;
+                continue;
+            }
+            let entries = f
+                .queued_entries(&key)
+                .map_err(|source| HandOffError::Frontier {
+                    key: key.clone(),
+                    source,
+                })?;
+            let wait = rec
+                .next_allowed_ms
+                .max(rec.backoff_until_ms)
+                .saturating_sub(now_ms);
+            out.hold = out.hold.max(Duration::from_millis(wait));
+            let records = entries
+                .into_iter()
+                .map(|e| UrlRecord {
+                    url: e.url,
+                    depth: e.depth,
+                    via: e.via,
+                    hops: e.hops,
+                    handoff: true,
+                })
+                .collect();
+            hosts.push((key, records));
+        }
+        Ok::<_, HandOffError>((out, hosts))
+    })
+    .await??;
+    if hosts.is_empty() {
+        return Ok(out);
+    }
+    let records: Vec<UrlRecord> = hosts.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
+    let published =
+        publisher
+            .publish(records.clone())
+            .await
+            .map_err(|source| HandOffError::Publish {
+                hosts: hosts.len(),
+                source: Box::new(source),
+            })?;
+    out.urls = published.published;
+    out.hosts = hosts.len();
+    // acknowledged: now they go from here. Anything taken that was not published (it
+    // cannot have arrived for a shard not held, but if it did) is queued here again, for
+    // the next sweep.
+    let published: std::collections::HashSet<String> = records.into_iter().map(|r| r.url).collect();
+    let f = frontier.clone();
+    tokio::task::spawn_blocking(move || {
+        for (key, _) in &hosts {
+            let taken = f
+                .take_queued(key)
+                .map_err(|source| HandOffError::Frontier {
+                    key: key.clone(),
+                    source,
+                })?;
+            let back: Vec<frontier::EnqueueItem> = taken
+                .into_iter()
+                .filter(|e| !published.contains(&e.url))
+                .map(|e| UrlRecord {
+                    url: e.url,
+                    depth: e.depth,
+                    via: e.via,
+                    hops: e.hops,
+                    handoff: true,
+                })
+                .map(frontier::EnqueueItem::from)
+                .collect();
+            if !back.is_empty() {
+                f.enqueue_again(&back, now_ms)
+                    .map_err(|source| HandOffError::Frontier {
+                        key: key.clone(),
+                        source,
+                    })?;
+            }
+        }
+        Ok::<_, HandOffError>(())
+    })
+    .await??;
+    Ok(out)
+}
+
+/// What [`Handoffs::sweep`] or [`hand_off_all`] did.
+#[derive(Debug, Default)]
+pub struct SweepReport {
+    /// Each hand-off that moved URLs (or left busy hosts for later).
+    pub handoffs: Vec<HandOff>,
+    /// Shards released, each with the hold its next owner waits.
+    pub released: Vec<(u32, Duration)>,
+    /// What failed (retried at the next sweep; at the stop, the leases run out instead).
+    pub errors: Vec<String>,
+}
+
+impl SweepReport {
+    fn note(&mut self, h: Result<HandOff, HandOffError>) -> Option<HandOff> {
+        match h {
+            Ok(h) => {
+                if h.hosts > 0 || h.busy_hosts > 0 {
+                    self.handoffs.push(h.clone());
+                }
+                Some(h)
+            }
+            Err(e) => {
+                self.errors.push(e.to_string());
+                None
+            }
+        }
+    }
+}
+
+/// Shards given up and not yet released, each with the longest wait its hosts were owed.
+#[derive(Debug, Default)]
+pub struct Handoffs {
+    releasing: BTreeMap<u32, Duration>,
+}
+
+impl Handoffs {
+    /// Shards the keeper's round gave up: hand them off from the next sweep on.
+    pub fn give_up(&mut self, shards: &[u32]) {
+        self.releasing
+            .extend(shards.iter().map(|&s| (s, Duration::ZERO)));
+    }
+
+    /// One sweep: the hosts of shards lost without a hand-off go to their current owners;
+    /// each shard given up is released once none of its hosts is left here.
+    pub async fn sweep(
+        &mut self,
+        frontier: &Arc<Frontier>,
+        publisher: &Publisher,
+        keeper: &mut LeaseKeeper,
+        now_ms: u64,
+    ) -> SweepReport {
+        let mut report = SweepReport::default();
+        let ownership = keeper.ownership();
+        let giving_up: Vec<u32> = self.releasing.keys().copied().collect();
+        let others = move |s: u32| !giving_up.contains(&s);
+        report.note(hand_off(frontier, publisher, &ownership, others, now_ms).await);
+        for (shard, hold) in self.releasing.clone() {
+            let one = move |s: u32| s == shard;
+            let h = hand_off(frontier, publisher, &ownership, one, now_ms).await;
+            let Some(h) = report.note(h) else { continue };
+            let hold = hold.max(h.hold);
+            if h.busy_hosts > 0 {
+                self.releasing.insert(shard, hold);
+                continue;
+            }
+            self.releasing.remove(&shard);
+            // on failure the lease runs out instead: the next owner waits its takeover hold
+            match keeper.release(shard, hold).await {
+                Ok(()) => report.released.push((shard, hold)),
+                Err(e) => report.errors.push(e.to_string()),
+            }
+        }
+        report
+    }
+}
+
+/// The stop, after the last completion: every shard closed, handed off and released, and
+/// this node out of the member list, so the others take its shards at once.
+pub async fn hand_off_all(
+    frontier: &Arc<Frontier>,
+    publisher: &Publisher,
+    mut keeper: LeaseKeeper,
+    now_ms: u64,
+) -> SweepReport {
+    let mut report = SweepReport::default();
+    let shards = keeper.release_all();
+    let ownership = keeper.ownership();
+    let h = report.note(hand_off(frontier, publisher, &ownership, |_| true, now_ms).await);
+    if let Some(h) = h.filter(|h| h.busy_hosts == 0) {
+        for shard in shards {
+            match keeper.release(shard, h.hold).await {
+                Ok(()) => report.released.push((shard, h.hold)),
+                Err(e) => report.errors.push(e.to_string()),
+            }
+        }
+    }
+    if let Err(e) = keeper.leave().await {
+        report.errors.push(e.to_string());
+    }
+    report
+}

@@ -1,0 +1,150 @@
+//! A host's queued URLs taken out of this frontier, for another frontier to queue them (a
+//! cluster node giving a shard up): every queued entry, from the head on, returned ones,
+//! retries still waiting out their back-off and those set aside while their origin is held,
+//! consumed as a visit that discards it would, durably. Leased URLs (in flight) stay: their
+//! outcome comes back here. The host keeps its record (politeness, counters) and its place in
+//! the seen-set.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::store::codec::QueueEntry;
+use crate::store::Batch;
+use crate::Frontier;
+
+impl Frontier {
+    /// Take every queued URL of politeness key `key` out of the frontier (durable on
+    /// return); returns their entries, in queue order as far as the queue has one.
+    pub fn take_queued(&self, key: &str) -> Result<Vec<QueueEntry>> {
+        let mut batch = Batch::new();
+        let mut dead = Vec::new();
+        let mut taken = Vec::new();
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let Some(id) = inner.sched.id_of(key) else {
+                return Ok(taken);
+            };
+            // what is set aside while its origin is held goes back to the front first
+            if let Some(h) = inner.sched.host_mut(id) {
+                let origins: Vec<Arc<str>> = h.parked.iter().map(|(o, _)| o.clone()).collect();
+                for origin in origins {
+                    h.recheck_parked(&origin, None, 0);
+                }
+            }
+            // u64::MAX: every retry counts as due, whatever its back-off
+            while let Some(h) = inner.sched.host_mut(id) {
+                let Some((seq, entry, from)) = self.head_entry(id, h, u64::MAX)? else {
+                    break;
+                };
+                Self::discard_entry(&mut batch, (id, h), (seq, from));
+                taken.push(entry);
+            }
+            inner
+                .settling()
+                .settle_hosts(vec![id], &mut batch, &mut dead);
+            inner.sched.schedule(id);
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        self.reclaimer.delete(dead);
+        Ok(taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::allow_all;
+    use crate::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn open(dir: &std::path::Path) -> Frontier {
+        let mut c = FrontierConfig::new(dir).without_gaps();
+        c.seed = Some(3);
+        Frontier::open(c).unwrap()
+    }
+
+    fn urls(host: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("http://{host}/p{i}")).collect()
+    }
+
+    /// The pages handed out at `now`, each completed at once when `complete`.
+    fn leased_pages(f: &Frontier, now: u64, complete: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for w in f.next_batch(now, 100).unwrap() {
+            if let WorkItem::Page(p) = w {
+                if complete {
+                    f.complete(p.id, PageOutcome::Done { response_ms: 1 }, now)
+                        .unwrap();
+                }
+                out.push(p.url);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn taken_urls_leave_for_good_and_the_same_urls_queued_again_are_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = open(dir.path());
+        allow_all(&f, &["a.test", "b.test"], T0);
+        let items: Vec<EnqueueItem> = urls("a.test", 5)
+            .into_iter()
+            .map(|u| EnqueueItem {
+                depth: 2,
+                hops: "LL".into(),
+                ..EnqueueItem::seed(u)
+            })
+            .collect();
+        f.enqueue_items(&items, T0).unwrap();
+        f.enqueue_batch(&urls("b.test", 2), T0).unwrap();
+        // one page of each host in flight
+        let first = leased_pages(&f, T0, false);
+        assert_eq!(first.len(), 2, "{first:?}");
+        let taken = f.take_queued("a.test").unwrap();
+        let taken_urls: Vec<&str> = taken.iter().map(|e| e.url.as_str()).collect();
+        assert_eq!(
+            taken_urls,
+            [
+                "http://a.test/p1",
+                "http://a.test/p2",
+                "http://a.test/p3",
+                "http://a.test/p4"
+            ]
+        );
+        assert!(
+            taken.iter().all(|e| e.depth == 2 && e.hops == "LL"),
+            "where they came from goes along"
+        );
+        assert!(f.queued_urls("a.test").unwrap().is_empty());
+        // durable: after a reopen a.test has nothing queued, b.test keeps its URL
+        drop(f);
+        let f = open(dir.path());
+        allow_all(&f, &["a.test", "b.test"], T0);
+        let later = T0 + 60_000;
+        let served = leased_pages(&f, later, true);
+        assert!(
+            served.iter().all(|u| !u.contains("a.test/p1")),
+            "{served:?}"
+        );
+        assert!(f
+            .queued_urls("a.test")
+            .unwrap()
+            .iter()
+            .all(|u| u.ends_with("/p0")));
+        // queued again (as a node that gets the shard back does), they are served
+        let again: Vec<EnqueueItem> = taken
+            .into_iter()
+            .map(|e| EnqueueItem::seed(e.url))
+            .collect();
+        f.enqueue_again(&again, later).unwrap();
+        let mut all = Vec::new();
+        for i in 1..20 {
+            all.extend(leased_pages(&f, later + i * 10_000, true));
+        }
+        for u in ["http://a.test/p1", "http://a.test/p4"] {
+            assert!(all.iter().any(|s| s == u), "{u} not served: {all:?}");
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! `owned_shards = "auto"`: shard leases (docs/cluster.md, "Shard leases"). The rounds, the
+//! fencing, the hand-offs and when a shard is released are the cluster crate's
+//! ([`cluster::LeaseKeeper`], [`cluster::Handoffs`], [`cluster::hand_off_all`]); here they
+//! run, one round and one sweep every third of the lease TTL: a consumer task for each shard
+//! taken, stopped for each shard lost or given up, and at the stop everything handed off.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{
+    hand_off_all, Backoff, Handoffs, LeaseError, LeaseKeeper, LeaseStore, Node, SweepReport,
+};
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::daemon::cluster::intake::shard_loop;
+use crate::daemon::shared::{now_ms, Shared};
+use crate::internal_events::cluster::{
+    BrokerReports, ClusterTaskError, ShardLeases, ShardReleased, UrlsHandedOff,
+};
+use crate::internal_events::InternalEvent;
+
+/// How long the stop may spend handing off (the broker may be down: then the leases run out
+/// and the next owner takes over after its hold; the URLs stay in this node's store).
+const STOP_HANDOFF: Duration = Duration::from_secs(30);
+
+/// Open the lease buckets, then run rounds until the daemon stops.
+pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
+    let m = &sh.metrics;
+    let s = &node.settings;
+    let mut backoff = Backoff::new("leases", "shard leases");
+    let store = loop {
+        match LeaseStore::open(&node.js, s.lib.lease_ttl, s.lib.replicas).await {
+            Ok(store) => break store,
+            Err(e @ LeaseError::TtlMismatch { .. }) => {
+                ClusterTaskError::LeaseTtlMismatch { error: &e }.emit(m);
+                node.fail(e.to_string());
+                return;
+            }
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+        }
+    };
+    let keeper = LeaseKeeper::new(
+        store,
+        node.node_id(),
+        s.lib.lease_ttl,
+        s.takeover_hold,
+        node.ownership.clone(),
+    );
+    let every = keeper.renew_every();
+    *node.keeper.lock().await = Some(keeper);
+    // the consumer tasks of the shards held: a JoinSet aborts them all when the lease task
+    // is aborted at the stop
+    let mut tasks = JoinSet::new();
+    let mut consumers: HashMap<u32, AbortHandle> = HashMap::new();
+    let mut handoffs = Handoffs::default();
+    loop {
+        let started = tokio::time::Instant::now();
+        let round = match node.keeper.lock().await.as_mut() {
+            Some(k) => k.round().await,
+            None => return, // taken by the stop
+        };
+        match round {
+            Ok(report) => {
+                backoff.ok(&BrokerReports(m));
+                for &(shard, _) in &report.gained {
+                    let task = tasks.spawn(shard_loop(sh.clone(), node.clone(), shard));
+                    consumers.insert(shard, task);
+                }
+                for shard in report.lost.iter().chain(&report.to_release) {
+                    consumers.remove(shard).inspect(AbortHandle::abort);
+                }
+                while tasks.try_join_next().is_some() {}
+                handoffs.give_up(&report.to_release);
+                let ownership = &node.ownership;
+                ShardLeases {
+                    report: &report,
+                    ownership,
+                }
+                .emit(m);
+            }
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+        }
+        if let Some(k) = node.keeper.lock().await.as_mut() {
+            let r = handoffs
+                .sweep(&sh.frontier, &node.publisher, k, now_ms())
+                .await;
+            report(&sh, &r);
+        }
+        tokio::time::sleep_until(started + every).await;
+    }
+}
+
+/// Log and count what a sweep (or the stop's hand-off) did.
+fn report(sh: &Shared, r: &SweepReport) {
+    let m = &sh.metrics;
+    for h in &r.handoffs {
+        UrlsHandedOff { handoff: h }.emit(m);
+    }
+    for &(shard, hold) in &r.released {
+        ShardReleased { shard, hold }.emit(m);
+    }
+    for e in &r.errors {
+        ClusterTaskError::HandOff { error: e }.emit(m);
+    }
+}
+
+/// At the stop, after the last completion: every shard handed off and released, and this
+/// node out of the member list, so the others take its shards at once.
+pub async fn hand_off_at_stop(sh: &Arc<Shared>, node: &Arc<Node>) {
+    let Some(keeper) = node.keeper.lock().await.take() else {
+        return;
+    };
+    let work = hand_off_all(&sh.frontier, &node.publisher, keeper, now_ms());
+    match tokio::time::timeout(STOP_HANDOFF, work).await {
+        Ok(r) => report(sh, &r),
+        Err(_) => ClusterTaskError::HandOff {
+            error: &"the broker did not answer within 30 s: the leases run out instead",
+        }
+        .emit(&sh.metrics),
+    }
+}

@@ -1,0 +1,362 @@
+//! Issue 36: nodes with `owned_shards = "auto"` (shard leases in the broker's key-value store)
+//! over a real `nats-server -js` (skipped with a message when the binary is absent, a failure
+//! under CI=1), judged on the recording site's request log, where each request's node is read
+//! from its User-Agent: a node that dies has its shards taken over; one that comes back gets
+//! its share and hands off what it still had queued; one stopped with SIGSTOP stops fetching
+//! before another node takes its hosts and never fetches them after it wakes; one stopped
+//! cleanly hands everything off at once. Across all of it, every page is fetched, and no host
+//! is ever asked by two nodes closer than its gap.
+//!
+//! Run: `cargo test -p frontierd-e2e --test cluster_leases`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use frontierd_e2e::nats::NatsServer;
+use frontierd_e2e::{crawl_log, logged, metric, wait_until, Daemon, Env, Reply, Req, Site};
+
+const SHARDS: u32 = 12;
+/// `politeness.min_delay`: the gap every host must get, whichever node asks.
+const GAP: Duration = Duration::from_millis(200);
+/// The daemon counts time in whole milliseconds.
+const CLOCK_SLACK: Duration = Duration::from_millis(2);
+/// `cluster.lease_ttl`: a silent node's shards are taken this long after its last renewal.
+const TTL: Duration = Duration::from_secs(3);
+const DEADLINE: Duration = Duration::from_secs(150);
+
+/// One request as the site saw it: host, path, the node (from the User-Agent), when it
+/// arrived and when its answer began.
+#[derive(Clone, Debug)]
+struct Seen {
+    host: String,
+    path: String,
+    node: usize,
+    start: Instant,
+}
+
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<Seen>>>);
+
+impl Log {
+    /// A site whose pages answer after `delay`, each request logged with its node.
+    fn site(&self, delay: Duration) -> Site {
+        let log = self.clone();
+        Site::start(move |req: &Req| {
+            let node = req.node();
+            log.0.lock().unwrap().push(Seen {
+                host: req.host.clone(),
+                path: req.path.clone(),
+                node,
+                start: Instant::now(),
+            });
+            if req.path.starts_with("/p") {
+                Reply::html(format!("<p>{} of {}</p>", req.path, req.host)).delayed(delay)
+            } else {
+                Reply::not_found()
+            }
+        })
+    }
+
+    fn all(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A node with shard leases.
+fn node_env(nats: &NatsServer, i: usize) -> Env {
+    let ua = format!("\"frontierd-n{i}/0.1 (+https://example.org/bot)\"");
+    let node_id = format!("\"n{i}\"");
+    let url = format!("{:?}", nats.url());
+    let min_delay = format!("\"{}ms\"", GAP.as_millis());
+    let ttl = format!("\"{}s\"", TTL.as_secs());
+    let shards = SHARDS.to_string();
+    Env::new(&[
+        ("fetch", "user_agent", &ua),
+        // the takeover hold: total_timeout + max(min_delay, max_crawl_delay) = 3 s
+        ("fetch", "total_timeout", "\"2s\""),
+        ("politeness", "min_delay", &min_delay),
+        ("politeness", "max_delay", "\"30s\""),
+        ("politeness", "max_crawl_delay", "\"1s\""),
+        ("politeness", "max_in_flight_per_host", "1"),
+        ("cluster", "enabled", "true"),
+        ("cluster", "node_id", &node_id),
+        ("cluster", "nats_url", &url),
+        ("cluster", "shards", &shards),
+        ("cluster", "owned_shards", "\"auto\""),
+        ("cluster", "lease_ttl", &ttl),
+        ("cluster", "ack_wait_ms", "2000"),
+        ("cluster", "status_interval", "\"500ms\""),
+    ])
+}
+
+fn held(d: &Daemon) -> f64 {
+    metric(&d.metrics(), "frontierd_cluster_shards_held").unwrap_or(-1.0)
+}
+
+/// Wait until the running nodes hold `want` shards each (and so all 12 between them).
+fn wait_split(daemons: &[&Daemon], want: &[f64]) {
+    wait_until("the shards split fairly", Duration::from_secs(60), || {
+        daemons.iter().map(|d| held(d)).collect::<Vec<_>>() == want
+    });
+}
+
+/// `frontierd publish` through node 0's configuration.
+fn publish(env: &Env, name: &str, urls: &[String]) {
+    let file = env.dir.path().join(name);
+    std::fs::write(&file, urls.join("\n") + "\n").unwrap();
+    let out = env
+        .cli("publish")
+        .arg(&file)
+        .output()
+        .expect("frontierd publish");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pages(site: &Site, hosts: usize, per_host: usize, tag: &str) -> Vec<String> {
+    (0..hosts)
+        .flat_map(|h| (0..per_host).map(move |p| (h, p)))
+        .map(|(h, p)| format!("{}/p{tag}{p}", site.base(&format!("h{h:02}.site.test"))))
+        .collect()
+}
+
+fn not_fetched(envs: &[Env], urls: &[String]) -> Vec<String> {
+    let logs: Vec<_> = envs
+        .iter()
+        .map(|e| crawl_log(&e.crawl_log_path()))
+        .collect();
+    urls.iter()
+        .filter(|u| !logs.iter().any(|l| logged(l, u, "fetched")))
+        .cloned()
+        .collect()
+}
+
+fn fetched_anywhere(envs: &[Env], urls: &[String]) -> bool {
+    not_fetched(envs, urls).is_empty()
+}
+
+/// Wait until every URL is fetched by some node; on a timeout, say which are missing and
+/// what each node logged last.
+fn wait_fetched(envs: &[Env], urls: &[String]) {
+    let start = Instant::now();
+    while !fetched_anywhere(envs, urls) {
+        if start.elapsed() > DEADLINE {
+            let missing = not_fetched(envs, urls);
+            for (i, e) in envs.iter().enumerate() {
+                let log = e.daemon_log();
+                let tail: Vec<&str> = log
+                    .lines()
+                    .filter(|l| !l.contains(" progress "))
+                    .rev()
+                    .take(80)
+                    .collect();
+                eprintln!("---- n{i}, newest first:\n{}", tail.join("\n"));
+            }
+            let shown = &missing[..missing.len().min(10)];
+            panic!("{} URLs never fetched, e.g. {shown:?}", missing.len());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every host's requests in time order, pages and robots.txt alike: consecutive ones at
+/// least `GAP` apart, whichever nodes made them (one owner at a time, its gap kept across a
+/// move); returns how many times a host changed hands.
+fn assert_one_node_at_a_time(log: &[Seen]) -> usize {
+    let mut by_host: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
+    for s in log {
+        by_host.entry(&s.host).or_default().push(s);
+    }
+    let mut moves = 0;
+    for (host, mut seen) in by_host {
+        seen.sort_by_key(|s| s.start);
+        for w in seen.windows(2) {
+            let gap = w[1].start.saturating_duration_since(w[0].start);
+            assert!(
+                gap + CLOCK_SLACK >= GAP,
+                "{host}: {} by n{} then {} by n{} only {gap:?} apart",
+                w[0].path,
+                w[0].node,
+                w[1].path,
+                w[1].node
+            );
+            moves += usize::from(w[0].node != w[1].node);
+        }
+    }
+    moves
+}
+
+/// Pages requested more than once.
+fn refetches(log: &[Seen]) -> usize {
+    let mut n: HashMap<(&str, &str), usize> = HashMap::new();
+    for s in log.iter().filter(|s| s.path != "/robots.txt") {
+        *n.entry((&s.host, &s.path)).or_default() += 1;
+    }
+    n.values().map(|c| c - 1).sum()
+}
+
+#[test]
+fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(50));
+    let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    let running = |d: &[Option<Daemon>]| d.iter().flatten().map(held).collect::<Vec<_>>();
+    wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
+        running(&daemons) == [4.0, 4.0, 4.0]
+    });
+    // 12 hosts x 25 pages: 25 x 250 ms = 6 s a host at least
+    let first = pages(&site, 12, 25, "a");
+    publish(&envs[0], "first.txt", &first);
+    wait_until("the crawl under way", Duration::from_secs(30), || {
+        log.all().len() > 40
+    });
+    // n2 dies (SIGKILL): its leases run out and n0 and n1 take its shards after the TTL
+    let killed = Instant::now();
+    daemons[2].take().unwrap().kill9();
+    wait_until(
+        "n0 and n1 hold all 12 shards",
+        Duration::from_secs(30),
+        || running(&daemons) == [6.0, 6.0],
+    );
+    let taken = killed.elapsed();
+    assert!(
+        taken >= TTL - TTL / 3,
+        "taken over {taken:?} after the kill"
+    );
+    // new URLs for every host: the survivors crawl n2's hosts too
+    let second = pages(&site, 12, 5, "b");
+    publish(&envs[0], "second.txt", &second);
+    wait_until("the second list fetched by the survivors", DEADLINE, || {
+        fetched_anywhere(&envs[..2], &second)
+    });
+    // n2 comes back on its own store: it gets its share again (clean hand-offs from n0 and
+    // n1), and what it had queued for shards now held by others goes to them
+    daemons[2] = Some(envs[2].start());
+    wait_until(
+        "the shards split 4/4/4 again",
+        Duration::from_secs(60),
+        || running(&daemons) == [4.0, 4.0, 4.0],
+    );
+    wait_fetched(&envs, &[first.clone(), second.clone()].concat());
+    let all = log.all();
+    let moves = assert_one_node_at_a_time(&all);
+    assert!(moves >= 4, "hosts changed hands {moves} times");
+    // pages in flight at the kill (one per host of n2), pages answered but not yet flushed
+    let again = refetches(&all);
+    assert!(again <= 8, "{again} pages fetched twice");
+    let handed: f64 = daemons
+        .iter()
+        .flatten()
+        .map(|d| metric(&d.metrics(), "frontierd_cluster_handoff_urls_total").unwrap_or(0.0))
+        .sum();
+    let released = envs
+        .iter()
+        .map(|e| e.daemon_log_count("shard released to the next owner"))
+        .sum::<usize>();
+    assert!(
+        released >= 4,
+        "{released} shards released (n2's share given back)"
+    );
+    eprintln!(
+        "taken over {taken:?} after the kill; {moves} moves; {again} refetches; {handed} URLs handed off; {released} releases"
+    );
+}
+
+#[test]
+fn a_node_stopped_with_sigstop_fetches_nothing_of_the_shards_taken_from_it() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
+    let daemons: Vec<Daemon> = envs.iter().map(|e| e.start()).collect();
+    wait_split(&[&daemons[0], &daemons[1]], &[6.0, 6.0]);
+    let urls = pages(&site, 12, 40, "s");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("the crawl under way", Duration::from_secs(30), || {
+        log.all().iter().filter(|s| s.node == 1).count() > 10
+    });
+    // n1 frozen for 3 TTLs: n0 takes its shards (after the TTL and its takeover hold)
+    daemons[1].signal(libc::SIGSTOP);
+    let stopped = Instant::now();
+    wait_until("n0 holds every shard", Duration::from_secs(30), || {
+        held(&daemons[0]) == 12.0
+    });
+    std::thread::sleep((TTL * 3).saturating_sub(stopped.elapsed()));
+    let woke = Instant::now();
+    daemons[1].signal(libc::SIGCONT);
+    wait_fetched(&envs, &urls);
+    let all = log.all();
+    assert_one_node_at_a_time(&all);
+    // after it woke, n1 asked no host that n0 had asked since the freeze, until n0 handed
+    // that host back (a clean hand-off, its gap kept: checked above)
+    let n0_took: Vec<&str> = all
+        .iter()
+        .filter(|s| s.node == 0 && s.start > stopped)
+        .map(|s| s.host.as_str())
+        .collect();
+    let n1_early: Vec<&Seen> = all
+        .iter()
+        .filter(|s| s.node == 1 && s.start > woke && s.start < woke + Duration::from_millis(500))
+        .filter(|s| n0_took.contains(&s.host.as_str()))
+        .collect();
+    assert!(
+        n1_early.is_empty(),
+        "n1 fetched hosts n0 had taken right after waking: {n1_early:?}"
+    );
+    let lost = envs[1].daemon_log_count("shard lost");
+    assert!(lost >= 1, "n1 never noticed it lost its shards");
+}
+
+#[test]
+fn a_clean_stop_hands_every_shard_and_its_queued_urls_to_the_others_at_once() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    wait_until("the shards split 6/6", Duration::from_secs(60), || {
+        daemons.iter().flatten().map(held).collect::<Vec<_>>() == [6.0, 6.0]
+    });
+    let urls = pages(&site, 12, 30, "c");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("the crawl under way", Duration::from_secs(30), || {
+        log.all().iter().filter(|s| s.node == 1).count() > 10
+    });
+    // SIGTERM: n1 hands its shards and queued URLs off and leaves; n0 takes them well
+    // before a lease could have run out
+    let mut n1 = daemons[1].take().unwrap();
+    n1.signal(libc::SIGTERM);
+    let stopping = Instant::now();
+    assert!(
+        n1.wait_exit(Duration::from_secs(40)).is_some(),
+        "n1 did not stop"
+    );
+    wait_until("n0 holds every shard", Duration::from_secs(10), || {
+        daemons[0].as_ref().is_some_and(|d| held(d) == 12.0)
+    });
+    let taken = stopping.elapsed();
+    wait_fetched(&envs, &urls);
+    let all = log.all();
+    assert_one_node_at_a_time(&all);
+    assert!(
+        refetches(&all) <= 2,
+        "{} pages fetched twice",
+        refetches(&all)
+    );
+    let handed = envs[1].daemon_log_count("queued URLs handed off");
+    assert!(handed >= 1, "n1 handed nothing off");
+    eprintln!("n0 held every shard {taken:?} after n1's SIGTERM");
+}
