@@ -7,7 +7,8 @@ use frontier::{FrontierStats, QueueBreakdown};
 #[derive(Debug, Clone)]
 pub struct ClusterShards {
     pub node_id: String,
-    /// `cluster.owned_shards` as configured.
+    /// The shards this node holds now, as ranges (`0-3,8`; `-` for none): its fixed
+    /// `cluster.owned_shards`, or its shard leases.
     pub owned_shards: String,
     /// Shards in the cluster.
     pub shards: u32,

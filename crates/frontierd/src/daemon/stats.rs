@@ -33,7 +33,10 @@ impl Shared {
             .collect();
         let cluster = self.settings.cluster.as_ref().map(|c| ClusterShards {
             node_id: c.lib.node_id.clone(),
-            owned_shards: self.settings.raw.cluster.owned_shards.clone(),
+            owned_shards: self
+                .cluster
+                .as_ref()
+                .map_or_else(String::new, |n| n.ownership.held_text()),
             shards: c.lib.shard_map.shards(),
         });
         Snapshot {
