@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use frontierd_e2e::nats::NatsServer;
-use frontierd_e2e::{crawl_log, logged, metric, wait_until, Daemon, Env, Reply, Req, Site};
+use frontierd_e2e::{
+    crawl_log, frontierd_bin, logged, metric, wait_until, Daemon, Env, Reply, Req, Site,
+};
 
 const SHARDS: u32 = 12;
 /// `politeness.min_delay`: the gap every host must get, whichever node asks.
@@ -348,6 +350,21 @@ fn a_clean_stop_hands_every_shard_and_its_queued_urls_to_the_others_at_once() {
         daemons[0].as_ref().is_some_and(|d| held(d) == 12.0)
     });
     let taken = stopping.elapsed();
+    // the broker's lease bucket says the same: n0 holds every lease
+    let status = std::process::Command::new(frontierd_bin())
+        .args(["cluster", "status", "--config"])
+        .arg(&envs[0].config)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    for shard in 0..SHARDS {
+        let lease = text
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&shard.to_string().as_str()))
+            .and_then(|w| w.get(2).map(|s| s.to_string()));
+        assert_eq!(lease.as_deref(), Some("n0"), "shard {shard}:\n{text}");
+    }
     wait_fetched(&envs, &urls);
     let all = log.all();
     assert_one_node_at_a_time(&all);

@@ -128,8 +128,9 @@ pub fn ip_groups(answer: IpGroupsAnswer, limit: usize) -> String {
     )
 }
 
-/// `frontierd cluster status`: the shards with their owners and backlogs, then the nodes'
-/// last reports (how long ago, at `now_ms`, unix ms).
+/// `frontierd cluster status`: the shards with their owners (as the nodes report them), their
+/// lease holders (as the broker's lease bucket has them) and backlogs, then the nodes' last
+/// reports (how long ago, at `now_ms`, unix ms).
 pub fn cluster_status(
     status: &cluster::ClusterStatus,
     shards: u32,
@@ -154,9 +155,15 @@ pub fn cluster_status(
                 ),
                 cluster::ShardCounts::Stored(n) => (n.to_string(), "-".into(), "-".into()),
             };
+            let lease = match &s.lease {
+                Some(Some(node)) => node.clone(),
+                Some(None) => "(released)".into(),
+                None => "-".into(),
+            };
             vec![
                 s.shard.to_string(),
                 owner,
+                lease,
                 pending,
                 ack_pending,
                 redelivered,
@@ -164,9 +171,16 @@ pub fn cluster_status(
         })
         .collect();
     out.push_str(&table(
-        &["shard", "owner", "pending", "ack_pending", "redelivered"],
+        &[
+            "shard",
+            "owner",
+            "lease",
+            "pending",
+            "ack_pending",
+            "redelivered",
+        ],
         &rows,
-        &[false, false, true, true, true],
+        &[false, false, false, true, true, true],
     ));
     let rows: Vec<Vec<String>> = status
         .nodes

@@ -183,6 +183,12 @@ impl LeaseStore {
             let key = key.map_err(|e| broker(MEMBER_BUCKET, "listing keys")(Box::new(e)))?;
             out.live.insert(key);
         }
+        out.shards = self.snapshot_shards().await?;
+        Ok(out)
+    }
+
+    /// Every shard key present.
+    async fn snapshot_shards(&self) -> Result<BTreeMap<u32, Observed>, LeaseError> {
         let mut keys = self
             .leases
             .keys()
@@ -195,9 +201,10 @@ impl LeaseStore {
                 shard_keys.push(shard);
             }
         }
+        let mut out = BTreeMap::new();
         for shard in shard_keys {
             if let Some(o) = self.observe(shard).await? {
-                out.shards.insert(shard, o);
+                out.insert(shard, o);
             }
         }
         Ok(out)
@@ -288,4 +295,26 @@ impl LeaseStore {
                 _ => broker(LEASE_BUCKET, format!("writing {key}"))(Box::new(e)),
             })
     }
+}
+
+/// The lease of every shard that has one, as `frontierd cluster status` shows it: the holder,
+/// or `None` once released; `Ok(None)` when the cluster has no lease bucket (fixed
+/// `owned_shards` everywhere).
+pub async fn lease_holders(
+    js: &JetStream,
+) -> Result<Option<BTreeMap<u32, Option<String>>>, LeaseError> {
+    let Ok(leases) = js.get_key_value(LEASE_BUCKET).await else {
+        return Ok(None);
+    };
+    let store = LeaseStore {
+        members: leases.clone(),
+        leases,
+    };
+    let snapshot = store.snapshot_shards().await?;
+    Ok(Some(
+        snapshot
+            .into_iter()
+            .map(|(s, o)| (s, o.value.and_then(|v| v.node)))
+            .collect(),
+    ))
 }

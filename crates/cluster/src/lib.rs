@@ -50,7 +50,9 @@ pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, Sweep
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
 pub use keeper::{LeaseKeeper, RoundReport};
 pub use lease::{fair_share, plan as plan_leases, preference, LeasePlan, LeaseValue, Observed};
-pub use lease_store::{LeaseError, LeaseSnapshot, LeaseStore, LEASE_BUCKET};
+pub use lease_store::{
+    lease_holders, LeaseError, LeaseSnapshot, LeaseStore, LEASE_BUCKET, MEMBER_BUCKET,
+};
 pub use list::{
     ListError, ListPart, ListPublisher, ListRejection, ListSource, PartPublished, Retrying,
     LIST_PART_URLS,

@@ -130,6 +130,9 @@ pub struct ShardStatus {
     /// The nodes that say they own it: one, none (nobody consumes it), or several (a
     /// conflict).
     pub owners: Vec<String>,
+    /// Its lease in the broker (shard leases): `Some(Some(node))` held, `Some(None)`
+    /// released and not yet taken, `None` no lease (fixed `owned_shards`, or never claimed).
+    pub lease: Option<Option<String>>,
     pub counts: ShardCounts,
 }
 
@@ -177,7 +180,7 @@ impl NodeReport {
 }
 
 /// Gather the status of a cluster of `shards` shards: every node's last status, then each
-/// shard's owners (the nodes whose `owned_shards` names it) and counts.
+/// shard's owners (the nodes whose status names it), its lease and counts.
 pub async fn cluster_status(
     js: &jetstream::Context,
     shards: u32,
@@ -195,6 +198,12 @@ pub async fn cluster_status(
                 .and_then(|s| ShardSet::parse(s, shards).ok())
         })
         .collect();
+    // a lease bucket that cannot be read leaves the lease column empty; the rest still shows
+    let leases = crate::lease_store::lease_holders(js)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let mut out = Vec::new();
     for shard in 0..shards {
         let owners = nodes
@@ -210,6 +219,7 @@ pub async fn cluster_status(
         out.push(ShardStatus {
             shard,
             owners,
+            lease: leases.get(&shard).cloned(),
             counts,
         });
     }
