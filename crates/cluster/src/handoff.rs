@@ -160,7 +160,8 @@ pub async fn hand_off(
 pub struct SweepReport {
     /// Each hand-off that moved URLs (or left busy hosts for later).
     pub handoffs: Vec<HandOff>,
-    /// Shards released, each with the hold its next owner waits.
+    /// Shards released (by [`hand_off_all`]) or ready to be (by [`Handoffs::sweep`]), each
+    /// with the hold its next owner waits.
     pub released: Vec<(u32, Duration)>,
     /// What failed (retried at the next sweep; at the stop, the leases run out instead).
     pub errors: Vec<String>,
@@ -196,23 +197,24 @@ impl Handoffs {
             .extend(shards.iter().map(|&s| (s, Duration::ZERO)));
     }
 
-    /// One sweep: the hosts of shards lost without a hand-off go to their current owners;
-    /// each shard given up is released once none of its hosts is left here.
+    /// One sweep: the hosts of shards lost without a hand-off go to their current owners,
+    /// and those of shards given up go to the broker; a shard given up none of whose hosts is
+    /// left here is returned in `released`, with its hold, for the caller to release
+    /// ([`LeaseKeeper::release`]; the sweep does not hold the keeper while it publishes).
     pub async fn sweep(
         &mut self,
         frontier: &Arc<Frontier>,
         publisher: &Publisher,
-        keeper: &mut LeaseKeeper,
+        ownership: &Arc<Ownership>,
         now_ms: u64,
     ) -> SweepReport {
         let mut report = SweepReport::default();
-        let ownership = keeper.ownership();
         let giving_up: Vec<u32> = self.releasing.keys().copied().collect();
         let others = move |s: u32| !giving_up.contains(&s);
-        report.note(hand_off(frontier, publisher, &ownership, others, now_ms).await);
+        report.note(hand_off(frontier, publisher, ownership, others, now_ms).await);
         for (shard, hold) in self.releasing.clone() {
             let one = move |s: u32| s == shard;
-            let h = hand_off(frontier, publisher, &ownership, one, now_ms).await;
+            let h = hand_off(frontier, publisher, ownership, one, now_ms).await;
             let Some(h) = report.note(h) else { continue };
             let hold = hold.max(h.hold);
             if h.busy_hosts > 0 {
@@ -220,11 +222,7 @@ impl Handoffs {
                 continue;
             }
             self.releasing.remove(&shard);
-            // on failure the lease runs out instead: the next owner waits its takeover hold
-            match keeper.release(shard, hold).await {
-                Ok(()) => report.released.push((shard, hold)),
-                Err(e) => report.errors.push(e.to_string()),
-            }
+            report.released.push((shard, hold));
         }
         report
     }

@@ -12,7 +12,8 @@
 //! (the fetch timeout plus the longest gap) before its first request, for the requests the
 //! old holder still had in flight. When a paused node wakes, its gate is already shut (its
 //! fence is in the past) and its next round finds the shard lost: it never fetches for a
-//! shard it no longer holds.
+//! shard it no longer holds. Every broker call of a round gives up after a quarter of the TTL
+//! (a server killed mid-request must not hold the round while the fences run out).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -52,8 +53,6 @@ pub struct LeaseKeeper {
     releasing: BTreeMap<u32, u64>,
     /// Each shard key's revision and when (monotonic ms) this node first saw it.
     seen: HashMap<u32, (u64, u64)>,
-    /// Whether the first round ran (it adopts leases naming this node: a restart).
-    started: bool,
 }
 
 impl LeaseKeeper {
@@ -74,8 +73,21 @@ impl LeaseKeeper {
             held: BTreeMap::new(),
             releasing: BTreeMap::new(),
             seen: HashMap::new(),
-            started: false,
         }
+    }
+
+    /// `op`, or [`LeaseError::Timeout`] after a quarter of the TTL: a broker that stops
+    /// answering (a server killed mid-request) must not hold the round, and the renewals of
+    /// the other shards, past the fence.
+    async fn within<T>(
+        &self,
+        what: &'static str,
+        op: impl std::future::Future<Output = Result<T, LeaseError>>,
+    ) -> Result<T, LeaseError> {
+        let after = self.ttl / 4;
+        tokio::time::timeout(after, op)
+            .await
+            .unwrap_or(Err(LeaseError::Timeout { what, after }))
     }
 
     /// How often [`LeaseKeeper::round`] should run.
@@ -99,13 +111,16 @@ impl LeaseKeeper {
         let sent = self.ownership.now_ms();
         let ttl_ms = self.ttl.as_millis() as u64;
         let fence = sent + ttl_ms - ttl_ms / 3;
-        self.store.heartbeat(&self.me).await?;
-        let mut snap = self.store.snapshot().await?;
+        self.within(
+            "writing this node's member key",
+            self.store.heartbeat(&self.me),
+        )
+        .await?;
+        let mut snap = self
+            .within("reading the buckets", self.store.snapshot())
+            .await?;
         self.judge_expiry(&mut snap.shards, sent, ttl_ms);
-        if !self.started {
-            self.adopt(&snap.shards, fence);
-            self.started = true;
-        }
+        self.adopt(&snap.shards, fence);
         let mut report = RoundReport {
             live: snap.live.len().max(1),
             ..RoundReport::default()
@@ -119,7 +134,10 @@ impl LeaseKeeper {
             self.renew(s, fence, &mut report).await;
         }
         for (s, rev) in self.releasing.clone() {
-            match self.store.renew(s, &self.me, rev).await {
+            match self
+                .within("renewing a lease", self.store.renew(s, &self.me, rev))
+                .await
+            {
                 Ok(rev) => {
                     self.releasing.insert(s, rev);
                 }
@@ -155,12 +173,14 @@ impl LeaseKeeper {
         }
     }
 
-    /// After a restart: leases that still name this node are its own (the frontier's
-    /// restart hold keeps the gaps of its hosts).
+    /// Leases that name this node but that it does not hold are its own: after a restart (the
+    /// frontier's restart hold keeps the gaps of its hosts), or a write that went through
+    /// but whose answer was lost. No other node can hold them.
     fn adopt(&mut self, shards: &BTreeMap<u32, Observed>, fence: u64) {
         for (s, o) in shards {
             let mine = o.value.as_ref().and_then(|v| v.node.as_deref()) == Some(&self.me);
-            if mine {
+            let known = self.held.contains_key(s) || self.releasing.contains_key(s);
+            if mine && !known {
                 self.held.insert(*s, o.revision);
                 self.ownership.grant(*s, Duration::ZERO, fence);
             }
@@ -177,7 +197,10 @@ impl LeaseKeeper {
         let Some(&rev) = self.held.get(&s) else {
             return;
         };
-        match self.store.renew(s, &self.me, rev).await {
+        match self
+            .within("renewing a lease", self.store.renew(s, &self.me, rev))
+            .await
+        {
             Ok(rev) => {
                 self.held.insert(s, rev);
                 self.ownership.renew(s, fence);
@@ -202,7 +225,10 @@ impl LeaseKeeper {
             Some(o) if o.expired => self.takeover_hold,
             Some(o) => Duration::from_millis(o.value.as_ref().map_or(0, |v| v.hold_ms)),
         };
-        match self.store.claim(s, &self.me, seen).await {
+        match self
+            .within("claiming a lease", self.store.claim(s, &self.me, seen))
+            .await
+        {
             Ok(rev) => {
                 self.held.insert(s, rev);
                 self.ownership.grant(s, hold, fence);
@@ -221,8 +247,8 @@ impl LeaseKeeper {
         let Some(rev) = self.releasing.remove(&s) else {
             return Ok(());
         };
-        self.store
-            .release(s, rev, hold.as_millis() as u64)
+        let hold_ms = hold.as_millis() as u64;
+        self.within("releasing a lease", self.store.release(s, rev, hold_ms))
             .await
             .map(|_| ())
     }
@@ -242,6 +268,7 @@ impl LeaseKeeper {
 
     /// This node leaves the member list at once.
     pub async fn leave(&self) -> Result<(), LeaseError> {
-        self.store.leave(&self.me).await
+        self.within("leaving the member list", self.store.leave(&self.me))
+            .await
     }
 }

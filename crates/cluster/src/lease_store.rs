@@ -47,6 +47,8 @@ pub enum LeaseError {
         what: String,
         source: BoxError,
     },
+    #[error("lease buckets: {what}: no answer within {after:?}")]
+    Timeout { what: &'static str, after: Duration },
     #[error("bucket {MEMBER_BUCKET} keeps keys {found:?}, this node is configured for a lease TTL of {configured:?}: every node must use the same cluster.lease_ttl")]
     TtlMismatch {
         found: Duration,

@@ -33,6 +33,7 @@ pub struct ClusterMetrics {
     pub live_nodes: Gauge,
     pub shard_changes: Family<Labels, Counter>,
     pub handoff_urls: Counter,
+    pub handoff_received: Counter,
 }
 
 impl ClusterMetrics {
@@ -56,6 +57,11 @@ impl ClusterMetrics {
             "cluster_handoff_urls",
             "Queued URLs of shards this node no longer holds handed to their next owners (published to their shard subjects, then deleted here)",
             self.handoff_urls.clone(),
+        );
+        r.register(
+            "cluster_handoff_urls_received",
+            "URLs handed off by a shard's previous holder taken from this node's shards and queued here (even when seen before)",
+            self.handoff_received.clone(),
         );
         r.register(
             "cluster_broker_connected",

@@ -69,6 +69,8 @@ pub struct ShardBatchCommitted {
     pub messages: u64,
     pub redeliveries: u64,
     pub urls: u64,
+    /// Of `urls`, those handed off by the shard's previous holder.
+    pub handed_off: u64,
 }
 
 impl InternalEvent for ShardBatchCommitted {
@@ -95,6 +97,7 @@ impl InternalEvent for ShardBatchCommitted {
             .get_or_create(&label("kind", "redelivery"))
             .inc_by(self.redeliveries);
         c.urls_received.inc_by(self.urls);
+        c.handoff_received.inc_by(self.handed_off);
     }
 }
 

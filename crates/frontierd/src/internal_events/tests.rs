@@ -355,6 +355,7 @@ fn a_broker_pause_is_logged_counted_and_held_in_the_gauge_until_resumed() {
             messages: 4,
             redeliveries: 1,
             urls: 40,
+            handed_off: 7,
         }
         .emit(m);
     });
@@ -363,6 +364,10 @@ fn a_broker_pause_is_logged_counted_and_held_in_the_gauge_until_resumed() {
         "{log}"
     );
     assert!(log.contains("broker gone"), "{log}");
+    assert!(
+        has_sample(&scrape, "frontierd_cluster_handoff_urls_received_total 7"),
+        "{scrape}"
+    );
     assert!(
         has_sample(
             &scrape,

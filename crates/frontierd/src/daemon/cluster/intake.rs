@@ -84,6 +84,7 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
             }
         }
         let urls = (items.len() + handed.len()) as u64;
+        let handed_off = handed.len() as u64;
         // durable on return; rejected URLs are counted and written to the crawl log
         let mut offered = Ok(());
         if !handed.is_empty() {
@@ -112,6 +113,7 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
             messages: deliveries.len() as u64,
             redeliveries,
             urls,
+            handed_off,
         }
         .emit(m);
         node.urls_received.fetch_add(urls, Ordering::Relaxed);

@@ -53,7 +53,15 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
     // is aborted at the stop
     let mut tasks = JoinSet::new();
     let mut consumers: HashMap<u32, AbortHandle> = HashMap::new();
-    let mut handoffs = Handoffs::default();
+    let handoffs = Arc::new(tokio::sync::Mutex::new(Handoffs::default()));
+    // the hand-offs publish (maybe many URLs, maybe to a slow broker) beside the rounds,
+    // which must never wait on them: a late round lets the fences run out
+    tasks.spawn(sweep_loop(
+        sh.clone(),
+        node.clone(),
+        handoffs.clone(),
+        every,
+    ));
     loop {
         let started = tokio::time::Instant::now();
         let round = match node.keeper.lock().await.as_mut() {
@@ -71,7 +79,7 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
                     consumers.remove(shard).inspect(AbortHandle::abort);
                 }
                 while tasks.try_join_next().is_some() {}
-                handoffs.give_up(&report.to_release);
+                handoffs.lock().await.give_up(&report.to_release);
                 let ownership = &node.ownership;
                 ShardLeases {
                     report: &report,
@@ -81,13 +89,36 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
             }
             Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
-        if let Some(k) = node.keeper.lock().await.as_mut() {
-            let r = handoffs
-                .sweep(&sh.frontier, &node.publisher, k, now_ms())
-                .await;
-            report(&sh, &r);
-        }
         tokio::time::sleep_until(started + every).await;
+    }
+}
+
+/// Hand off the hosts of shards not held, every `every`; release the shards given up whose
+/// hosts are all handed off.
+async fn sweep_loop(
+    sh: Arc<Shared>,
+    node: Arc<Node>,
+    handoffs: Arc<tokio::sync::Mutex<Handoffs>>,
+    every: Duration,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        let ownership = &node.ownership;
+        let mut r = handoffs
+            .lock()
+            .await
+            .sweep(&sh.frontier, &node.publisher, ownership, now_ms())
+            .await;
+        if let Some(k) = node.keeper.lock().await.as_mut() {
+            for (shard, hold) in std::mem::take(&mut r.released) {
+                // on failure the lease runs out instead: the next owner waits its takeover hold
+                match k.release(shard, hold).await {
+                    Ok(()) => r.released.push((shard, hold)),
+                    Err(e) => r.errors.push(e.to_string()),
+                }
+            }
+        }
+        report(&sh, &r);
     }
 }
 
