@@ -87,16 +87,7 @@ pub async fn hand_off(
                 .max(rec.backoff_until_ms)
                 .saturating_sub(now_ms);
             out.hold = out.hold.max(Duration::from_millis(wait));
-            let records = entries
-                .into_iter()
-                .map(|e| UrlRecord {
-                    url: e.url,
-                    depth: e.depth,
-                    via: e.via,
-                    hops: e.hops,
-                    handoff: true,
-                })
-                .collect();
+            let records = entries.into_iter().map(UrlRecord::handed_off).collect();
             hosts.push((key, records));
         }
         Ok::<_, HandOffError>((out, hosts))
@@ -116,10 +107,19 @@ pub async fn hand_off(
             })?;
     out.urls = published.published;
     out.hosts = hosts.len();
-    // acknowledged: now they go from here. Anything taken that was not published (it
-    // cannot have arrived for a shard not held, but if it did) is queued here again, for
-    // the next sweep.
-    let published: std::collections::HashSet<String> = records.into_iter().map(|r| r.url).collect();
+    // acknowledged: now they go from here. Anything taken that was not published (not
+    // routable, or arrived meanwhile: neither can happen for a shard not held) is queued here
+    // again, for the next sweep.
+    let unroutable: std::collections::HashSet<&str> = published
+        .unroutable
+        .iter()
+        .map(|e| e.url.as_str())
+        .collect();
+    let published: std::collections::HashSet<String> = records
+        .into_iter()
+        .map(|r| r.url)
+        .filter(|u| !unroutable.contains(u.as_str()))
+        .collect();
     let f = frontier.clone();
     tokio::task::spawn_blocking(move || {
         for (key, _) in &hosts {
@@ -132,14 +132,7 @@ pub async fn hand_off(
             let back: Vec<frontier::EnqueueItem> = taken
                 .into_iter()
                 .filter(|e| !published.contains(&e.url))
-                .map(|e| UrlRecord {
-                    url: e.url,
-                    depth: e.depth,
-                    via: e.via,
-                    hops: e.hops,
-                    handoff: true,
-                })
-                .map(frontier::EnqueueItem::from)
+                .map(|e| frontier::EnqueueItem::from(UrlRecord::handed_off(e)))
                 .collect();
             if !back.is_empty() {
                 f.enqueue_again(&back, now_ms)

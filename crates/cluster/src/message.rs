@@ -44,6 +44,18 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl UrlRecord {
+    /// A queued entry handed to the next owner of its shard (`handoff`), with where it came
+    /// from.
+    pub fn handed_off(e: frontier::QueueEntry) -> UrlRecord {
+        UrlRecord {
+            url: e.url,
+            depth: e.depth,
+            via: e.via,
+            hops: e.hops,
+            handoff: true,
+        }
+    }
+
     /// A seed: depth 0, no via, no hops.
     pub fn seed(url: impl Into<String>) -> UrlRecord {
         UrlRecord {
