@@ -155,9 +155,16 @@ pub fn cluster_status(
                 ),
                 cluster::ShardCounts::Stored(n) => (n.to_string(), "-".into(), "-".into()),
             };
+            // how long it has been held (or released), on this machine's clock
+            let age = |since: u64| match since {
+                0 => String::new(),
+                t => format!(" {}s", now_ms.saturating_sub(t) / 1000),
+            };
             let lease = match &s.lease {
-                Some(Some(node)) => node.clone(),
-                Some(None) => "(released)".into(),
+                Some(v) => match &v.node {
+                    Some(node) => format!("{node}{}", age(v.since_ms)),
+                    None => format!("(released){}", age(v.since_ms)),
+                },
                 None => "-".into(),
             };
             vec![

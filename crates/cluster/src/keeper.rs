@@ -23,6 +23,13 @@ use crate::lease::{plan, Observed};
 use crate::lease_store::{LeaseError, LeaseStore};
 use crate::ownership::Ownership;
 
+/// Now, unix ms (only written into leases for display).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// What one round changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RoundReport {
@@ -53,6 +60,8 @@ pub struct LeaseKeeper {
     releasing: BTreeMap<u32, u64>,
     /// Each shard key's revision and when (monotonic ms) this node first saw it.
     seen: HashMap<u32, (u64, u64)>,
+    /// When each shard held was taken (unix ms, written with the lease for display).
+    since: HashMap<u32, u64>,
 }
 
 impl LeaseKeeper {
@@ -73,6 +82,7 @@ impl LeaseKeeper {
             held: BTreeMap::new(),
             releasing: BTreeMap::new(),
             seen: HashMap::new(),
+            since: HashMap::new(),
         }
     }
 
@@ -134,8 +144,12 @@ impl LeaseKeeper {
             self.renew(s, fence, &mut report).await;
         }
         for (s, rev) in self.releasing.clone() {
+            let since = self.since.get(&s).copied().unwrap_or(0);
             match self
-                .within("renewing a lease", self.store.renew(s, &self.me, rev))
+                .within(
+                    "renewing a lease",
+                    self.store.renew(s, &self.me, rev, since),
+                )
                 .await
             {
                 Ok(rev) => {
@@ -181,6 +195,8 @@ impl LeaseKeeper {
             let mine = o.value.as_ref().and_then(|v| v.node.as_deref()) == Some(&self.me);
             let known = self.held.contains_key(s) || self.releasing.contains_key(s);
             if mine && !known {
+                let since = o.value.as_ref().map_or(0, |v| v.since_ms);
+                self.since.insert(*s, since);
                 self.held.insert(*s, o.revision);
                 self.ownership.grant(*s, Duration::ZERO, fence);
             }
@@ -197,8 +213,12 @@ impl LeaseKeeper {
         let Some(&rev) = self.held.get(&s) else {
             return;
         };
+        let since = self.since.get(&s).copied().unwrap_or(0);
         match self
-            .within("renewing a lease", self.store.renew(s, &self.me, rev))
+            .within(
+                "renewing a lease",
+                self.store.renew(s, &self.me, rev, since),
+            )
             .await
         {
             Ok(rev) => {
@@ -225,11 +245,13 @@ impl LeaseKeeper {
             Some(o) if o.expired => self.takeover_hold,
             Some(o) => Duration::from_millis(o.value.as_ref().map_or(0, |v| v.hold_ms)),
         };
+        let now = wall_ms();
         match self
-            .within("claiming a lease", self.store.claim(s, &self.me, seen))
+            .within("claiming a lease", self.store.claim(s, &self.me, seen, now))
             .await
         {
             Ok(rev) => {
+                self.since.insert(s, now);
                 self.held.insert(s, rev);
                 self.ownership.grant(s, hold, fence);
                 report.gained.push((s, hold));
@@ -248,9 +270,9 @@ impl LeaseKeeper {
             return Ok(());
         };
         let hold_ms = hold.as_millis() as u64;
-        self.within("releasing a lease", self.store.release(s, rev, hold_ms))
-            .await
-            .map(|_| ())
+        self.since.remove(&s);
+        let release = self.store.release(s, rev, hold_ms, wall_ms());
+        self.within("releasing a lease", release).await.map(|_| ())
     }
 
     /// Stopping: every held shard is to be handed off (closed now; the caller hands each

@@ -31,6 +31,10 @@ pub struct LeaseValue {
     /// duration, not an instant: two machines' clocks are never compared.
     #[serde(default)]
     pub hold_ms: u64,
+    /// When the holder took it (or, released, when it let it go): unix ms on the writer's
+    /// clock, for `frontierd cluster status` to show an age. Never used to judge a lease.
+    #[serde(default)]
+    pub since_ms: u64,
 }
 
 /// A shard's lease as the broker has it.
@@ -149,6 +153,7 @@ mod tests {
             value: Some(LeaseValue {
                 node: node.map(str::to_string),
                 hold_ms: 0,
+                since_ms: 0,
             }),
             revision,
             expired: false,

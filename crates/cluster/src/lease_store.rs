@@ -224,6 +224,7 @@ impl LeaseStore {
                 value: Some(serde_json::from_slice(&e.value).unwrap_or(LeaseValue {
                     node: Some(String::from("?")),
                     hold_ms: 0,
+                    since_ms: 0,
                 })),
                 revision: e.revision,
                 expired: false,
@@ -242,10 +243,12 @@ impl LeaseStore {
         shard: u32,
         node: &str,
         seen: Option<&Observed>,
+        since_ms: u64,
     ) -> Result<u64, LeaseError> {
         let value = Self::encode(&LeaseValue {
             node: Some(node.to_string()),
             hold_ms: 0,
+            since_ms,
         });
         let key = shard_key(shard);
         match seen.filter(|o| o.revision > 0) {
@@ -264,10 +267,17 @@ impl LeaseStore {
     }
 
     /// Renew a held shard (written again at the revision this node last wrote).
-    pub async fn renew(&self, shard: u32, node: &str, revision: u64) -> Result<u64, LeaseError> {
+    pub async fn renew(
+        &self,
+        shard: u32,
+        node: &str,
+        revision: u64,
+        since_ms: u64,
+    ) -> Result<u64, LeaseError> {
         let value = Self::encode(&LeaseValue {
             node: Some(node.to_string()),
             hold_ms: 0,
+            since_ms,
         });
         self.update(shard, revision, value).await
     }
@@ -279,10 +289,12 @@ impl LeaseStore {
         shard: u32,
         revision: u64,
         hold_ms: u64,
+        since_ms: u64,
     ) -> Result<u64, LeaseError> {
         let value = Self::encode(&LeaseValue {
             node: None,
             hold_ms,
+            since_ms,
         });
         self.update(shard, revision, value).await
     }
@@ -299,24 +311,15 @@ impl LeaseStore {
     }
 }
 
-/// The lease of every shard that has one, as `frontierd cluster status` shows it: the holder,
-/// or `None` once released; `Ok(None)` when the cluster has no lease bucket (fixed
-/// `owned_shards` everywhere).
-pub async fn lease_holders(
-    js: &JetStream,
-) -> Result<Option<BTreeMap<u32, Option<String>>>, LeaseError> {
-    let Ok(leases) = js.get_key_value(LEASE_BUCKET).await else {
+/// The leases as `frontierd cluster status` shows them: every shard key's value, and the
+/// live members; `Ok(None)` when the cluster has no lease bucket (fixed `owned_shards`
+/// everywhere).
+pub async fn lease_holders(js: &JetStream) -> Result<Option<LeaseSnapshot>, LeaseError> {
+    let (Ok(leases), Ok(members)) = (
+        js.get_key_value(LEASE_BUCKET).await,
+        js.get_key_value(MEMBER_BUCKET).await,
+    ) else {
         return Ok(None);
     };
-    let store = LeaseStore {
-        members: leases.clone(),
-        leases,
-    };
-    let snapshot = store.snapshot_shards().await?;
-    Ok(Some(
-        snapshot
-            .into_iter()
-            .map(|(s, o)| (s, o.value.and_then(|v| v.node)))
-            .collect(),
-    ))
+    LeaseStore { leases, members }.snapshot().await.map(Some)
 }

@@ -130,9 +130,10 @@ pub struct ShardStatus {
     /// The nodes that say they own it: one, none (nobody consumes it), or several (a
     /// conflict).
     pub owners: Vec<String>,
-    /// Its lease in the broker (shard leases): `Some(Some(node))` held, `Some(None)`
-    /// released and not yet taken, `None` no lease (fixed `owned_shards`, or never claimed).
-    pub lease: Option<Option<String>>,
+    /// Its lease in the broker (shard leases): its holder (`node: None` released and not
+    /// yet taken: a move in progress) and since when; `None` no lease (fixed
+    /// `owned_shards`, or never claimed).
+    pub lease: Option<crate::LeaseValue>,
     pub counts: ShardCounts,
 }
 
@@ -199,17 +200,16 @@ pub async fn cluster_status(
         })
         .collect();
     // a lease bucket that cannot be read leaves the lease column empty; the rest still shows
-    let leases = crate::lease_store::lease_holders(js)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let leases = crate::lease_store::lease_holders(js).await.ok().flatten();
+    // with shard leases, a node out of the member list (dead, or stopped) owns nothing,
+    // whatever its last status said
+    let member = |id: &str| leases.as_ref().is_none_or(|l| l.live.contains(id));
     let mut out = Vec::new();
     for shard in 0..shards {
         let owners = nodes
             .iter()
             .zip(&owned)
-            .filter(|(_, o)| o.as_ref().is_some_and(|o| o.contains(shard)))
+            .filter(|(n, o)| member(&n.id) && o.as_ref().is_some_and(|o| o.contains(shard)))
             .map(|(n, _)| n.id.clone())
             .collect();
         let counts = match shard_backlog(js, shard).await? {
@@ -219,7 +219,10 @@ pub async fn cluster_status(
         out.push(ShardStatus {
             shard,
             owners,
-            lease: leases.get(&shard).cloned(),
+            lease: leases
+                .as_ref()
+                .and_then(|l| l.shards.get(&shard))
+                .and_then(|o| o.value.clone()),
             counts,
         });
     }
