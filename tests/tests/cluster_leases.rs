@@ -518,3 +518,56 @@ fn death_figure() {
         );
     }
 }
+
+#[test]
+fn a_node_killed_and_restarted_at_once_ten_times_keeps_its_shards_and_every_gap() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
+        daemons.iter().flatten().map(held).collect::<Vec<_>>() == [4.0, 4.0, 4.0]
+    });
+    let urls = pages(&site, 12, 40, "k");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("the crawl under way", Duration::from_secs(30), || {
+        log.all().iter().filter(|s| s.node == 2).count() > 5
+    });
+    // n2 SIGKILLed and started again at once, ten times, 100-600 ms apart: well within a
+    // lease TTL, so it comes back to leases that still name it and keeps its shards
+    let mut rng = frontierd_e2e::Rng::new();
+    let mut kills = Vec::new();
+    for _ in 0..10 {
+        std::thread::sleep(rng.ms(100, 600));
+        daemons[2].take().unwrap().kill9();
+        kills.push(Instant::now());
+        daemons[2] = Some(envs[2].start());
+    }
+    wait_fetched(&envs, &urls);
+    let all = log.all();
+    assert_one_node_at_a_time(&all);
+    for h in 0..12 {
+        let host = format!("h{h:02}.site.test");
+        frontierd_e2e::assert_gaps_across_kills(&site.hits_for(&host), &host, GAP, GAP, &kills);
+    }
+    // pages in flight at a kill (one per host of n2's shards) are asked again
+    let again = refetches(&all);
+    assert!(again <= 10 * 4, "{again} refetches after 10 kills");
+    let took_over = all
+        .iter()
+        .filter(|s| s.node != 2 && kills.first().is_some_and(|k| s.start > *k))
+        .filter(|s| {
+            all.iter().any(|t| {
+                t.node == 2 && t.host == s.host && kills.first().is_some_and(|k| t.start < *k)
+            })
+        })
+        .count();
+    assert_eq!(
+        took_over, 0,
+        "n2's hosts went to other nodes: its restarts lost its shards"
+    );
+    eprintln!("{again} refetches after 10 kills of n2");
+}

@@ -35,7 +35,8 @@ fn wall_ms() -> u64 {
 pub struct RoundReport {
     /// Live nodes, this one included.
     pub live: usize,
-    /// Shards taken, with the hold before their first request.
+    /// Shards taken (claimed, or adopted: their lease already named this node), with the
+    /// hold before their first request.
     pub gained: Vec<(u32, Duration)>,
     /// Shards lost to another node (or whose key went): stop consuming them.
     pub lost: Vec<u32>,
@@ -129,12 +130,14 @@ impl LeaseKeeper {
         let mut snap = self
             .within("reading the buckets", self.store.snapshot())
             .await?;
-        self.judge_expiry(&mut snap.shards, sent, ttl_ms);
-        self.adopt(&snap.shards, fence);
+        // first seen no earlier than read: a revision written during the read must not
+        // count as seen from before it was written
+        self.judge_expiry(&mut snap.shards, self.ownership.now_ms(), ttl_ms);
         let mut report = RoundReport {
             live: snap.live.len().max(1),
             ..RoundReport::default()
         };
+        self.adopt(&snap.shards, fence, &mut report);
         let held = self.held.keys().copied().collect();
         let p = plan(&self.me, self.shards, &snap.live, &snap.shards, &held);
         for s in p.lost {
@@ -190,7 +193,7 @@ impl LeaseKeeper {
     /// Leases that name this node but that it does not hold are its own: after a restart (the
     /// frontier's restart hold keeps the gaps of its hosts), or a write that went through
     /// but whose answer was lost. No other node can hold them.
-    fn adopt(&mut self, shards: &BTreeMap<u32, Observed>, fence: u64) {
+    fn adopt(&mut self, shards: &BTreeMap<u32, Observed>, fence: u64, report: &mut RoundReport) {
         for (s, o) in shards {
             let mine = o.value.as_ref().and_then(|v| v.node.as_deref()) == Some(&self.me);
             let known = self.held.contains_key(s) || self.releasing.contains_key(s);
@@ -199,6 +202,7 @@ impl LeaseKeeper {
                 self.since.insert(*s, since);
                 self.held.insert(*s, o.revision);
                 self.ownership.grant(*s, Duration::ZERO, fence);
+                report.gained.push((*s, Duration::ZERO));
             }
         }
     }

@@ -179,3 +179,21 @@ async fn a_clean_stop_hands_every_shard_to_the_others_at_once() {
     assert!(started.elapsed() < TTL);
     assert_eq!(held(&oa).len(), 8);
 }
+
+#[tokio::test]
+async fn a_node_restarted_within_the_ttl_adopts_its_leases_at_once() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let (mut a, _) = keeper(&server, "a").await;
+    let r = a.round().await.unwrap();
+    assert_eq!(r.gained.len(), 8);
+    drop(a);
+    // the same node id, a new process (a fresh keeper and gate): its first round takes the
+    // leases that still name it, with no hold and no wait for the TTL
+    let (mut again, o) = keeper(&server, "a").await;
+    let r = again.round().await.unwrap();
+    assert_eq!(r.gained.len(), 8, "{r:?}");
+    assert!(r.gained.iter().all(|(_, hold)| hold.is_zero()));
+    assert_eq!(o.closed_for(&key_of(3)), None);
+}
