@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 
 use crate::broker::{connect_in_background, jetstream, reconnect_delay};
+use frontier::Frontier;
+
 use crate::{
-    BrokerError, ClusterSettings, ConnectionState, JetStream, LeaseKeeper, Outbox, OutboxError,
-    Ownership, Publisher,
+    hand_off_all, BrokerError, ClusterSettings, ConnectionState, Handoffs, JetStream, LeaseError,
+    LeaseKeeper, LeaseStore, Outbox, OutboxError, Ownership, Publisher, SweepReport,
 };
 
 /// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
@@ -255,6 +257,65 @@ pub fn per_second(now: u64, before: u64, over: Duration) -> f64 {
 /// A counter's value.
 pub fn load(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
+}
+
+/// Shard leases (`owned_shards = "auto"`): the node's side of the rounds and hand-offs.
+impl Node {
+    /// Open the lease buckets and set up this node's [`LeaseKeeper`]; returns how often its
+    /// rounds run.
+    pub async fn open_leases(&self) -> Result<Duration, LeaseError> {
+        let s = &self.settings;
+        let store = LeaseStore::open(&self.js, s.lib.lease_ttl, s.lib.replicas).await?;
+        let keeper = LeaseKeeper::new(
+            store,
+            self.node_id(),
+            s.lib.lease_ttl,
+            s.takeover_hold,
+            self.ownership.clone(),
+        );
+        let every = keeper.renew_every();
+        *self.keeper.lock().await = Some(keeper);
+        Ok(every)
+    }
+
+    /// One hand-off sweep ([`Handoffs::sweep`]), then the release of the shards it finished
+    /// handing off (on a failed release the lease runs out instead: the next owner waits its
+    /// takeover hold).
+    pub async fn sweep(
+        &self,
+        frontier: &Arc<Frontier>,
+        handoffs: &tokio::sync::Mutex<Handoffs>,
+        now_ms: u64,
+    ) -> SweepReport {
+        let mut r = handoffs
+            .lock()
+            .await
+            .sweep(frontier, &self.publisher, &self.ownership, now_ms)
+            .await;
+        if let Some(k) = self.keeper.lock().await.as_mut() {
+            for (shard, hold) in std::mem::take(&mut r.released) {
+                match k.release(shard, hold).await {
+                    Ok(()) => r.released.push((shard, hold)),
+                    Err(e) => r.errors.push(e.to_string()),
+                }
+            }
+        }
+        r
+    }
+
+    /// The stop's hand-off ([`hand_off_all`]), given up after `limit` (the broker may be
+    /// down: the leases then run out and the URLs stay in this node's store). `None`: no
+    /// leases, or it did not finish in time.
+    pub async fn hand_off_at_stop(
+        &self,
+        frontier: &Arc<Frontier>,
+        now_ms: u64,
+        limit: Duration,
+    ) -> Option<SweepReport> {
+        let keeper = self.keeper.lock().await.take()?;
+        let work = hand_off_all(frontier, &self.publisher, keeper, now_ms);
+        tokio::time::timeout(limit, work).await.ok()
+    }
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{
-    hand_off_all, Backoff, Handoffs, LeaseError, LeaseKeeper, LeaseStore, Node, SweepReport,
-};
+use cluster::{Backoff, Handoffs, LeaseError, Node, SweepReport};
+use tokio::sync::Mutex;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::cluster::intake::shard_loop;
@@ -27,11 +26,10 @@ const STOP_HANDOFF: Duration = Duration::from_secs(30);
 /// Open the lease buckets, then run rounds until the daemon stops.
 pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
     let m = &sh.metrics;
-    let s = &node.settings;
     let mut backoff = Backoff::new("leases", "shard leases");
-    let store = loop {
-        match LeaseStore::open(&node.js, s.lib.lease_ttl, s.lib.replicas).await {
-            Ok(store) => break store,
+    let every = loop {
+        match node.open_leases().await {
+            Ok(every) => break every,
             Err(e @ LeaseError::TtlMismatch { .. }) => {
                 ClusterTaskError::LeaseTtlMismatch { error: &e }.emit(m);
                 node.fail(e.to_string());
@@ -40,20 +38,11 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
             Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
     };
-    let keeper = LeaseKeeper::new(
-        store,
-        node.node_id(),
-        s.lib.lease_ttl,
-        s.takeover_hold,
-        node.ownership.clone(),
-    );
-    let every = keeper.renew_every();
-    *node.keeper.lock().await = Some(keeper);
     // the consumer tasks of the shards held: a JoinSet aborts them all when the lease task
     // is aborted at the stop
     let mut tasks = JoinSet::new();
     let mut consumers: HashMap<u32, AbortHandle> = HashMap::new();
-    let handoffs = Arc::new(tokio::sync::Mutex::new(Handoffs::default()));
+    let handoffs = Arc::new(Mutex::new(Handoffs::default()));
     // the hand-offs publish (maybe many URLs, maybe to a slow broker) beside the rounds,
     // which must never wait on them: a late round lets the fences run out
     tasks.spawn(sweep_loop(
@@ -98,27 +87,12 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
 async fn sweep_loop(
     sh: Arc<Shared>,
     node: Arc<Node>,
-    handoffs: Arc<tokio::sync::Mutex<Handoffs>>,
+    handoffs: Arc<Mutex<Handoffs>>,
     every: Duration,
 ) {
     loop {
         tokio::time::sleep(every).await;
-        let ownership = &node.ownership;
-        let mut r = handoffs
-            .lock()
-            .await
-            .sweep(&sh.frontier, &node.publisher, ownership, now_ms())
-            .await;
-        if let Some(k) = node.keeper.lock().await.as_mut() {
-            for (shard, hold) in std::mem::take(&mut r.released) {
-                // on failure the lease runs out instead: the next owner waits its takeover hold
-                match k.release(shard, hold).await {
-                    Ok(()) => r.released.push((shard, hold)),
-                    Err(e) => r.errors.push(e.to_string()),
-                }
-            }
-        }
-        report(&sh, &r);
+        report(&sh, &node.sweep(&sh.frontier, &handoffs, now_ms()).await);
     }
 }
 
@@ -139,13 +113,15 @@ fn report(sh: &Shared, r: &SweepReport) {
 /// At the stop, after the last completion: every shard handed off and released, and this
 /// node out of the member list, so the others take its shards at once.
 pub async fn hand_off_at_stop(sh: &Arc<Shared>, node: &Arc<Node>) {
-    let Some(keeper) = node.keeper.lock().await.take() else {
+    if node.keeper.lock().await.is_none() {
         return;
-    };
-    let work = hand_off_all(&sh.frontier, &node.publisher, keeper, now_ms());
-    match tokio::time::timeout(STOP_HANDOFF, work).await {
-        Ok(r) => report(sh, &r),
-        Err(_) => ClusterTaskError::HandOff {
+    }
+    match node
+        .hand_off_at_stop(&sh.frontier, now_ms(), STOP_HANDOFF)
+        .await
+    {
+        Some(r) => report(sh, &r),
+        None => ClusterTaskError::HandOff {
             error: &"the broker did not answer within 30 s: the leases run out instead",
         }
         .emit(&sh.metrics),
