@@ -111,11 +111,6 @@ impl LeaseKeeper {
         self.ownership.clone()
     }
 
-    /// The shards held (being handed off ones not included).
-    pub fn held(&self) -> Vec<u32> {
-        self.held.keys().copied().collect()
-    }
-
     /// One round: say this node is alive, read the buckets, judge which leases ran out,
     /// then renew, give up, and claim as planned.
     pub async fn round(&mut self) -> Result<RoundReport, LeaseError> {
@@ -147,14 +142,7 @@ impl LeaseKeeper {
             self.renew(s, fence, &mut report).await;
         }
         for (s, rev) in self.releasing.clone() {
-            let since = self.since.get(&s).copied().unwrap_or(0);
-            match self
-                .within(
-                    "renewing a lease",
-                    self.store.renew(s, &self.me, rev, since),
-                )
-                .await
-            {
+            match self.write_renewal(s, rev).await {
                 Ok(rev) => {
                     self.releasing.insert(s, rev);
                 }
@@ -213,18 +201,18 @@ impl LeaseKeeper {
         report.lost.push(s);
     }
 
+    /// Write shard `s`'s lease again at revision `rev` (held or being handed off).
+    async fn write_renewal(&self, s: u32, rev: u64) -> Result<u64, LeaseError> {
+        let since = self.since.get(&s).copied().unwrap_or(0);
+        let renew = self.store.renew(s, &self.me, rev, since);
+        self.within("renewing a lease", renew).await
+    }
+
     async fn renew(&mut self, s: u32, fence: u64, report: &mut RoundReport) {
         let Some(&rev) = self.held.get(&s) else {
             return;
         };
-        let since = self.since.get(&s).copied().unwrap_or(0);
-        match self
-            .within(
-                "renewing a lease",
-                self.store.renew(s, &self.me, rev, since),
-            )
-            .await
-        {
+        match self.write_renewal(s, rev).await {
             Ok(rev) => {
                 self.held.insert(s, rev);
                 self.ownership.renew(s, fence);

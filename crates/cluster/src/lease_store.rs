@@ -213,7 +213,7 @@ impl LeaseStore {
     }
 
     /// One shard's key, if present (a deleted key reads as absent).
-    pub async fn observe(&self, shard: u32) -> Result<Option<Observed>, LeaseError> {
+    async fn observe(&self, shard: u32) -> Result<Option<Observed>, LeaseError> {
         let entry = self.leases.entry(shard_key(shard)).await.map_err(|e| {
             broker(LEASE_BUCKET, format!("reading {}", shard_key(shard)))(Box::new(e))
         })?;
@@ -231,6 +231,15 @@ impl LeaseStore {
             }))
     }
 
+    /// The value of a lease `node` holds since `since_ms`.
+    fn held_by(node: &str, since_ms: u64) -> Bytes {
+        Self::encode(&LeaseValue {
+            node: Some(node.to_string()),
+            hold_ms: 0,
+            since_ms,
+        })
+    }
+
     fn encode(value: &LeaseValue) -> Bytes {
         Bytes::from(serde_json::to_vec(value).unwrap_or_default())
     }
@@ -245,11 +254,7 @@ impl LeaseStore {
         seen: Option<&Observed>,
         since_ms: u64,
     ) -> Result<u64, LeaseError> {
-        let value = Self::encode(&LeaseValue {
-            node: Some(node.to_string()),
-            hold_ms: 0,
-            since_ms,
-        });
+        let value = Self::held_by(node, since_ms);
         let key = shard_key(shard);
         match seen.filter(|o| o.revision > 0) {
             None => self
@@ -274,12 +279,8 @@ impl LeaseStore {
         revision: u64,
         since_ms: u64,
     ) -> Result<u64, LeaseError> {
-        let value = Self::encode(&LeaseValue {
-            node: Some(node.to_string()),
-            hold_ms: 0,
-            since_ms,
-        });
-        self.update(shard, revision, value).await
+        self.update(shard, revision, Self::held_by(node, since_ms))
+            .await
     }
 
     /// Release a held shard: the next holder waits `hold_ms` before its first request to a

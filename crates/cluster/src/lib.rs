@@ -49,7 +49,7 @@ pub use consume::{Delivery, ShardBacklog, ShardConsumer};
 pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, SweepReport};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
 pub use keeper::{LeaseKeeper, RoundReport};
-pub use lease::{fair_share, plan as plan_leases, preference, LeasePlan, LeaseValue, Observed};
+pub use lease::{LeaseValue, Observed};
 pub use lease_store::{
     lease_holders, LeaseError, LeaseSnapshot, LeaseStore, LEASE_BUCKET, MEMBER_BUCKET,
 };

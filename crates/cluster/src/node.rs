@@ -304,17 +304,19 @@ impl Node {
     }
 
     /// The stop's hand-off ([`hand_off_all`]), given up after `limit` (the broker may be
-    /// down: the leases then run out and the URLs stay in this node's store). `None`: no
-    /// leases, or it did not finish in time.
+    /// down: the leases then run out and the URLs stay in this node's store). `Ok(None)`: no
+    /// leases to hand off.
     pub async fn hand_off_at_stop(
         &self,
         frontier: &Arc<Frontier>,
         now_ms: u64,
         limit: Duration,
-    ) -> Option<SweepReport> {
-        let keeper = self.keeper.lock().await.take()?;
+    ) -> Result<Option<SweepReport>, tokio::time::error::Elapsed> {
+        let Some(keeper) = self.keeper.lock().await.take() else {
+            return Ok(None);
+        };
         let work = hand_off_all(frontier, &self.publisher, keeper, now_ms);
-        tokio::time::timeout(limit, work).await.ok()
+        tokio::time::timeout(limit, work).await.map(Some)
     }
 }
 

@@ -75,11 +75,6 @@ impl Ownership {
             .is_some_and(|f| f.load(Ordering::Acquire) != NOT_HELD)
     }
 
-    /// Whether the shard of politeness key `key` is held here.
-    pub fn holds_key(&self, key: &str) -> bool {
-        self.holds(self.map.shard_of_key(key))
-    }
-
     /// The shards held, ascending.
     pub fn held(&self) -> Vec<u32> {
         (0..self.map.shards()).filter(|&s| self.holds(s)).collect()
@@ -168,7 +163,7 @@ mod tests {
         let wait = o.closed_for(&key).expect("held, in its takeover hold");
         assert!(wait > 59_000 && wait <= 60_000, "{wait}");
         assert!(
-            o.holds_key(&key),
+            o.holds(2),
             "URLs of a held shard are queued here, hold or not"
         );
         o.grant(2, Duration::ZERO, o.now_ms() + 120_000);

@@ -113,15 +113,13 @@ fn report(sh: &Shared, r: &SweepReport) {
 /// At the stop, after the last completion: every shard handed off and released, and this
 /// node out of the member list, so the others take its shards at once.
 pub async fn hand_off_at_stop(sh: &Arc<Shared>, node: &Arc<Node>) {
-    if node.keeper.lock().await.is_none() {
-        return;
-    }
     match node
         .hand_off_at_stop(&sh.frontier, now_ms(), STOP_HANDOFF)
         .await
     {
-        Some(r) => report(sh, &r),
-        None => ClusterTaskError::HandOff {
+        Ok(Some(r)) => report(sh, &r),
+        Ok(None) => {}
+        Err(_) => ClusterTaskError::HandOff {
             error: &"the broker did not answer within 30 s: the leases run out instead",
         }
         .emit(&sh.metrics),
