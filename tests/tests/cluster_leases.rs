@@ -292,6 +292,85 @@ fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share(
 }
 
 #[test]
+fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queue() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    let running = |d: &[Option<Daemon>]| d.iter().flatten().map(held).collect::<Vec<_>>();
+    wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
+        running(&daemons) == [4.0, 4.0, 4.0]
+    });
+    // 12 hosts x 30 pages at one page per 200 ms gap: 6 s a host at least, so every node
+    // has most of its hosts' URLs queued (taken from the stream, acknowledged) at the kill
+    let urls = pages(&site, 12, 30, "a");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("n2 has fetched 20 pages", Duration::from_secs(30), || {
+        log.all()
+            .iter()
+            .filter(|s| s.node == 2 && s.path != "/robots.txt")
+            .count()
+            >= 20
+    });
+    // n2 dies for good: SIGKILL, and its data directory (store, crawl log) is gone with
+    // its disk; what it fetched is what the site saw it ask
+    daemons[2].take().unwrap().kill9();
+    let before_kill = log.all();
+    std::fs::remove_dir_all(envs[2].dir.path().join("data")).ok();
+    wait_until(
+        "n0 and n1 hold all 12 shards",
+        Duration::from_secs(30),
+        || running(&daemons) == [6.0, 6.0],
+    );
+    // every URL fetched: asked by n2 before it died, or fetched by the survivors (from its
+    // shards' logs)
+    let by_n2: Vec<String> = urls
+        .iter()
+        .filter(|u| {
+            before_kill
+                .iter()
+                .any(|s| s.node == 2 && u.ends_with(&s.path) && u.contains(&s.host))
+        })
+        .cloned()
+        .collect();
+    let rest: Vec<String> = urls
+        .iter()
+        .filter(|u| !by_n2.contains(u))
+        .cloned()
+        .collect();
+    wait_fetched(&envs[..2], &rest);
+    let all = log.all();
+    let at_kill = before_kill.len();
+    assert_one_node_at_a_time(&all);
+    let replayed: f64 = daemons
+        .iter()
+        .flatten()
+        .map(|d| {
+            metric(
+                &d.metrics(),
+                "frontierd_cluster_shard_log_replayed_urls_total",
+            )
+            .unwrap_or(0.0)
+        })
+        .sum();
+    assert!(
+        replayed > 0.0,
+        "the survivors queued nothing from n2's shard logs"
+    );
+    // pages fetched twice: at most those in flight at the kill (one per host of n2, four
+    // hosts) and those answered in the last moments whose done entry had not reached the log
+    let again = refetches(&all);
+    assert!(again <= 8, "{again} pages fetched twice");
+    eprintln!(
+        "{at_kill} requests before the kill, {} after; {replayed} URLs replayed from n2's shard logs; {again} refetches",
+        all.len() - at_kill
+    );
+}
+
+#[test]
 fn a_node_stopped_with_sigstop_fetches_nothing_of_the_shards_taken_from_it() {
     let Some(nats) = NatsServer::start() else {
         return;

@@ -198,6 +198,8 @@ pub struct Offered {
     pub rejected: Vec<Rejection>,
     /// Indices in the offered items of the URLs already known.
     pub duplicate_at: Vec<usize>,
+    /// Indices in the offered items of the URLs queued.
+    pub queued_at: Vec<usize>,
 }
 
 /// The frontier's `results` for `items` (item i on line `lines[i]`, or i + 1 when `lines`
@@ -216,7 +218,10 @@ pub fn tally_offer(
     };
     for (i, (item, r)) in items.iter().zip(results).enumerate() {
         match r {
-            EnqueueResult::Queued => offered.accepted += 1,
+            EnqueueResult::Queued => {
+                offered.accepted += 1;
+                offered.queued_at.push(i);
+            }
             EnqueueResult::Duplicate => {
                 offered.duplicate += 1;
                 offered.duplicate_at.push(i);

@@ -259,6 +259,20 @@ pub async fn ensure_streams(
     })
     .await
     .map_err(|e| stream_err(EVENTS_STREAM)(Box::new(e)))?;
+    js.get_or_create_stream(stream::Config {
+        name: crate::shard_log::SHARD_LOG_STREAM.into(),
+        description: Some(
+            "frontierd shard logs: what each shard's holder queued and finished".into(),
+        ),
+        subjects: vec!["frontierd.shardlog.*".into()],
+        // kept until the shard's holder compacts its log
+        retention: stream::RetentionPolicy::Limits,
+        storage: stream::StorageType::File,
+        num_replicas: settings.replicas,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| stream_err(crate::shard_log::SHARD_LOG_STREAM)(Box::new(e)))?;
     js.get_or_create_stream(nodes_stream_config(settings.replicas))
         .await
         .map_err(|e| stream_err(NODES_STREAM)(Box::new(e)))?;

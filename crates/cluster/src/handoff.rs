@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use frontier::Frontier;
 
+use crate::journal::Journal;
 use crate::keeper::LeaseKeeper;
 use crate::message::UrlRecord;
 use crate::ownership::Ownership;
@@ -47,16 +48,24 @@ pub enum HandOffError {
         hosts: usize,
         source: Box<PublishFailure>,
     },
+    #[error("reading the log of shard {shard}: {source}")]
+    Log {
+        shard: u32,
+        source: crate::BrokerError,
+    },
     #[error("hand-off task: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
 
 /// Hand off every host in memory whose shard `ownership` does not hold and that `pick`
-/// takes (by shard). `now_ms`: the frontier's clock (unix ms).
+/// takes (by shard). `now_ms`: the frontier's clock (unix ms). With the shard logs
+/// (`journal`), URLs a shard's log already has (pending or done) are only taken out here:
+/// the next holder has them from the log.
 pub async fn hand_off(
     frontier: &Arc<Frontier>,
     publisher: &Publisher,
     ownership: &Arc<Ownership>,
+    journal: Option<&Journal>,
     pick: impl Fn(u32) -> bool + Send + 'static,
     now_ms: u64,
 ) -> Result<HandOff, HandOffError> {
@@ -96,16 +105,23 @@ pub async fn hand_off(
     if hosts.is_empty() {
         return Ok(out);
     }
-    let records: Vec<UrlRecord> = hosts.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
+    let logged = logged_urls(journal, ownership, &hosts).await?;
+    let records: Vec<UrlRecord> = hosts
+        .iter()
+        .flat_map(|(_, r)| r.iter().cloned())
+        .filter(|r| !logged.contains(&r.url))
+        .collect();
     let published =
-        publisher
-            .publish(records.clone())
-            .await
-            .map_err(|source| HandOffError::Publish {
-                hosts: hosts.len(),
-                source: Box::new(source),
-            })?;
-    out.urls = published.published;
+        match records.is_empty() {
+            true => crate::PublishReport::default(),
+            false => publisher.publish(records.clone()).await.map_err(|source| {
+                HandOffError::Publish {
+                    hosts: hosts.len(),
+                    source: Box::new(source),
+                }
+            })?,
+        };
+    out.urls = published.published + logged.len();
     out.hosts = hosts.len();
     // acknowledged: now they go from here. Anything taken that was not published (not
     // routable, or arrived meanwhile: neither can happen for a shard not held) is queued here
@@ -119,6 +135,7 @@ pub async fn hand_off(
         .into_iter()
         .map(|r| r.url)
         .filter(|u| !unroutable.contains(u.as_str()))
+        .chain(logged)
         .collect();
     let f = frontier.clone();
     tokio::task::spawn_blocking(move || {
@@ -146,6 +163,41 @@ pub async fn hand_off(
     })
     .await??;
     Ok(out)
+}
+
+/// The URLs of `hosts` their shards' logs already have (pending or done).
+async fn logged_urls(
+    journal: Option<&Journal>,
+    ownership: &Ownership,
+    hosts: &[(String, Vec<UrlRecord>)],
+) -> Result<std::collections::HashSet<String>, HandOffError> {
+    let mut logged = std::collections::HashSet::new();
+    let Some(journal) = journal else {
+        return Ok(logged);
+    };
+    let map = ownership.shard_map();
+    let mut by_shard: BTreeMap<u32, Vec<&UrlRecord>> = BTreeMap::new();
+    for (key, records) in hosts {
+        by_shard
+            .entry(map.shard_of_key(key))
+            .or_default()
+            .extend(records);
+    }
+    for (shard, records) in by_shard {
+        let known = journal
+            .log
+            .read(shard)
+            .await
+            .map_err(|source| HandOffError::Log { shard, source })?
+            .known_keys();
+        logged.extend(
+            records
+                .into_iter()
+                .filter(|r| known.contains(&crate::url_key(&r.url)))
+                .map(|r| r.url.clone()),
+        );
+    }
+    Ok(logged)
 }
 
 /// What [`Handoffs::sweep`] or [`hand_off_all`] did.
@@ -199,15 +251,16 @@ impl Handoffs {
         frontier: &Arc<Frontier>,
         publisher: &Publisher,
         ownership: &Arc<Ownership>,
+        journal: Option<&Journal>,
         now_ms: u64,
     ) -> SweepReport {
         let mut report = SweepReport::default();
         let giving_up: Vec<u32> = self.releasing.keys().copied().collect();
         let others = move |s: u32| !giving_up.contains(&s);
-        report.note(hand_off(frontier, publisher, ownership, others, now_ms).await);
+        report.note(hand_off(frontier, publisher, ownership, journal, others, now_ms).await);
         for (shard, hold) in self.releasing.clone() {
             let one = move |s: u32| s == shard;
-            let h = hand_off(frontier, publisher, ownership, one, now_ms).await;
+            let h = hand_off(frontier, publisher, ownership, journal, one, now_ms).await;
             let Some(h) = report.note(h) else { continue };
             let hold = hold.max(h.hold);
             if h.busy_hosts > 0 {
@@ -226,13 +279,15 @@ impl Handoffs {
 pub async fn hand_off_all(
     frontier: &Arc<Frontier>,
     publisher: &Publisher,
+    journal: Option<&Journal>,
     mut keeper: LeaseKeeper,
     now_ms: u64,
 ) -> SweepReport {
     let mut report = SweepReport::default();
     let shards = keeper.release_all();
     let ownership = keeper.ownership();
-    let h = report.note(hand_off(frontier, publisher, &ownership, |_| true, now_ms).await);
+    let all = |_| true;
+    let h = report.note(hand_off(frontier, publisher, &ownership, journal, all, now_ms).await);
     if let Some(h) = h.filter(|h| h.busy_hosts == 0) {
         for shard in shards {
             match keeper.release(shard, h.hold).await {

@@ -38,6 +38,9 @@ pub struct RoundReport {
     /// Shards taken (claimed, or adopted: their lease already named this node), with the
     /// hold before their first request.
     pub gained: Vec<(u32, Duration)>,
+    /// Of those gained, the ones adopted: this node's own from before (its store has their
+    /// state; their log is not replayed).
+    pub adopted: Vec<u32>,
     /// Shards lost to another node (or whose key went): stop consuming them.
     pub lost: Vec<u32>,
     /// Shards to hand off: stop consuming them, give their queued URLs back to the broker,
@@ -191,6 +194,7 @@ impl LeaseKeeper {
                 self.held.insert(*s, o.revision);
                 self.ownership.grant(*s, Duration::ZERO, fence);
                 report.gained.push((*s, Duration::ZERO));
+                report.adopted.push(*s);
             }
         }
     }

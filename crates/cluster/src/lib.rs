@@ -26,6 +26,7 @@ mod config;
 mod consume;
 mod handoff;
 mod intake;
+mod journal;
 mod keeper;
 mod lease;
 mod lease_store;
@@ -37,6 +38,7 @@ mod ownership;
 mod patience;
 mod publish;
 mod shard;
+mod shard_log;
 mod status;
 
 pub use broker::{
@@ -48,6 +50,7 @@ pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsA
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
 pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, SweepReport};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
+pub use journal::{Journal, JOURNAL_KICK_AT};
 pub use keeper::{LeaseKeeper, RoundReport};
 pub use lease::{LeaseValue, Observed};
 pub use lease_store::{
@@ -71,6 +74,9 @@ pub use publish::{
     MAX_MESSAGE_BYTES,
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
+pub use shard_log::{
+    fold, shard_log_subject, url_key, Compacted, Folded, LogEntry, ShardLog, SHARD_LOG_STREAM,
+};
 pub use status::{
     cluster_status, node_statuses, publish_node_status, shard_backlog, shard_stored, ClusterStatus,
     NodeReport, ShardCounts, ShardStatus,

@@ -16,8 +16,9 @@ use crate::broker::{connect_in_background, jetstream, reconnect_delay};
 use frontier::Frontier;
 
 use crate::{
-    hand_off_all, BrokerError, ClusterSettings, ConnectionState, Handoffs, JetStream, LeaseError,
-    LeaseKeeper, LeaseStore, Outbox, OutboxError, Ownership, Publisher, SweepReport,
+    hand_off_all, BrokerError, ClusterSettings, ConnectionState, Handoffs, JetStream, Journal,
+    LeaseError, LeaseKeeper, LeaseStore, Outbox, OutboxError, Ownership, Publisher, ShardLog,
+    SweepReport,
 };
 
 /// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
@@ -64,6 +65,9 @@ pub struct Node {
     /// The shard leases (`owned_shards = "auto"`), once the lease buckets are open: run by
     /// the daemon's lease task, and at its stop to hand everything off.
     pub keeper: tokio::sync::Mutex<Option<LeaseKeeper>>,
+    /// With shard leases: the shard logs this node appends to and reads when it takes a
+    /// shard (`shard_log.rs`).
+    pub journal: Option<Journal>,
     /// Links were written to the outbox: publish them now.
     pub outbox_kick: Notify,
     max_url_len: usize,
@@ -100,6 +104,11 @@ impl Node {
             Some(owned) => Ownership::fixed(map, owned),
             None => Ownership::leased(map),
         });
+        let journal = settings
+            .lib
+            .owned
+            .is_none()
+            .then(|| Journal::new(ShardLog::new(js.clone()), map, max_url_len));
         let (events, events_rx) = match settings.publish_events {
             true => {
                 let (tx, rx) = mpsc::channel(EVENT_BUFFER);
@@ -115,6 +124,7 @@ impl Node {
             outbox,
             ownership,
             keeper: tokio::sync::Mutex::new(None),
+            journal,
             outbox_kick: Notify::new(),
             max_url_len,
             events,
@@ -287,11 +297,21 @@ impl Node {
         handoffs: &tokio::sync::Mutex<Handoffs>,
         now_ms: u64,
     ) -> SweepReport {
+        let flushed = self.append_journal().await;
         let mut r = handoffs
             .lock()
             .await
-            .sweep(frontier, &self.publisher, &self.ownership, now_ms)
+            .sweep(
+                frontier,
+                &self.publisher,
+                &self.ownership,
+                self.journal.as_ref(),
+                now_ms,
+            )
             .await;
+        if let Err(e) = flushed {
+            r.errors.push(e.to_string());
+        }
         if let Some(k) = self.keeper.lock().await.as_mut() {
             for (shard, hold) in std::mem::take(&mut r.released) {
                 match k.release(shard, hold).await {
@@ -301,6 +321,16 @@ impl Node {
             }
         }
         r
+    }
+
+    /// Append the journal's waiting entries to their shards' logs (nothing to do without
+    /// shard leases); those of shards this node no longer holds inside their fence are not
+    /// appended: their URLs are still queued here and go by the next hand-off sweep.
+    pub async fn append_journal(&self) -> Result<usize, BrokerError> {
+        match &self.journal {
+            Some(j) => j.append_waiting(&self.ownership).await,
+            None => Ok(0),
+        }
     }
 
     /// The stop's hand-off ([`hand_off_all`]), given up after `limit` (the broker may be
@@ -315,7 +345,21 @@ impl Node {
         let Some(keeper) = self.keeper.lock().await.take() else {
             return Ok(None);
         };
-        let work = hand_off_all(frontier, &self.publisher, keeper, now_ms);
+        let work = async {
+            let flushed = self.append_journal().await;
+            let mut r = hand_off_all(
+                frontier,
+                &self.publisher,
+                self.journal.as_ref(),
+                keeper,
+                now_ms,
+            )
+            .await;
+            if let Err(e) = flushed {
+                r.errors.push(e.to_string());
+            }
+            r
+        };
         tokio::time::timeout(limit, work).await.map(Some)
     }
 }

@@ -75,6 +75,16 @@ impl Ownership {
             .is_some_and(|f| f.load(Ordering::Acquire) != NOT_HELD)
     }
 
+    /// Whether `shard` is held and inside its fence now (the takeover hold aside): URLs
+    /// taken from its stream may be acknowledged as this node's.
+    pub fn fenced_in(&self, shard: u32) -> bool {
+        self.holds(shard)
+            && self
+                .open_until
+                .get(shard as usize)
+                .is_some_and(|u| self.now_ms() < u.load(Ordering::Acquire))
+    }
+
     /// The shards held, ascending.
     pub fn held(&self) -> Vec<u32> {
         (0..self.map.shards()).filter(|&s| self.holds(s)).collect()

@@ -34,6 +34,10 @@ pub struct ClusterMetrics {
     pub shard_changes: Family<Labels, Counter>,
     pub handoff_urls: Counter,
     pub handoff_received: Counter,
+    pub shard_log_entries: Counter,
+    pub shard_log_replayed: Counter,
+    pub shard_log_done_skipped: Counter,
+    pub shard_log_compactions: Counter,
 }
 
 impl ClusterMetrics {
@@ -62,6 +66,26 @@ impl ClusterMetrics {
             "cluster_handoff_urls_received",
             "URLs handed off by a shard's previous holder taken from this node's shards and queued here (even when seen before)",
             self.handoff_received.clone(),
+        );
+        r.register(
+            "cluster_shard_log_entries",
+            "Entries this node appended to its shards' logs in the broker (URLs queued, pages fetched for good), read by a shard's next holder",
+            self.shard_log_entries.clone(),
+        );
+        r.register(
+            "cluster_shard_log_replayed_urls",
+            "URLs queued here from the log of a shard taken over: queued by its last holder and not fetched",
+            self.shard_log_replayed.clone(),
+        );
+        r.register(
+            "cluster_shard_log_done_skipped",
+            "URLs of shards taken over not queued here because the shard's log says its last holder fetched them",
+            self.shard_log_done_skipped.clone(),
+        );
+        r.register(
+            "cluster_shard_log_compactions",
+            "Shard logs this node folded and rewrote (its shards' logs stay as long as their pending URLs and done keys)",
+            self.shard_log_compactions.clone(),
         );
         r.register(
             "cluster_broker_connected",

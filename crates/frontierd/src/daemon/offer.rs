@@ -92,6 +92,17 @@ impl Shared {
                 self.log_outcome(&r.input, Outcome::Rejected, None, 0, 0, &r.reason);
             }
         }
+        if let Some(journal) = self.cluster.as_ref().and_then(|n| n.journal.as_ref()) {
+            // what was queued goes to its shard's log too (shard_log.rs), so the shard's
+            // next holder has it whatever becomes of this node
+            let mut items = items;
+            let queued = offered
+                .queued_at
+                .iter()
+                .filter_map(|&i| items.get_mut(i).map(std::mem::take))
+                .map(cluster::UrlRecord::from);
+            journal.queued(queued);
+        }
         UrlsEnqueued {
             accepted: offered.accepted,
             duplicate: offered.duplicate,

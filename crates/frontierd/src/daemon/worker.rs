@@ -320,6 +320,13 @@ async fn act_on(
     complete(sh, lease, verdict.outcome, kept.visit, connected).await;
     if done {
         m.pages_completed.inc();
+        // for the shard's log: its next holder does not fetch it again (unless a recrawl
+        // schedule may bring it back: then it stays pending there, fetched again)
+        if let Some(j) = sh.cluster.as_ref().and_then(|n| n.journal.as_ref()) {
+            if !sh.frontier.config().recrawl.schedules_any() {
+                j.done(&lease.url);
+            }
+        }
     }
     if let Some((outcome, reason)) = verdict.log {
         sh.log_line(&LogLine {

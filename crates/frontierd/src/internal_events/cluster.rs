@@ -257,6 +257,13 @@ pub enum ClusterTaskError<'a> {
     /// Queued URLs of shards not held could not be handed off (they stay here; the next
     /// sweep tries again).
     HandOff { error: &'a dyn Display },
+    /// A shard's log could not be used: its pending URLs not queued here (read again when
+    /// the shard is taken again), or its compaction failed (tried again later).
+    ShardLog {
+        shard: u32,
+        what: &'static str,
+        error: &'a dyn Display,
+    },
 }
 
 impl ClusterTaskError<'_> {
@@ -270,6 +277,7 @@ impl ClusterTaskError<'_> {
             ClusterTaskError::OutboxTask { .. } => "outbox-task",
             ClusterTaskError::LeaseTtlMismatch { .. } => "lease-ttl-mismatch",
             ClusterTaskError::HandOff { .. } => "handoff",
+            ClusterTaskError::ShardLog { .. } => "shard-log",
         }
     }
 }
@@ -303,6 +311,9 @@ impl InternalEvent for ClusterTaskError<'_> {
             ClusterTaskError::HandOff { error } => tracing::error!(
                 error = %error, "handing off queued URLs failed; they stay here and are tried again"
             ),
+            ClusterTaskError::ShardLog { shard, what, error } => {
+                tracing::error!(shard, error = %error, "{what} failed")
+            }
         }
         m.cluster
             .task_errors
@@ -455,5 +466,82 @@ impl InternalEvent for UrlsHandedOff<'_> {
             );
         }
         m.cluster.handoff_urls.inc_by(h.urls as u64);
+    }
+}
+
+/// Entries appended to the shard logs (counted; logged at debug).
+pub struct ShardLogAppended {
+    pub entries: u64,
+}
+
+impl InternalEvent for ShardLogAppended {
+    fn emit(self, m: &Metrics) {
+        if self.entries > 0 {
+            tracing::debug!(entries = self.entries, "shard log entries appended");
+        }
+        m.cluster.shard_log_entries.inc_by(self.entries);
+    }
+}
+
+/// A taken shard's log read: its pending URLs queued here (when taken from another node),
+/// its done keys kept to skip what the last holder fetched.
+pub struct ShardLogRead<'a> {
+    pub shard: u32,
+    pub folded: &'a cluster::Folded,
+    /// Pending URLs queued here (0 for a shard adopted after this node's own restart).
+    pub queued: u64,
+}
+
+impl InternalEvent for ShardLogRead<'_> {
+    fn emit(self, m: &Metrics) {
+        let f = self.folded;
+        tracing::info!(
+            shard = self.shard,
+            lines = f.lines,
+            unreadable = f.unreadable,
+            pending = f.pending.len(),
+            done = f.done.len(),
+            queued = self.queued,
+            "shard log read"
+        );
+        m.cluster.shard_log_replayed.inc_by(self.queued);
+    }
+}
+
+/// URLs of a taken shard not queued: the shard's log says its last holder fetched them.
+pub struct DoneUrlsSkipped {
+    /// The shard whose messages they came in; None: links found on this node's pages.
+    pub shard: Option<u32>,
+    pub urls: u64,
+}
+
+impl InternalEvent for DoneUrlsSkipped {
+    fn emit(self, m: &Metrics) {
+        if self.urls > 0 {
+            tracing::debug!(
+                shard = ?self.shard,
+                urls = self.urls,
+                "URLs fetched by the shard's last holder skipped"
+            );
+        }
+        m.cluster.shard_log_done_skipped.inc_by(self.urls);
+    }
+}
+
+/// A shard's log folded and rewritten.
+pub struct ShardLogCompacted {
+    pub shard: u32,
+    pub compacted: cluster::Compacted,
+}
+
+impl InternalEvent for ShardLogCompacted {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            shard = self.shard,
+            lines_before = self.compacted.lines_before,
+            lines_after = self.compacted.lines_after,
+            "shard log compacted"
+        );
+        m.cluster.shard_log_compactions.inc();
     }
 }

@@ -11,13 +11,16 @@ use cluster::{Backoff, IntakeError, IntakeRouter, Node, ShardConsumer};
 use frontier::EnqueueItem;
 
 use crate::daemon::offer::Offer;
-use crate::daemon::shared::Shared;
+use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::cluster::{
-    AckFailed, BrokerLineRejected, BrokerReports, ClusterTaskError, IntakeListsRouted,
-    ShardBatchCommitted, Unroutable,
+    AckFailed, BrokerLineRejected, BrokerReports, ClusterTaskError, DoneUrlsSkipped,
+    IntakeListsRouted, ShardBatchCommitted, ShardLogAppended, ShardLogCompacted, ShardLogRead,
+    Unroutable,
 };
 use crate::internal_events::InternalEvent;
 
+/// How often the holder of a shard folds and rewrites its log.
+const LOG_COMPACT_EVERY: Duration = Duration::from_secs(600);
 /// Messages taken from a shard per round (each holds up to 256 KiB of URLs).
 const SHARD_BATCH: usize = 64;
 /// How long one round waits for messages (capped by the library at half the ack wait).
@@ -31,17 +34,27 @@ const ROUTER_GRACE: Duration = Duration::from_secs(60);
 
 /// Consume one owned shard until the daemon stops (the task is aborted then: deliveries not
 /// yet acknowledged come back after the ack wait, and the seen-set absorbs those whose URLs
-/// were committed).
-pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
+/// were committed). With shard leases, the shard's log is read first: `replay` (a shard
+/// taken from another node) queues what it left pending; in any case its done keys keep
+/// what it fetched from being queued again.
+pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, replay: bool) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("intake", format!("shard {shard}"));
+    if node.journal.is_some() {
+        read_log(&sh, &node, shard, replay, &mut backoff).await;
+    }
     let consumer = loop {
         match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
             Ok(c) => break c,
             Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
         }
     };
+    let mut compacted = tokio::time::Instant::now();
     loop {
+        if compacted.elapsed() >= LOG_COMPACT_EVERY {
+            compacted = tokio::time::Instant::now();
+            compact_log(&sh, &node, shard).await;
+        }
         let deliveries = match consumer.next_batch(SHARD_BATCH, SHARD_WAIT).await {
             Ok(d) => d,
             Err(e) => {
@@ -78,9 +91,18 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
             if d.is_redelivery() {
                 redeliveries += 1;
             }
-            for r in &d.batch.records {
+            let (records, skipped) = match &node.journal {
+                Some(j) => j.not_done(shard, d.batch.records.clone()),
+                None => (d.batch.records.clone(), 0),
+            };
+            DoneUrlsSkipped {
+                shard: Some(shard),
+                urls: skipped as u64,
+            }
+            .emit(m);
+            for r in records {
                 let to = if r.handoff { &mut handed } else { &mut items };
-                to.push(EnqueueItem::from(r.clone()));
+                to.push(EnqueueItem::from(r));
             }
         }
         let urls = (items.len() + handed.len()) as u64;
@@ -117,10 +139,130 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32) {
         }
         .emit(m);
         node.urls_received.fetch_add(urls, Ordering::Relaxed);
+        if node.journal.is_some() && !logged_within_fence(&sh, &node, shard, &mut backoff).await {
+            // not acknowledged: the shard's next holder gets these messages again, and this
+            // node's hand-off sweep takes the URLs out of its queues
+            continue;
+        }
         for d in &deliveries {
             if let Err(e) = d.ack().await {
                 AckFailed { error: &e }.emit(m);
             }
+        }
+    }
+}
+
+/// Read `shard`'s log when it is taken: queue its pending URLs (`replay`: taken from
+/// another node) and keep its done keys. Retried until the broker answers (the shard's
+/// consumer waits: its URLs must be checked against the done keys).
+async fn read_log(
+    sh: &Arc<Shared>,
+    node: &Arc<Node>,
+    shard: u32,
+    replay: bool,
+    backoff: &mut Backoff,
+) {
+    let Some(journal) = &node.journal else { return };
+    let m = &sh.metrics;
+    let folded = loop {
+        match journal.log.read(shard).await {
+            Ok(f) => break f,
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+        }
+    };
+    backoff.ok(&BrokerReports(m));
+    let mut queued = 0;
+    if replay && !folded.pending.is_empty() {
+        let items: Vec<EnqueueItem> = folded
+            .pending
+            .iter()
+            .cloned()
+            .map(EnqueueItem::from)
+            .collect();
+        let f = sh.frontier.clone();
+        // queued even if seen here: this node may have held the shard before
+        let done = tokio::task::spawn_blocking(move || f.enqueue_again(&items, now_ms())).await;
+        match done {
+            Ok(Ok(results)) => {
+                queued = results
+                    .iter()
+                    .filter(|r| matches!(r, frontier::EnqueueResult::Queued))
+                    .count() as u64;
+                sh.pipeline.kick();
+            }
+            Ok(Err(e)) => {
+                let error = format!("{e:#}");
+                let what = "queueing the pending URLs of a shard's log";
+                ClusterTaskError::ShardLog {
+                    shard,
+                    what,
+                    error: &error,
+                }
+                .emit(m);
+            }
+            Err(e) => {
+                let what = "queueing the pending URLs of a shard's log";
+                ClusterTaskError::ShardLog {
+                    shard,
+                    what,
+                    error: &e,
+                }
+                .emit(m);
+            }
+        }
+    }
+    journal.inherit(shard, &folded);
+    ShardLogRead {
+        shard,
+        folded: &folded,
+        queued,
+    }
+    .emit(m);
+}
+
+/// Append what the frontier just queued to the shards' logs (retried until the broker
+/// takes it), then say whether this node still holds `shard` inside its fence: only then
+/// may the messages be acknowledged (the URLs are in the log before the shard can move).
+async fn logged_within_fence(
+    sh: &Arc<Shared>,
+    node: &Arc<Node>,
+    shard: u32,
+    backoff: &mut Backoff,
+) -> bool {
+    let m = &sh.metrics;
+    loop {
+        match node.append_journal().await {
+            Ok(n) => {
+                ShardLogAppended { entries: n as u64 }.emit(m);
+                break;
+            }
+            Err(e) => {
+                backoff.pause(&e, &BrokerReports(m)).await;
+                if !node.ownership.fenced_in(shard) {
+                    return false;
+                }
+            }
+        }
+    }
+    node.ownership.fenced_in(shard)
+}
+
+/// Fold and rewrite `shard`'s log (an error waits for the next time).
+async fn compact_log(sh: &Arc<Shared>, node: &Arc<Node>, shard: u32) {
+    let Some(journal) = &node.journal else { return };
+    if !node.ownership.fenced_in(shard) {
+        return;
+    }
+    match journal.log.compact(shard).await {
+        Ok(compacted) => ShardLogCompacted { shard, compacted }.emit(&sh.metrics),
+        Err(e) => {
+            let what = "compacting a shard's log";
+            ClusterTaskError::ShardLog {
+                shard,
+                what,
+                error: &e,
+            }
+            .emit(&sh.metrics);
         }
     }
 }

@@ -61,11 +61,16 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
             Ok(report) => {
                 backoff.ok(&BrokerReports(m));
                 for &(shard, _) in &report.gained {
-                    let task = tasks.spawn(shard_loop(sh.clone(), node.clone(), shard));
+                    // a shard taken from another node: queue what its log has pending
+                    let replay = !report.adopted.contains(&shard);
+                    let task = tasks.spawn(shard_loop(sh.clone(), node.clone(), shard, replay));
                     consumers.insert(shard, task);
                 }
                 for shard in report.lost.iter().chain(&report.to_release) {
                     consumers.remove(shard).inspect(AbortHandle::abort);
+                    if let Some(j) = &node.journal {
+                        j.forget(*shard);
+                    }
                 }
                 while tasks.try_join_next().is_some() {}
                 handoffs.lock().await.give_up(&report.to_release);

@@ -30,8 +30,8 @@ use tokio::task::JoinSet;
 use crate::daemon::offer::Offer;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::{
-    BrokerReports, ClusterTaskError, LinksRouted, OutboxEntryDamaged, StreamsReady, Unroutable,
-    UrlsPublished,
+    BrokerReports, ClusterTaskError, DoneUrlsSkipped, LinksRouted, OutboxEntryDamaged,
+    ShardLogAppended, StreamsReady, Unroutable, UrlsPublished,
 };
 use crate::internal_events::InternalEvent;
 
@@ -46,8 +46,18 @@ impl Shared {
             self.offer(Offer::found(items)).await?;
             return Ok(());
         };
-        let (local, remote): (Vec<EnqueueItem>, Vec<EnqueueItem>) =
+        let (mut local, remote): (Vec<EnqueueItem>, Vec<EnqueueItem>) =
             items.into_iter().partition(|i| node.owns_url(&i.url));
+        if let Some(j) = node.journal.as_ref().filter(|j| j.has_inherited()) {
+            // a page a shard's last holder fetched is not fetched again here
+            let before = local.len();
+            local.retain(|i| !j.inherited_done(&i.url));
+            DoneUrlsSkipped {
+                shard: None,
+                urls: (before - local.len()) as u64,
+            }
+            .emit(&self.metrics);
+        }
         LinksRouted {
             local: local.len() as u64,
             remote: remote.len() as u64,
@@ -99,11 +109,12 @@ pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
         match &node.settings.lib.owned {
             Some(owned) => {
                 for shard in owned.iter() {
-                    tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard));
+                    tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard, false));
                 }
             }
             None => {
                 tasks.spawn(leases::lease_loop(sh.clone(), node.clone()));
+                tasks.spawn(journal_loop(sh.clone(), node.clone()));
             }
         }
         if node.settings.intake_router {
@@ -121,6 +132,31 @@ pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
             }
         }
     })
+}
+
+/// How often the entries waiting for the shard logs are appended (sooner when many wait).
+const JOURNAL_EVERY: Duration = Duration::from_millis(200);
+
+/// Append the entries waiting for the shard logs (URLs queued here, pages fetched for good)
+/// every [`JOURNAL_EVERY`], or at once when many wait; a broker error pauses it with
+/// back-off, the entries wait.
+async fn journal_loop(sh: Arc<Shared>, node: Arc<Node>) {
+    let Some(journal) = &node.journal else { return };
+    let m = &sh.metrics;
+    let mut backoff = Backoff::new("routing", "shard logs");
+    loop {
+        tokio::select! {
+            _ = journal.kick.notified() => {}
+            _ = tokio::time::sleep(JOURNAL_EVERY) => {}
+        }
+        match node.append_journal().await {
+            Ok(n) => {
+                backoff.ok(&BrokerReports(m));
+                ShardLogAppended { entries: n as u64 }.emit(m);
+            }
+            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+        }
+    }
 }
 
 /// Publish the outbox to the owners' shard subjects, oldest first, whenever links arrive

@@ -1,0 +1,198 @@
+//! This node's side of the shard logs (`shard_log.rs`), with shard leases only: entries
+//! waiting to be appended (links queued here, pages fetched for good), appended in the
+//! order they happened; and per shard held, the done keys its log had when this node took
+//! it, so a URL the last holder fetched is not queued again here.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use tokio::sync::Notify;
+
+use crate::broker::BrokerError;
+use crate::message::UrlRecord;
+use crate::ownership::Ownership;
+use crate::shard::ShardMap;
+use crate::shard_log::{url_key, Folded, LogEntry, ShardLog};
+
+/// Entries waiting beyond this are appended at once, not at the next tick.
+pub const JOURNAL_KICK_AT: usize = 4_096;
+
+/// The shard logs as this node writes and reads them.
+pub struct Journal {
+    pub log: ShardLog,
+    map: ShardMap,
+    max_url_len: usize,
+    /// Entries not yet appended, oldest first.
+    waiting: Mutex<Vec<(u32, LogEntry)>>,
+    /// One append run at a time, so entries reach each log in the order they happened.
+    appending: tokio::sync::Mutex<()>,
+    /// Many entries wait: append now.
+    pub kick: Notify,
+    /// Per shard held: the done keys of its log when this node took it.
+    inherited: Mutex<HashMap<u32, HashSet<u64>>>,
+}
+
+impl Journal {
+    pub fn new(log: ShardLog, map: ShardMap, max_url_len: usize) -> Journal {
+        Journal {
+            log,
+            map,
+            max_url_len,
+            waiting: Mutex::new(Vec::new()),
+            appending: tokio::sync::Mutex::new(()),
+            kick: Notify::new(),
+            inherited: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The canonical form and shard of a URL (None: it does not canonicalize; the frontier
+    /// refuses it anyway).
+    pub fn place(&self, url: &str) -> Option<(String, u32)> {
+        let c = frontier::canonicalize(url, self.max_url_len).ok()?;
+        let key = frontier::canon::politeness_key_of(&c, self.map.key_mode());
+        let shard = self.map.shard_of_key(key);
+        Some((c.as_str().to_string(), shard))
+    }
+
+    fn push(&self, entries: impl IntoIterator<Item = (u32, LogEntry)>) {
+        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        w.extend(entries);
+        if w.len() >= JOURNAL_KICK_AT {
+            self.kick.notify_one();
+        }
+    }
+
+    /// URLs this node's frontier queued (found on its pages), for their shards' logs.
+    pub fn queued(&self, records: impl IntoIterator<Item = UrlRecord>) {
+        let entries: Vec<(u32, LogEntry)> = records
+            .into_iter()
+            .filter_map(|mut r| {
+                let (url, shard) = self.place(&r.url)?;
+                r.url = url;
+                r.handoff = false;
+                Some((shard, LogEntry::Queued(r)))
+            })
+            .collect();
+        self.push(entries);
+    }
+
+    /// A page fetched for good.
+    pub fn done(&self, url: &str) {
+        if let Some((url, shard)) = self.place(url) {
+            self.push([(shard, LogEntry::Done(vec![url_key(&url)]))]);
+        }
+    }
+
+    /// Whether any entry waits.
+    pub fn is_idle(&self) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Append every waiting entry, in order, each to its shard's log; on an error the
+    /// entries not known to be stored wait again, first. Returns how many were appended.
+    ///
+    /// Queued URLs of a shard not held inside its fence are not appended: its next holder
+    /// may have read the log already, and the URLs are still queued here, so the hand-off
+    /// sweep publishes them to the shard's stream instead (done keys are appended: a late
+    /// one only spares a later holder a fetch).
+    pub async fn append_waiting(&self, ownership: &Ownership) -> Result<usize, BrokerError> {
+        let _one = self.appending.lock().await;
+        let taken = std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        if taken.is_empty() {
+            return Ok(0);
+        }
+        let taken: Vec<(u32, LogEntry)> = taken
+            .into_iter()
+            .filter(|(s, e)| matches!(e, LogEntry::Done(_)) || ownership.fenced_in(*s))
+            .collect();
+        let n = taken.len();
+        let mut by_shard: Vec<(u32, Vec<LogEntry>)> = Vec::new();
+        let mut index: HashMap<u32, usize> = HashMap::new();
+        for (shard, e) in taken {
+            let i = *index.entry(shard).or_insert_with(|| {
+                by_shard.push((shard, Vec::new()));
+                by_shard.len() - 1
+            });
+            let entries = &mut by_shard[i].1;
+            // consecutive done keys of a shard go as one line
+            match (entries.last_mut(), e) {
+                (Some(LogEntry::Done(keys)), LogEntry::Done(more)) => keys.extend(more),
+                (_, e) => entries.push(e),
+            }
+        }
+        for (i, (shard, entries)) in by_shard.iter().enumerate() {
+            if let Err(e) = self.log.append(*shard, entries).await {
+                // this shard's entries and the later shards' wait again (appending twice
+                // what was stored is harmless: the fold is idempotent)
+                let back: Vec<(u32, LogEntry)> = by_shard[i..]
+                    .iter()
+                    .flat_map(|(s, es)| es.iter().cloned().map(move |e| (*s, e)))
+                    .collect();
+                let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                let later = std::mem::take(&mut *w);
+                *w = back;
+                w.extend(later);
+                return Err(e);
+            }
+        }
+        Ok(n)
+    }
+
+    /// A shard taken: remember the done keys of its log.
+    pub fn inherit(&self, shard: u32, folded: &Folded) {
+        self.inherited
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(shard, folded.done.clone());
+    }
+
+    /// A shard lost or given up: forget its done keys.
+    pub fn forget(&self, shard: u32) {
+        self.inherited
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&shard);
+    }
+
+    /// Of these records (all of `shard`), those the shard's last holder had not fetched.
+    pub fn not_done(&self, shard: u32, records: Vec<UrlRecord>) -> (Vec<UrlRecord>, usize) {
+        let inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(done) = inherited.get(&shard).filter(|d| !d.is_empty()) else {
+            return (records, 0);
+        };
+        let before = records.len();
+        let kept: Vec<UrlRecord> = records
+            .into_iter()
+            .filter(|r| {
+                frontier::canonicalize(&r.url, self.max_url_len)
+                    .map_or(true, |c| !done.contains(&url_key(c.as_str())))
+            })
+            .collect();
+        let dropped = before - kept.len();
+        (kept, dropped)
+    }
+
+    /// Whether a shard's last holder fetched this URL (its log said so when this node took
+    /// the shard).
+    pub fn inherited_done(&self, url: &str) -> bool {
+        let Some((url, shard)) = self.place(url) else {
+            return false;
+        };
+        let inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        inherited
+            .get(&shard)
+            .is_some_and(|done| done.contains(&url_key(&url)))
+    }
+
+    /// Whether any shard held has done keys from its last holder (links need checking).
+    pub fn has_inherited(&self) -> bool {
+        self.inherited
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .any(|d| !d.is_empty())
+    }
+}
