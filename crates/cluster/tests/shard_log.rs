@@ -1,0 +1,72 @@
+//! A shard's log against a real `nats-server -js` (common/mod.rs: skipped with a message
+//! when the binary is absent, a failure under CI=1): appended entries read back folded, a
+//! compaction keeps the fold and what was appended after it, and shards' logs are apart.
+
+mod common;
+
+use cluster::{url_key, LogEntry, ShardLog, UrlRecord};
+use common::{node_settings, NatsServer};
+
+fn queued(url: &str) -> LogEntry {
+    LogEntry::Queued(UrlRecord::seed(url))
+}
+
+fn pending(f: &cluster::Folded) -> Vec<String> {
+    f.pending.iter().map(|r| r.url.clone()).collect()
+}
+
+#[tokio::test]
+async fn a_log_reads_back_folded_and_compaction_keeps_the_fold_and_later_entries() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = node_settings(&server, "a", 8, "0-7");
+    let (client, _) = cluster::connect(&settings).await.expect("connect");
+    let js = cluster::jetstream(client);
+    cluster::ensure_streams(&js, &settings)
+        .await
+        .expect("streams");
+    let log = ShardLog::new(js.clone());
+    assert_eq!(log.read(3).await.unwrap().last_sequence, 0, "empty log");
+
+    // 30 000 URLs (several messages), two thirds done, in many appends
+    let urls: Vec<String> = (0..30_000)
+        .map(|i| format!("http://h{}.site.test/p{i}", i % 50))
+        .collect();
+    for chunk in urls.chunks(5_000) {
+        let entries: Vec<LogEntry> = chunk.iter().map(|u| queued(u)).collect();
+        log.append(3, &entries).await.unwrap();
+    }
+    let done: Vec<u64> = urls.iter().take(20_000).map(|u| url_key(u)).collect();
+    log.append(3, &[LogEntry::Done(done)]).await.unwrap();
+    // another shard's log is its own
+    log.append(4, &[queued("http://other.site.test/")])
+        .await
+        .unwrap();
+
+    let before = log.read(3).await.unwrap();
+    assert_eq!(pending(&before), urls[20_000..].to_vec());
+    assert_eq!(before.done.len(), 20_000);
+    assert_eq!(before.unreadable, 0);
+
+    let c = log.compact(3).await.unwrap();
+    assert_eq!(c.lines_before, 30_001);
+    assert!(c.lines_after < 10_010, "{c:?}");
+    // appended after the compaction: kept, after the fold
+    log.append(3, &[LogEntry::Done(vec![url_key(&urls[25_000])])])
+        .await
+        .unwrap();
+    let after = log.read(3).await.unwrap();
+    let mut want = urls[20_000..].to_vec();
+    want.retain(|u| u != &urls[25_000]);
+    assert_eq!(pending(&after), want);
+    assert_eq!(after.done.len(), 20_001);
+    assert!(
+        after.lines <= c.lines_after + 1,
+        "the old lines were purged"
+    );
+    assert_eq!(
+        pending(&log.read(4).await.unwrap()),
+        ["http://other.site.test/"]
+    );
+}
