@@ -59,7 +59,7 @@ impl ClusterMetrics {
         );
         r.register(
             "cluster_handoff_urls",
-            "Queued URLs of shards this node no longer holds handed to their next owners (published to their shard subjects, then deleted here)",
+            "Queued URLs of shards this node no longer holds handed to their next owners (in the shard's log already, or published to the shard's subject), then deleted here",
             self.handoff_urls.clone(),
         );
         r.register(
