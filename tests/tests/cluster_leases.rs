@@ -560,21 +560,18 @@ fn death_figure() {
         assert!(!victim_hosts.is_empty());
         let killed = Instant::now();
         daemons[victim].take().unwrap().kill9();
-        // new pages for the dead node's hosts, published at once: they wait in its shards'
-        // streams until the survivors take the shards over (what it had already taken into
-        // its own store waits there until it comes back: docs/cluster.md, "After a crash")
-        let fresh: Vec<String> = victim_hosts
-            .iter()
-            .map(|h| format!("{}/fresh", site.base(h)))
-            .collect();
-        publish(&envs[0], "fresh.txt", &fresh);
-        std::thread::sleep(Duration::from_secs(12));
+        std::thread::sleep(Duration::from_secs(16));
         let all = log.all();
-        let again = all
-            .iter()
-            .filter(|s| s.start > killed && s.path == "/fresh")
-            .map(|s| s.start - killed)
-            .min();
+        // the first request of a survivor to one of the dead node's hosts (its robots.txt:
+        // the records do not move), and the first page
+        let first = |page: bool| {
+            all.iter()
+                .filter(|s| s.start > killed && s.node != victim && victim_hosts.contains(&s.host))
+                .filter(|s| page == (s.path != "/robots.txt"))
+                .map(|s| s.start - killed)
+                .min()
+        };
+        let (again, page) = (first(false), first(true));
         let per_s = |from: i64| {
             let at = |d: i64| {
                 if d < 0 {
@@ -589,9 +586,9 @@ fn death_figure() {
                 })
                 .count()
         };
-        let curve: Vec<String> = (-3..12).map(|d| format!("{d:+}s {}", per_s(d))).collect();
+        let curve: Vec<String> = (-3..16).map(|d| format!("{d:+}s {}", per_s(d))).collect();
         eprintln!(
-            "{nodes} nodes: the dead node's {} hosts fetched again {again:?} after the kill (first /fresh page); pages per second around it: {}",
+            "{nodes} nodes: the dead node's {} hosts asked again {again:?} after the kill (robots.txt), first page {page:?}; pages per second around it: {}",
             victim_hosts.len(),
             curve.join(", ")
         );
