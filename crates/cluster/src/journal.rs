@@ -12,7 +12,7 @@ use crate::broker::BrokerError;
 use crate::message::UrlRecord;
 use crate::ownership::Ownership;
 use crate::shard::ShardMap;
-use crate::shard_log::{url_key, Folded, LogEntry, ShardLog};
+use crate::shard_log::{url_key, Folded, LogEntry, RobotsEntry, ShardLog};
 
 /// Entries waiting beyond this are appended at once, not at the next tick.
 pub const JOURNAL_KICK_AT: usize = 4_096;
@@ -80,6 +80,17 @@ impl Journal {
     pub fn done(&self, url: &str) {
         if let Some((url, shard)) = self.place(url) {
             self.push([(shard, LogEntry::Done(vec![url_key(&url)]))]);
+        }
+    }
+
+    /// A robots.txt answer of an origin, applied here at `now_ms` (unix ms), if it is one
+    /// worth carrying ([`RobotsEntry::of`]).
+    pub fn robots(&self, origin: &str, outcome: &frontier::RobotsFetchOutcome, now_ms: u64) {
+        let Some(entry) = RobotsEntry::of(origin, outcome, now_ms) else {
+            return;
+        };
+        if let Some((_, shard)) = self.place(origin) {
+            self.push([(shard, LogEntry::Robots(entry))]);
         }
     }
 

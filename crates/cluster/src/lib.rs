@@ -75,7 +75,8 @@ pub use publish::{
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
 pub use shard_log::{
-    fold, shard_log_subject, url_key, Compacted, Folded, LogEntry, ShardLog, SHARD_LOG_STREAM,
+    fold, shard_log_subject, url_key, Compacted, Folded, LogEntry, RobotsEntry, ShardLog,
+    MAX_LOGGED_ROBOTS_BODY, SHARD_LOG_STREAM,
 };
 pub use status::{
     cluster_status, node_statuses, publish_node_status, shard_backlog, shard_stored, ClusterStatus,

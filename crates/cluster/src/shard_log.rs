@@ -19,8 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, consumer::DeliverPolicy};
-use futures_util::StreamExt;
+use async_nats::jetstream;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -38,9 +37,7 @@ pub fn shard_log_subject(shard: u32) -> String {
 
 /// Done keys per line of a compacted log (a line stays far below a message).
 const DONE_PER_LINE: usize = 8_192;
-/// Messages read per pull request while reading a log.
-const READ_BATCH: usize = 1_024;
-/// How long reading a log may wait for the broker's next messages before giving up.
+/// How long reading a log may wait for each answer of the broker before giving up.
 const READ_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The key of a canonical URL in a shard's log.
@@ -56,6 +53,76 @@ pub enum LogEntry {
     Queued(UrlRecord),
     /// Fetched for good: the keys ([`url_key`]) of their canonical URLs.
     Done(Vec<u64>),
+    /// A robots.txt answer of one of the shard's origins.
+    Robots(RobotsEntry),
+}
+
+/// Bodies longer than this are not carried in a log (the next holder fetches robots.txt
+/// itself): a JSON-escaped body must stay well inside the broker's 1 MiB message limit.
+pub const MAX_LOGGED_ROBOTS_BODY: usize = 128 * 1024;
+
+/// A definitive robots.txt answer (2xx with its rules, or a 4xx: allow all) of an origin, as
+/// its shard's holder applied it, so the next holder obeys it from its first request
+/// instead of asking again. Answers that only hold a site back for a while (5xx, 429,
+/// network errors) are not carried: the next holder asks itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotsEntry {
+    pub origin: String,
+    /// When it was answered (unix ms): it expires as it would have at its holder.
+    pub fetched_ms: u64,
+    pub status: u16,
+    /// `Cache-Control: max-age` of a 2xx, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_s: Option<u64>,
+    /// The rules of a 2xx (UTF-8 only: a body that is not is not carried, never rewritten).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+impl RobotsEntry {
+    /// The entry of an answer worth carrying, or None.
+    pub fn of(
+        origin: &str,
+        outcome: &frontier::RobotsFetchOutcome,
+        fetched_ms: u64,
+    ) -> Option<RobotsEntry> {
+        use frontier::RobotsFetchOutcome as O;
+        let (status, max_age_s, body) = match outcome {
+            O::Success {
+                status,
+                body,
+                max_age,
+            } if body.len() <= MAX_LOGGED_ROBOTS_BODY => {
+                let body = String::from_utf8(body.clone()).ok()?;
+                (*status, max_age.map(|a| a.as_secs()), Some(body))
+            }
+            O::ClientError { status } if *status != 429 => (*status, None, None),
+            _ => return None,
+        };
+        Some(RobotsEntry {
+            origin: origin.to_string(),
+            fetched_ms,
+            status,
+            max_age_s,
+            body,
+        })
+    }
+
+    /// The answer, to apply as of [`RobotsEntry::fetched_ms`].
+    pub fn outcome(&self) -> frontier::RobotsFetchOutcome {
+        use frontier::RobotsFetchOutcome as O;
+        match &self.body {
+            Some(body) => O::Success {
+                status: self.status,
+                body: body.as_bytes().to_vec(),
+                max_age: self.max_age_s.map(Duration::from_secs),
+            },
+            None => O::ClientError {
+                status: self.status,
+            },
+        }
+    }
 }
 
 /// A shard's log folded: what is still to fetch and what was fetched.
@@ -65,6 +132,8 @@ pub struct Folded {
     pub pending: Vec<UrlRecord>,
     /// Keys of URLs fetched for good (and not queued again since).
     pub done: HashSet<u64>,
+    /// The latest robots.txt answer of each origin that has one.
+    pub robots: Vec<RobotsEntry>,
     /// Lines read (unreadable ones included).
     pub lines: usize,
     /// Lines that could not be read (counted, skipped: a log written by a newer version).
@@ -89,6 +158,7 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
     let mut order: Vec<u64> = Vec::new();
     let mut pending: HashMap<u64, UrlRecord> = HashMap::new();
     let mut done = HashSet::new();
+    let mut robots: HashMap<String, RobotsEntry> = HashMap::new();
     for e in entries {
         match e {
             LogEntry::Queued(r) => {
@@ -104,8 +174,18 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
                     done.insert(key);
                 }
             }
+            LogEntry::Robots(r) => {
+                let newer = robots
+                    .get(&r.origin)
+                    .is_none_or(|had| had.fetched_ms <= r.fetched_ms);
+                if newer {
+                    robots.insert(r.origin.clone(), r);
+                }
+            }
         }
     }
+    let mut robots: Vec<RobotsEntry> = robots.into_values().collect();
+    robots.sort_by(|a, b| a.origin.cmp(&b.origin));
     let pending = order
         .into_iter()
         .filter_map(|k| pending.remove(&k))
@@ -113,6 +193,7 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
     Folded {
         pending,
         done,
+        robots,
         ..Folded::default()
     }
 }
@@ -205,70 +286,47 @@ impl ShardLog {
         })
     }
 
+    /// Read the log message by message from the stream's leader (`STREAM.MSG.GET` with
+    /// `next_by_subj`): no consumer is made, so a read costs the broker's meta layer nothing
+    /// (creating consumers while a server of a three-server broker is down stalled lease
+    /// rounds). Each call waits at most [`READ_PATIENCE`].
     async fn read_into(
         &self,
         shard: u32,
         entries: &mut Vec<LogEntry>,
     ) -> Result<(usize, usize, u64), BrokerError> {
+        use async_nats::jetstream::stream::LastRawMessageErrorKind as Kind;
         let subject = shard_log_subject(shard);
         let err = |e: Box<dyn std::error::Error + Send + Sync>| BrokerError::Stream {
             stream: format!("{SHARD_LOG_STREAM} ({subject})"),
             source: e,
         };
-        let stream = self
-            .js
-            .get_stream(SHARD_LOG_STREAM)
-            .await
-            .map_err(|e| err(Box::new(e)))?;
-        let mut consumer: jetstream::consumer::PullConsumer = stream
-            .create_consumer(pull::Config {
-                filter_subject: subject.clone(),
-                deliver_policy: DeliverPolicy::All,
-                ack_policy: AckPolicy::None,
-                inactive_threshold: Duration::from_secs(60),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| err(Box::new(e)))?;
-        let mut left = consumer
-            .info()
-            .await
-            .map_err(|e| err(Box::new(e)))?
-            .num_pending;
-        let (mut lines, mut unreadable, mut last) = (0, 0, 0);
-        while left > 0 {
-            let want = (left as usize).min(READ_BATCH);
-            let mut batch = consumer
-                .batch()
-                .max_messages(want)
-                .expires(READ_PATIENCE)
-                .messages()
+        let timed_out = || {
+            err(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {READ_PATIENCE:?}"),
+            )))
+        };
+        let stream =
+            tokio::time::timeout(READ_PATIENCE, self.js.get_stream_no_info(SHARD_LOG_STREAM))
                 .await
+                .map_err(|_| timed_out())?
                 .map_err(|e| err(Box::new(e)))?;
-            let mut got = 0u64;
-            while let Some(m) = batch.next().await {
-                let m = m.map_err(&err)?;
-                got += 1;
-                if let Ok(info) = m.info() {
-                    last = info.stream_sequence;
-                }
-                let (e, bad) = parse_entries(&m.payload);
-                lines += e.len() + bad;
-                unreadable += bad;
-                entries.extend(e);
-            }
-            if got == 0 {
-                return Err(err(Box::new(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("{left} message(s) of the log not delivered within {READ_PATIENCE:?}"),
-                ))));
-            }
-            left = left.saturating_sub(got);
+        let (mut lines, mut unreadable, mut last) = (0, 0, 0u64);
+        loop {
+            let next = stream.get_first_raw_message_by_subject(&subject, last + 1);
+            let m = match tokio::time::timeout(READ_PATIENCE, next).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(e)) if e.kind() == Kind::NoMessageFound => break,
+                Ok(Err(e)) => return Err(err(Box::new(e))),
+                Ok(Ok(m)) => m,
+            };
+            last = m.sequence;
+            let (e, bad) = parse_entries(&m.payload);
+            lines += e.len() + bad;
+            unreadable += bad;
+            entries.extend(e);
         }
-        let name = consumer.cached_info().name.clone();
-        // an ephemeral consumer goes by itself after its inactive threshold; deleting it now
-        // is tidiness only
-        let _ = stream.delete_consumer(&name).await;
         Ok((lines, unreadable, last))
     }
 
@@ -283,7 +341,8 @@ impl ShardLog {
                 lines_after: 0,
             });
         }
-        let mut entries: Vec<LogEntry> = folded.pending.into_iter().map(LogEntry::Queued).collect();
+        let mut entries: Vec<LogEntry> = folded.robots.into_iter().map(LogEntry::Robots).collect();
+        entries.extend(folded.pending.into_iter().map(LogEntry::Queued));
         let mut done: Vec<u64> = folded.done.into_iter().collect();
         done.sort_unstable();
         entries.extend(
@@ -347,6 +406,49 @@ mod tests {
         let f = fold([q(a), d(&[a]), q(a)]);
         assert_eq!(pending(&f), [a], "queued again after done (a recrawl)");
         assert!(f.done.is_empty());
+    }
+
+    #[test]
+    fn the_latest_definitive_robots_answer_of_each_origin_is_kept() {
+        use frontier::RobotsFetchOutcome as O;
+        let rules = |body: &str, max_age| O::Success {
+            status: 200,
+            body: body.as_bytes().to_vec(),
+            max_age,
+        };
+        let o = "http://a.site.test";
+        let old = RobotsEntry::of(o, &rules("User-agent: *\nDisallow: /old", None), 1_000);
+        let new = RobotsEntry::of(
+            o,
+            &rules("Crawl-delay: 2", Some(Duration::from_secs(60))),
+            2_000,
+        );
+        let gone = RobotsEntry::of("http://b.site.test", &O::ClientError { status: 404 }, 1_500);
+        let f = fold(
+            [new.clone(), old, gone.clone()]
+                .into_iter()
+                .map(|e| LogEntry::Robots(e.unwrap())),
+        );
+        assert_eq!(f.robots, [new.clone().unwrap(), gone.unwrap()]);
+        assert_eq!(
+            new.unwrap().outcome(),
+            rules("Crawl-delay: 2", Some(Duration::from_secs(60)))
+        );
+        // only what holds: not a 5xx, a 429, a body that is not UTF-8 or too long
+        let held = O::ServerError {
+            status: 503,
+            retry_after: None,
+        };
+        assert!(RobotsEntry::of(o, &held, 1).is_none());
+        assert!(RobotsEntry::of(o, &O::ClientError { status: 429 }, 1).is_none());
+        let latin1 = O::Success {
+            status: 200,
+            body: vec![b'#', 0xe9],
+            max_age: None,
+        };
+        assert!(RobotsEntry::of(o, &latin1, 1).is_none());
+        let long = "#".repeat(MAX_LOGGED_ROBOTS_BODY + 1);
+        assert!(RobotsEntry::of(o, &rules(&long, None), 1).is_none());
     }
 
     #[test]

@@ -273,6 +273,40 @@ impl Frontier {
         Ok((state, event))
     }
 
+    /// robots.txt answers another node got for origins this frontier has no record of (a
+    /// shard taken over in a cluster): each (origin, outcome, when it was answered in unix
+    /// ms) applied as of its own time, so it expires as it would have there; origins with a
+    /// record of their own keep it. One flush for all; durable on return. Returns how many
+    /// were taken.
+    pub fn adopt_robots(
+        &self,
+        answers: &[(&str, RobotsFetchOutcome, u64)],
+        now_ms: u64,
+    ) -> Result<usize> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut batch = Batch::new();
+        let mut states = Vec::new();
+        for (origin, outcome, at_ms) in answers {
+            if self.store.get(&keys::robots(origin))?.is_some() {
+                continue;
+            }
+            let (st, _) = self.apply_robots(inner, origin, outcome, *at_ms, &mut batch)?;
+            states.push((*origin, st));
+        }
+        if states.is_empty() {
+            return Ok(0);
+        }
+        self.store.apply(batch)?;
+        self.store.flush()?;
+        let n = states.len();
+        for (origin, st) in states {
+            inner.census.note(origin, &st, now_ms);
+            inner.robots.put(origin, st);
+        }
+        Ok(n)
+    }
+
     /// Record robots outcomes for origins without a lease (seeding, tests, benchmarks).
     /// Durable on return.
     pub fn set_robots(&self, outcomes: &[(&str, RobotsFetchOutcome)], now_ms: u64) -> Result<()> {

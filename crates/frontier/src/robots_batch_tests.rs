@@ -184,3 +184,52 @@ fn hosts_are_ranked_by_pages_completed_and_by_answer_time() {
         ["c.test"]
     );
 }
+
+/// robots.txt answers another node got (a shard taken over) are obeyed from the first
+/// request, as of when they were answered; an origin with a record of its own keeps it.
+#[test]
+fn adopted_robots_answers_are_obeyed_at_once_and_never_replace_a_record_of_our_own() {
+    let f = frontier();
+    let own = RobotsFetchOutcome::Success {
+        status: 200,
+        body: b"User-agent: *\nDisallow: /own".to_vec(),
+        max_age: None,
+    };
+    f.set_robots(&[("http://h2.test", own)], T0).unwrap();
+    let rules = RobotsFetchOutcome::Success {
+        status: 200,
+        body: b"User-agent: *\nDisallow: /p".to_vec(),
+        max_age: None,
+    };
+    let allow = RobotsFetchOutcome::ClientError { status: 404 };
+    let theirs = RobotsFetchOutcome::ClientError { status: 404 };
+    let answers = [
+        ("http://h0.test", rules, T0 - 60_000),
+        ("http://h1.test", allow, T0 - 60_000),
+        ("http://h2.test", theirs, T0 - 60_000),
+    ];
+    assert_eq!(f.adopt_robots(&answers, T0).unwrap(), 2, "h2 keeps its own");
+    let urls = [
+        "http://h0.test/p",
+        "http://h0.test/q",
+        "http://h1.test/p",
+        "http://h2.test/own",
+        "http://h2.test/p",
+    ];
+    f.enqueue_batch(&urls, T0).unwrap();
+    let mut got = Vec::new();
+    for t in 1..10 {
+        for w in f.next_batch(T0 + t * 10_000, 100).unwrap() {
+            match w {
+                WorkItem::Page(p) => got.push(p.url),
+                WorkItem::Robots(r) => panic!("robots.txt asked again for {}", r.origin),
+            }
+        }
+    }
+    got.sort();
+    assert_eq!(
+        got,
+        ["http://h0.test/q", "http://h1.test/p", "http://h2.test/p"],
+        "h0's rules and h2's own obeyed, h1 allowed"
+    );
+}

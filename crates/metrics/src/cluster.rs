@@ -36,6 +36,7 @@ pub struct ClusterMetrics {
     pub handoff_received: Counter,
     pub shard_log_entries: Counter,
     pub shard_log_replayed: Counter,
+    pub shard_log_robots: Counter,
     pub shard_log_done_skipped: Counter,
     pub shard_log_compactions: Counter,
 }
@@ -76,6 +77,11 @@ impl ClusterMetrics {
             "cluster_shard_log_replayed_urls",
             "URLs queued here from the log of a shard taken over: queued by its last holder and not fetched",
             self.shard_log_replayed.clone(),
+        );
+        r.register(
+            "cluster_shard_log_robots_adopted",
+            "robots.txt answers of shards taken over taken from their logs (origins this node had no record of): obeyed without asking again",
+            self.shard_log_robots.clone(),
         );
         r.register(
             "cluster_shard_log_done_skipped",

@@ -131,6 +131,10 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
             }
         },
     };
+    // for the shard's log: its next holder obeys this answer instead of asking again
+    if let Some(j) = sh.cluster.as_ref().and_then(|n| n.journal.as_ref()) {
+        j.robots(&lease.origin, &result, crate::daemon::shared::now_ms());
+    }
     // applied with other outcomes in one batch (one flush); the completer wakes the
     // dispatcher then: the host's pages may go
     sh.pipeline

@@ -490,6 +490,8 @@ pub struct ShardLogRead<'a> {
     pub folded: &'a cluster::Folded,
     /// Pending URLs queued here (0 for a shard adopted after this node's own restart).
     pub queued: u64,
+    /// robots.txt answers taken (origins this node had no record of).
+    pub robots: u64,
 }
 
 impl InternalEvent for ShardLogRead<'_> {
@@ -502,9 +504,12 @@ impl InternalEvent for ShardLogRead<'_> {
             pending = f.pending.len(),
             done = f.done.len(),
             queued = self.queued,
+            robots = f.robots.len(),
+            robots_taken = self.robots,
             "shard log read"
         );
         m.cluster.shard_log_replayed.inc_by(self.queued);
+        m.cluster.shard_log_robots.inc_by(self.robots);
     }
 }
 
