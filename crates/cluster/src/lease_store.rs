@@ -124,6 +124,27 @@ async fn bucket(
         .map_err(|e| broker(name, "opening it")(Box::new(e)))
 }
 
+/// The keys of a bucket, from its stream's subjects as its leader counts them (a stream
+/// info request with a subject filter). Not `kv::Store::keys`, which makes a consumer for
+/// every listing: with a server of a three-server broker down, consumer creations queued
+/// behind the meta leader's election and lease rounds timed out for tens of seconds.
+async fn keys_of(bucket: &kv::Store, name: &'static str) -> Result<Vec<String>, LeaseError> {
+    let prefix = format!("$KV.{name}.");
+    let mut subjects = bucket
+        .stream
+        .info_with_subjects(format!("{prefix}>"))
+        .await
+        .map_err(|e| broker(name, "listing keys")(Box::new(e)))?;
+    let mut keys = Vec::new();
+    while let Some(next) = subjects.next().await {
+        let (subject, _) = next.map_err(|e| broker(name, "listing keys")(Box::new(e)))?;
+        if let Some(key) = subject.strip_prefix(&prefix) {
+            keys.push(key.to_string());
+        }
+    }
+    Ok(keys)
+}
+
 impl LeaseStore {
     /// Create the buckets (member keys live `ttl` after their last write), or open them
     /// and check that the members' was made with the same TTL.
@@ -176,14 +197,16 @@ impl LeaseStore {
     /// Who is alive and who holds what.
     pub async fn snapshot(&self) -> Result<LeaseSnapshot, LeaseError> {
         let mut out = LeaseSnapshot::default();
-        let mut members = self
-            .members
-            .keys()
-            .await
-            .map_err(|e| broker(MEMBER_BUCKET, "listing keys")(Box::new(e)))?;
-        while let Some(key) = members.next().await {
-            let key = key.map_err(|e| broker(MEMBER_BUCKET, "listing keys")(Box::new(e)))?;
-            out.live.insert(key);
+        for key in keys_of(&self.members, MEMBER_BUCKET).await? {
+            let entry = self
+                .members
+                .entry(&key)
+                .await
+                .map_err(|e| broker(MEMBER_BUCKET, format!("reading {key}"))(Box::new(e)))?;
+            // a node that left cleanly has a delete marker until it ages out
+            if entry.is_some_and(|e| e.operation == Operation::Put) {
+                out.live.insert(key);
+            }
         }
         out.shards = self.snapshot_shards().await?;
         Ok(out)
@@ -191,20 +214,11 @@ impl LeaseStore {
 
     /// Every shard key present.
     async fn snapshot_shards(&self) -> Result<BTreeMap<u32, Observed>, LeaseError> {
-        let mut keys = self
-            .leases
-            .keys()
-            .await
-            .map_err(|e| broker(LEASE_BUCKET, "listing keys")(Box::new(e)))?;
-        let mut shard_keys = Vec::new();
-        while let Some(key) = keys.next().await {
-            let key = key.map_err(|e| broker(LEASE_BUCKET, "listing keys")(Box::new(e)))?;
-            if let Some(shard) = key.strip_prefix("shards.").and_then(|s| s.parse().ok()) {
-                shard_keys.push(shard);
-            }
-        }
         let mut out = BTreeMap::new();
-        for shard in shard_keys {
+        for key in keys_of(&self.leases, LEASE_BUCKET).await? {
+            let Some(shard) = key.strip_prefix("shards.").and_then(|s| s.parse().ok()) else {
+                continue;
+            };
             if let Some(o) = self.observe(shard).await? {
                 out.insert(shard, o);
             }

@@ -246,6 +246,25 @@ impl Backoff {
         tokio::time::sleep(retry_in).await;
     }
 
+    /// Report the error without waiting: for a loop that runs on its own schedule (the
+    /// lease rounds, whose next try must come within the lease TTL whatever the error).
+    pub fn failed(
+        &mut self,
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+        to: &dyn BrokerPauses,
+        retry_in: Duration,
+    ) {
+        self.attempt += 1;
+        to.paused(Paused {
+            activity: self.activity,
+            what: &self.what,
+            error,
+            retry_in,
+            first: self.since.is_none(),
+        });
+        self.since.get_or_insert_with(Instant::now);
+    }
+
     /// The operation worked: end a pause if there was one.
     pub fn ok(&mut self, to: &dyn BrokerPauses) {
         if let Some(since) = self.since.take() {
@@ -297,7 +316,16 @@ impl Node {
         handoffs: &tokio::sync::Mutex<Handoffs>,
         now_ms: u64,
     ) -> SweepReport {
-        let flushed = self.append_journal().await;
+        // the logs first: a shard's next holder must find in them every page fetched here
+        // (or it fetches them again); without them, no hand-off now
+        if let Err(e) = self.append_journal().await {
+            return SweepReport {
+                errors: vec![format!(
+                    "appending to the shard logs before a hand-off: {e}"
+                )],
+                ..SweepReport::default()
+            };
+        }
         let mut r = handoffs
             .lock()
             .await
@@ -309,9 +337,6 @@ impl Node {
                 now_ms,
             )
             .await;
-        if let Err(e) = flushed {
-            r.errors.push(e.to_string());
-        }
         if let Some(k) = self.keeper.lock().await.as_mut() {
             for (shard, hold) in std::mem::take(&mut r.released) {
                 match k.release(shard, hold).await {

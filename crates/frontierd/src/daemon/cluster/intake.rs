@@ -32,16 +32,33 @@ const DISK_LOW_REDELIVERY: Duration = Duration::from_secs(30);
 /// Time a routing round may take beyond its wait (publishing and acknowledging its lists).
 const ROUTER_GRACE: Duration = Duration::from_secs(60);
 
+/// How a shard was taken (shard leases).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Taken {
+    /// From another node (not this node's own lease adopted after a restart): queue what
+    /// its log has pending.
+    pub replay: bool,
+    /// Its takeover hold: nothing of it is fetched before it ends.
+    pub hold: Duration,
+}
+
 /// Consume one owned shard until the daemon stops (the task is aborted then: deliveries not
 /// yet acknowledged come back after the ack wait, and the seen-set absorbs those whose URLs
-/// were committed). With shard leases, the shard's log is read first: `replay` (a shard
-/// taken from another node) queues what it left pending; in any case its done keys keep
-/// what it fetched from being queued again.
-pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, replay: bool) {
+/// were committed). With shard leases, the shard's log is read first: a shard taken from
+/// another node has what it left pending queued; in any case the log's done keys keep what
+/// was fetched from being queued again.
+pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Taken) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("intake", format!("shard {shard}"));
     if node.journal.is_some() {
-        read_log(&sh, &node, shard, replay, &mut backoff).await;
+        if taken.replay {
+            // read as late as may be: a holder whose lease ran out while the broker was
+            // failing appends the done entries of its last pages once it answers again, and
+            // nothing of the shard is fetched here before the hold ends anyway (its URLs
+            // wait in the stream meanwhile)
+            tokio::time::sleep(taken.hold).await;
+        }
+        read_log(&sh, &node, shard, taken.replay, &mut backoff).await;
     }
     let consumer = loop {
         match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
@@ -172,6 +189,39 @@ async fn read_log(
     };
     backoff.ok(&BrokerReports(m));
     let mut queued = 0;
+    let mut robots = 0;
+    if replay && !folded.robots.is_empty() {
+        // before the URLs: their hosts obey the rules from their first request
+        let f = sh.frontier.clone();
+        let entries = folded.robots.clone();
+        let adopted = tokio::task::spawn_blocking(move || {
+            let answers: Vec<(&str, frontier::RobotsFetchOutcome, u64)> = entries
+                .iter()
+                .map(|r| (r.origin.as_str(), r.outcome(), r.fetched_ms))
+                .collect();
+            f.adopt_robots(&answers, now_ms())
+        })
+        .await;
+        let what = "taking the robots.txt answers of a shard's log";
+        match adopted {
+            Ok(Ok(n)) => robots = n as u64,
+            Ok(Err(e)) => {
+                let error = format!("{e:#}");
+                ClusterTaskError::ShardLog {
+                    shard,
+                    what,
+                    error: &error,
+                }
+                .emit(m);
+            }
+            Err(e) => ClusterTaskError::ShardLog {
+                shard,
+                what,
+                error: &e,
+            }
+            .emit(m),
+        }
+    }
     if replay && !folded.pending.is_empty() {
         let items: Vec<EnqueueItem> = folded
             .pending
@@ -216,6 +266,7 @@ async fn read_log(
         shard,
         folded: &folded,
         queued,
+        robots,
     }
     .emit(m);
 }

@@ -12,7 +12,7 @@ use cluster::{Backoff, Handoffs, LeaseError, Node, SweepReport};
 use tokio::sync::Mutex;
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::daemon::cluster::intake::shard_loop;
+use crate::daemon::cluster::intake::{shard_loop, Taken};
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::cluster::{
     BrokerReports, ClusterTaskError, ShardLeases, ShardReleased, UrlsHandedOff,
@@ -60,10 +60,13 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
         match round {
             Ok(report) => {
                 backoff.ok(&BrokerReports(m));
-                for &(shard, _) in &report.gained {
+                for &(shard, hold) in &report.gained {
                     // a shard taken from another node: queue what its log has pending
-                    let replay = !report.adopted.contains(&shard);
-                    let task = tasks.spawn(shard_loop(sh.clone(), node.clone(), shard, replay));
+                    let taken = Taken {
+                        replay: !report.adopted.contains(&shard),
+                        hold,
+                    };
+                    let task = tasks.spawn(shard_loop(sh.clone(), node.clone(), shard, taken));
                     consumers.insert(shard, task);
                 }
                 for shard in report.lost.iter().chain(&report.to_release) {
@@ -81,7 +84,9 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
                 }
                 .emit(m);
             }
-            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+            // the next round comes at its time, not after a growing back-off: a node that
+            // retried less often than its TTL would lose leases a recovered broker kept
+            Err(e) => backoff.failed(&e, &BrokerReports(m), every),
         }
         tokio::time::sleep_until(started + every).await;
     }

@@ -109,7 +109,8 @@ pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
         match &node.settings.lib.owned {
             Some(owned) => {
                 for shard in owned.iter() {
-                    tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard, false));
+                    let fixed = intake::Taken::default();
+                    tasks.spawn(intake::shard_loop(sh.clone(), node.clone(), shard, fixed));
                 }
             }
             None => {
@@ -154,7 +155,10 @@ async fn journal_loop(sh: Arc<Shared>, node: Arc<Node>) {
                 backoff.ok(&BrokerReports(m));
                 ShardLogAppended { entries: n as u64 }.emit(m);
             }
-            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+            // tried again at the next tick, not after a growing back-off: a shard's next
+            // holder reads its log when its takeover hold ends, and the pages fetched here
+            // before the broker failed should be marked done by then
+            Err(e) => backoff.failed(&e, &BrokerReports(m), JOURNAL_EVERY),
         }
     }
 }
