@@ -616,8 +616,8 @@ fn death_figure() {
         daemons[victim].take().unwrap().kill9();
         std::thread::sleep(Duration::from_secs(16));
         let all = log.all();
-        // the first request of a survivor to one of the dead node's hosts (its robots.txt:
-        // the records do not move), and the first page
+        // the first request of a survivor to one of the dead node's hosts (a page: its
+        // robots.txt answers came with the shards' logs), and the first robots.txt if any
         let first = |page: bool| {
             all.iter()
                 .filter(|s| s.start > killed && s.node != victim && victim_hosts.contains(&s.host))
@@ -625,7 +625,7 @@ fn death_figure() {
                 .map(|s| s.start - killed)
                 .min()
         };
-        let (again, page) = (first(false), first(true));
+        let (page, robots) = (first(true), first(false));
         let per_s = |from: i64| {
             let at = |d: i64| {
                 if d < 0 {
@@ -642,7 +642,7 @@ fn death_figure() {
         };
         let curve: Vec<String> = (-3..16).map(|d| format!("{d:+}s {}", per_s(d))).collect();
         eprintln!(
-            "{nodes} nodes: the dead node's {} hosts asked again {again:?} after the kill (robots.txt), first page {page:?}; pages per second around it: {}",
+            "{nodes} nodes: the dead node's {} hosts: first page {page:?} after the kill, first robots.txt {robots:?}; pages per second around it: {}",
             victim_hosts.len(),
             curve.join(", ")
         );
