@@ -15,7 +15,7 @@ use crate::shard::ShardMap;
 use crate::shard_log::{url_key, Folded, LogEntry, RobotsEntry, ShardLog};
 
 /// Entries waiting beyond this are appended at once, not at the next tick.
-pub const JOURNAL_KICK_AT: usize = 4_096;
+const JOURNAL_KICK_AT: usize = 4_096;
 
 /// The shard logs as this node writes and reads them.
 pub struct Journal {
@@ -47,7 +47,7 @@ impl Journal {
 
     /// The canonical form and shard of a URL (None: it does not canonicalize; the frontier
     /// refuses it anyway).
-    pub fn place(&self, url: &str) -> Option<(String, u32)> {
+    fn place(&self, url: &str) -> Option<(String, u32)> {
         let c = frontier::canonicalize(url, self.max_url_len).ok()?;
         let key = frontier::canon::politeness_key_of(&c, self.map.key_mode());
         let shard = self.map.shard_of_key(key);
@@ -92,14 +92,6 @@ impl Journal {
         if let Some((_, shard)) = self.place(origin) {
             self.push([(shard, LogEntry::Robots(entry))]);
         }
-    }
-
-    /// Whether any entry waits.
-    pub fn is_idle(&self) -> bool {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
     }
 
     /// Append every waiting entry, in order, each to its shard's log; on an error the
@@ -168,42 +160,20 @@ impl Journal {
             .remove(&shard);
     }
 
-    /// Of these records (all of `shard`), those the shard's last holder had not fetched.
-    pub fn not_done(&self, shard: u32, records: Vec<UrlRecord>) -> (Vec<UrlRecord>, usize) {
+    /// Take out of `items` the URLs a shard's last holder fetched (its log said so when this
+    /// node took the shard); returns how many.
+    pub fn drop_done<T>(&self, items: &mut Vec<T>, url: impl Fn(&T) -> &str) -> usize {
         let inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(done) = inherited.get(&shard).filter(|d| !d.is_empty()) else {
-            return (records, 0);
-        };
-        let before = records.len();
-        let kept: Vec<UrlRecord> = records
-            .into_iter()
-            .filter(|r| {
-                frontier::canonicalize(&r.url, self.max_url_len)
-                    .map_or(true, |c| !done.contains(&url_key(c.as_str())))
-            })
-            .collect();
-        let dropped = before - kept.len();
-        (kept, dropped)
-    }
-
-    /// Whether a shard's last holder fetched this URL (its log said so when this node took
-    /// the shard).
-    pub fn inherited_done(&self, url: &str) -> bool {
-        let Some((url, shard)) = self.place(url) else {
-            return false;
-        };
-        let inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
-        inherited
-            .get(&shard)
-            .is_some_and(|done| done.contains(&url_key(&url)))
-    }
-
-    /// Whether any shard held has done keys from its last holder (links need checking).
-    pub fn has_inherited(&self) -> bool {
-        self.inherited
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .any(|d| !d.is_empty())
+        if inherited.values().all(HashSet::is_empty) {
+            return 0;
+        }
+        let before = items.len();
+        items.retain(|i| match self.place(url(i)) {
+            Some((url, shard)) => !inherited
+                .get(&shard)
+                .is_some_and(|done| done.contains(&url_key(&url))),
+            None => true,
+        });
+        before - items.len()
     }
 }

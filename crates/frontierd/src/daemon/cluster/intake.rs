@@ -108,9 +108,10 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
             if d.is_redelivery() {
                 redeliveries += 1;
             }
-            let (records, skipped) = match &node.journal {
-                Some(j) => j.not_done(shard, d.batch.records.clone()),
-                None => (d.batch.records.clone(), 0),
+            let mut records = d.batch.records.clone();
+            let skipped = match &node.journal {
+                Some(j) => j.drop_done(&mut records, |r| &r.url),
+                None => 0,
             };
             DoneUrlsSkipped {
                 shard: Some(shard),

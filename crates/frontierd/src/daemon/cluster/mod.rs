@@ -48,15 +48,10 @@ impl Shared {
         };
         let (mut local, remote): (Vec<EnqueueItem>, Vec<EnqueueItem>) =
             items.into_iter().partition(|i| node.owns_url(&i.url));
-        if let Some(j) = node.journal.as_ref().filter(|j| j.has_inherited()) {
+        if let Some(j) = &node.journal {
             // a page a shard's last holder fetched is not fetched again here
-            let before = local.len();
-            local.retain(|i| !j.inherited_done(&i.url));
-            DoneUrlsSkipped {
-                shard: None,
-                urls: (before - local.len()) as u64,
-            }
-            .emit(&self.metrics);
+            let urls = j.drop_done(&mut local, |i| &i.url) as u64;
+            DoneUrlsSkipped { shard: None, urls }.emit(&self.metrics);
         }
         LinksRouted {
             local: local.len() as u64,
