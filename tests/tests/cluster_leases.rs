@@ -515,6 +515,82 @@ fn a_clean_stop_hands_every_shard_and_its_queued_urls_to_the_others_at_once() {
 }
 
 #[test]
+fn a_clean_stop_hands_each_hosts_own_wait_over_with_it() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    // every host asks for a second between requests (the nodes' cap, max_crawl_delay)
+    const DELAY: Duration = Duration::from_secs(1);
+    let log = Log::default();
+    let seen = log.clone();
+    let site = Site::start(move |req: &Req| {
+        seen.0.lock().unwrap().push(Seen {
+            host: req.host.clone(),
+            path: req.path.clone(),
+            node: req.node(),
+            start: Instant::now(),
+        });
+        match req.path.as_str() {
+            "/robots.txt" => Reply::text("User-agent: *\nCrawl-delay: 1\n"),
+            _ => Reply::html(format!("<p>{} of {}</p>", req.path, req.host)),
+        }
+    });
+    let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    wait_until("the shards split 6/6", Duration::from_secs(60), || {
+        daemons.iter().flatten().map(held).collect::<Vec<_>>() == [6.0, 6.0]
+    });
+    let urls = pages(&site, 12, 8, "w");
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until("n1 has fetched 10 pages", Duration::from_secs(30), || {
+        log.all()
+            .iter()
+            .filter(|s| s.node == 1 && s.path != "/robots.txt")
+            .count()
+            >= 10
+    });
+    // SIGTERM right after one of n1's requests: that host is owed most of its second, and
+    // n0 takes every shard at once (no shard-wide hold: each host's own wait goes with it)
+    let n1_pages = |l: &[Seen]| l.iter().filter(|s| s.node == 1).count();
+    let before = n1_pages(&log.all());
+    wait_until("a request of n1", Duration::from_secs(10), || {
+        n1_pages(&log.all()) > before
+    });
+    let mut n1 = daemons[1].take().unwrap();
+    n1.signal(libc::SIGTERM);
+    assert!(
+        n1.wait_exit(Duration::from_secs(40)).is_some(),
+        "n1 did not stop"
+    );
+    wait_fetched(&envs, &urls);
+    // every host's requests, whichever node made them, a crawl-delay apart
+    let all = log.all();
+    let mut by_host: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
+    for s in &all {
+        by_host.entry(&s.host).or_default().push(s);
+    }
+    let mut moved = 0;
+    for (host, mut seen) in by_host {
+        seen.sort_by_key(|s| s.start);
+        for w in seen.windows(2) {
+            let gap = w[1].start.saturating_duration_since(w[0].start);
+            assert!(
+                gap + CLOCK_SLACK >= DELAY,
+                "{host}: {} by n{} then {} by n{} only {gap:?} apart",
+                w[0].path,
+                w[0].node,
+                w[1].path,
+                w[1].node
+            );
+            moved += usize::from(w[0].node != w[1].node);
+        }
+    }
+    assert!(moved >= 1, "no host changed hands");
+    let waits = envs[1].daemon_log_count("queued URLs handed off");
+    eprintln!("{moved} hosts changed hands, {waits} hand-off lines");
+}
+
+#[test]
 fn a_fourth_node_joins_mid_crawl_while_a_server_of_a_three_server_broker_dies() {
     let Some(mut nats) = NatsServer::start_cluster() else {
         return;

@@ -21,6 +21,7 @@ use crate::keeper::LeaseKeeper;
 use crate::message::UrlRecord;
 use crate::ownership::Ownership;
 use crate::publish::{PublishFailure, Publisher};
+use crate::shard_log::{HostWait, LogEntry};
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -48,7 +49,7 @@ pub enum HandOffError {
         hosts: usize,
         source: Box<PublishFailure>,
     },
-    #[error("reading the log of shard {shard}: {source}")]
+    #[error("the log of shard {shard}: {source}")]
     Log {
         shard: u32,
         source: crate::BrokerError,
@@ -71,10 +72,11 @@ pub async fn hand_off(
 ) -> Result<HandOff, HandOffError> {
     let (f, o) = (frontier.clone(), ownership.clone());
     // the hosts and their queued entries, read off the runtime threads
-    let (mut out, hosts) = tokio::task::spawn_blocking(move || {
+    let (out, hosts, waits) = tokio::task::spawn_blocking(move || {
         let map = o.shard_map();
         let mut out = HandOff::default();
         let mut hosts: Vec<(String, Vec<UrlRecord>)> = Vec::new();
+        let mut waits: Vec<HostWait> = Vec::new();
         let candidates = f.hosts_in_memory_where(|key| {
             let s = map.shard_of_key(key);
             !o.holds(s) && pick(s)
@@ -96,14 +98,27 @@ pub async fn hand_off(
                 .max(rec.backoff_until_ms)
                 .saturating_sub(now_ms);
             out.hold = out.hold.max(Duration::from_millis(wait));
+            if wait > 0 {
+                waits.push(HostWait {
+                    key: key.clone(),
+                    wait_ms: wait,
+                });
+            }
             let records = entries.into_iter().map(UrlRecord::handed_off).collect();
             hosts.push((key, records));
         }
-        Ok::<_, HandOffError>((out, hosts))
+        Ok::<_, HandOffError>((out, hosts, waits))
     })
     .await??;
+    let (mut out, hosts, waits) = (out, hosts, waits);
     if hosts.is_empty() {
         return Ok(out);
+    }
+    if let Some(j) = journal {
+        // each host's own wait goes to its next holder (`hold_hosts_for`), instead of the
+        // longest of them as the whole shard's hold
+        log_waits(j, ownership, waits).await?;
+        out.hold = Duration::ZERO;
     }
     let logged = logged_urls(journal, ownership, &hosts).await?;
     let records: Vec<UrlRecord> = hosts
@@ -163,6 +178,28 @@ pub async fn hand_off(
     })
     .await??;
     Ok(out)
+}
+
+/// Append each host's remaining wait to its shard's log.
+async fn log_waits(
+    journal: &Journal,
+    ownership: &Ownership,
+    waits: Vec<HostWait>,
+) -> Result<(), HandOffError> {
+    let map = ownership.shard_map();
+    let mut by_shard: BTreeMap<u32, Vec<LogEntry>> = BTreeMap::new();
+    for w in waits {
+        let shard = map.shard_of_key(&w.key);
+        by_shard.entry(shard).or_default().push(LogEntry::Host(w));
+    }
+    for (shard, entries) in by_shard {
+        journal
+            .log
+            .append(shard, &entries)
+            .await
+            .map_err(|source| HandOffError::Log { shard, source })?;
+    }
+    Ok(())
 }
 
 /// The URLs of `hosts` their shards' logs already have (pending or done).

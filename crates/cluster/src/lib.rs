@@ -75,7 +75,7 @@ pub use publish::{
 };
 pub use shard::{RouteError, ShardError, ShardMap, ShardSet, MAX_SHARDS};
 pub use shard_log::{
-    fold, shard_log_subject, url_key, Compacted, Folded, LogEntry, RobotsEntry, ShardLog,
+    fold, shard_log_subject, url_key, Compacted, Folded, HostWait, LogEntry, RobotsEntry, ShardLog,
     MAX_LOGGED_ROBOTS_BODY, SHARD_LOG_STREAM,
 };
 pub use status::{

@@ -17,6 +17,9 @@ use crate::shard::{ShardMap, ShardSet};
 
 /// `open_from` of a shard this node does not hold.
 const NOT_HELD: u64 = u64::MAX;
+/// `open_from` of a shard held but closed while its log is read (its hosts' waits are not
+/// known yet).
+const READING_LOG: u64 = u64::MAX - 1;
 /// How soon a host of a shard not held (or fenced) is asked about again.
 const RECHECK_MS: u64 = 500;
 
@@ -73,6 +76,25 @@ impl Ownership {
         self.open_from
             .get(shard as usize)
             .is_some_and(|f| f.load(Ordering::Acquire) != NOT_HELD)
+    }
+
+    /// Close a held shard while its log is read: none of its hosts is dispatched until
+    /// [`Ownership::log_read`] (a host queued from the log must not go before its wait from
+    /// the log is applied).
+    pub fn reading_log(&self, shard: u32) {
+        if let Some(f) = self.open_from.get(shard as usize) {
+            let _ = f.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                (v != NOT_HELD).then_some(READING_LOG)
+            });
+        }
+    }
+
+    /// The shard's log is read: open it now (unless it was revoked meanwhile).
+    pub fn log_read(&self, shard: u32) {
+        if let Some(f) = self.open_from.get(shard as usize) {
+            let now = self.now_ms();
+            let _ = f.compare_exchange(READING_LOG, now, Ordering::AcqRel, Ordering::Acquire);
+        }
     }
 
     /// Whether `shard` is held and inside its fence now (the takeover hold aside): URLs
@@ -135,7 +157,7 @@ impl DispatchGate for Ownership {
     fn closed_for(&self, key: &str) -> Option<u64> {
         let s = self.map.shard_of_key(key) as usize;
         let from = self.open_from.get(s)?.load(Ordering::Acquire);
-        if from == NOT_HELD {
+        if from == NOT_HELD || from == READING_LOG {
             return Some(RECHECK_MS);
         }
         let now = self.now_ms();
@@ -186,9 +208,24 @@ mod tests {
         );
         o.renew(2, o.now_ms() + 10_000);
         assert_eq!(o.closed_for(&key), None);
+        o.reading_log(2);
+        assert_eq!(
+            o.closed_for(&key),
+            Some(RECHECK_MS),
+            "closed while its log is read"
+        );
+        assert!(o.holds(2) && o.fenced_in(2));
+        o.log_read(2);
+        assert_eq!(o.closed_for(&key), None);
         o.revoke(2);
         assert_eq!(o.closed_for(&key), Some(RECHECK_MS), "revoked");
         assert!(!o.holds(2));
+        o.reading_log(2);
+        o.log_read(2);
+        assert!(
+            !o.holds(2),
+            "a revoked shard is not opened by its log's read"
+        );
     }
 
     #[test]

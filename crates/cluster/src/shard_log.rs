@@ -55,6 +55,19 @@ pub enum LogEntry {
     Done(Vec<u64>),
     /// A robots.txt answer of one of the shard's origins.
     Robots(RobotsEntry),
+    /// A host handed off with the wait it was still owed (gap, crawl-delay, back-off).
+    Host(HostWait),
+}
+
+/// The wait a host was still owed when its shard was handed off, in ms from the hand-off: a
+/// duration, not a time, so no two machines' clocks are compared; its next holder counts it
+/// from when it reads the log (later than the hand-off: never shorter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostWait {
+    /// The politeness key.
+    pub key: String,
+    pub wait_ms: u64,
 }
 
 /// Bodies longer than this are not carried in a log (the next holder fetches robots.txt
@@ -134,6 +147,8 @@ pub struct Folded {
     pub done: HashSet<u64>,
     /// The latest robots.txt answer of each origin that has one.
     pub robots: Vec<RobotsEntry>,
+    /// The latest wait of each host handed off since the last compaction.
+    pub hosts: Vec<HostWait>,
     /// Lines read (unreadable ones included).
     pub lines: usize,
     /// Lines that could not be read (counted, skipped: a log written by a newer version).
@@ -159,6 +174,7 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
     let mut pending: HashMap<u64, UrlRecord> = HashMap::new();
     let mut done = HashSet::new();
     let mut robots: HashMap<String, RobotsEntry> = HashMap::new();
+    let mut hosts: HashMap<String, u64> = HashMap::new();
     for e in entries {
         match e {
             LogEntry::Queued(r) => {
@@ -174,6 +190,9 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
                     done.insert(key);
                 }
             }
+            LogEntry::Host(h) => {
+                hosts.insert(h.key, h.wait_ms);
+            }
             LogEntry::Robots(r) => {
                 let newer = robots
                     .get(&r.origin)
@@ -186,6 +205,11 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
     }
     let mut robots: Vec<RobotsEntry> = robots.into_values().collect();
     robots.sort_by(|a, b| a.origin.cmp(&b.origin));
+    let mut hosts: Vec<HostWait> = hosts
+        .into_iter()
+        .map(|(key, wait_ms)| HostWait { key, wait_ms })
+        .collect();
+    hosts.sort_by(|a, b| a.key.cmp(&b.key));
     let pending = order
         .into_iter()
         .filter_map(|k| pending.remove(&k))
@@ -194,6 +218,7 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
         pending,
         done,
         robots,
+        hosts,
         ..Folded::default()
     }
 }
@@ -330,8 +355,9 @@ impl ShardLog {
         Ok((lines, unreadable, last))
     }
 
-    /// Fold `shard`'s log, write the fold back (pending records, then the done keys) and
-    /// purge the lines it covers. Only the shard's holder may call it: entries appended by
+    /// Fold `shard`'s log, write the fold back (robots.txt answers, pending records, then
+    /// the done keys; host waits are left out: they were read by the holder that compacts)
+    /// and purge the lines it covers. Only the shard's holder may call it: entries appended by
     /// anyone during the compaction follow the ones read, and are kept.
     pub async fn compact(&self, shard: u32) -> Result<Compacted, BrokerError> {
         let folded = self.read(shard).await?;
@@ -403,6 +429,20 @@ mod tests {
         let known = f.known_keys();
         assert!([a, b, c].iter().all(|u| known.contains(&url_key(u))));
         assert!(!known.contains(&url_key("http://a.site.test/x")));
+        let wait = |ms| {
+            LogEntry::Host(HostWait {
+                key: "a.site.test".into(),
+                wait_ms: ms,
+            })
+        };
+        assert_eq!(
+            fold([wait(900), wait(300)]).hosts,
+            [HostWait {
+                key: "a.site.test".into(),
+                wait_ms: 300
+            }],
+            "the latest hand-off's wait"
+        );
         let f = fold([q(a), d(&[a]), q(a)]);
         assert_eq!(pending(&f), [a], "queued again after done (a recrawl)");
         assert!(f.done.is_empty());

@@ -13,6 +13,27 @@ use crate::store::Batch;
 use crate::Frontier;
 
 impl Frontier {
+    /// Hosts handed over by another frontier with the wait each was still owed there (its
+    /// gap, crawl-delay or back-off): each waits at least that long from `now_ms`. Hosts
+    /// not in memory (nothing queued here) are skipped. Returns how many were held.
+    pub fn hold_hosts_for(&self, waits: &[(&str, u64)], now_ms: u64) -> usize {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let mut held = 0;
+        for &(key, wait_ms) in waits {
+            let Some(id) = inner.sched.id_of(key) else {
+                continue;
+            };
+            if let Some(h) = inner.sched.host_mut(id) {
+                let until = now_ms.saturating_add(wait_ms);
+                h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(until);
+                held += 1;
+            }
+            inner.sched.schedule(id);
+        }
+        held
+    }
+
     /// Take every queued URL of politeness key `key` out of the frontier (durable on
     /// return); returns their entries, in queue order as far as the queue has one.
     pub fn take_queued(&self, key: &str) -> Result<Vec<QueueEntry>> {
@@ -146,5 +167,21 @@ mod tests {
         for u in ["http://a.test/p1", "http://a.test/p4"] {
             assert!(all.iter().any(|s| s == u), "{u} not served: {all:?}");
         }
+    }
+
+    #[test]
+    fn a_host_handed_over_with_a_wait_is_not_asked_before_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = open(dir.path());
+        allow_all(&f, &["a.test", "b.test"], T0);
+        f.enqueue_batch(&[urls("a.test", 1), urls("b.test", 1)].concat(), T0)
+            .unwrap();
+        // a.test was asked 1.5 s ago at its last holder, whose gap is 2 s: 500 ms left;
+        // b.test owed nothing, and x.test is not here at all
+        let waits = [("a.test", 500), ("x.test", 900)];
+        assert_eq!(f.hold_hosts_for(&waits, T0), 1);
+        assert_eq!(leased_pages(&f, T0 + 1, true), ["http://b.test/p0"]);
+        assert!(leased_pages(&f, T0 + 499, true).is_empty());
+        assert_eq!(leased_pages(&f, T0 + 500, true), ["http://a.test/p0"]);
     }
 }

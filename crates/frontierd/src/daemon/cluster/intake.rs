@@ -57,8 +57,10 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
             // nothing of the shard is fetched here before the hold ends anyway (its URLs
             // wait in the stream meanwhile)
             tokio::time::sleep(taken.hold).await;
+            node.ownership.reading_log(shard);
         }
         read_log(&sh, &node, shard, taken.replay, &mut backoff).await;
+        node.ownership.log_read(shard);
     }
     let consumer = loop {
         match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
@@ -260,6 +262,29 @@ async fn read_log(
                 }
                 .emit(m);
             }
+        }
+    }
+    if replay && !folded.hosts.is_empty() {
+        // after the URLs: their hosts are in memory now
+        let f = sh.frontier.clone();
+        let waits: Vec<(String, u64)> = folded
+            .hosts
+            .iter()
+            .map(|h| (h.key.clone(), h.wait_ms))
+            .collect();
+        let held = tokio::task::spawn_blocking(move || {
+            let waits: Vec<(&str, u64)> = waits.iter().map(|(k, w)| (k.as_str(), *w)).collect();
+            f.hold_hosts_for(&waits, now_ms())
+        })
+        .await;
+        if let Err(e) = held {
+            let what = "holding the hosts of a shard's log";
+            ClusterTaskError::ShardLog {
+                shard,
+                what,
+                error: &e,
+            }
+            .emit(m);
         }
     }
     journal.inherit(shard, &folded);
