@@ -6,6 +6,9 @@
 //! subject per shard, `FRONTIERD_EVENTS` limits stream with one subject per node), the
 //! [`Publisher`] that routes URLs to shard subjects and reports exactly which were
 //! acknowledged, the [`IntakeRouter`] that splits lists published to `frontierd.intake`, the [`ShardConsumer`] of one owned shard, and the [`EventPublisher`].
+//! With shard leases, each shard's log in the broker ([`ShardLog`]: what its holder queued
+//! and fetched, its robots.txt answers, its hosts' waits at a hand-off), so that a shard
+//! moves whole, also away from a node that died with its disk.
 //! A daemon's node ([`Node`]): its settings, the connection made in the background, the
 //! outbox publisher, the crawl-log events queue, the [`Backoff`] of its broker-facing tasks,
 //! whose pauses go to the caller's [`BrokerPauses`] (this crate logs no counted event).

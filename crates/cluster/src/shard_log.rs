@@ -6,12 +6,15 @@
 //! queued for one of the shard's hosts (taken from the shard's stream, found on a page, a
 //! retry excepted: a retry is the same URL still queued), written **before** the stream
 //! message that brought it is acknowledged; and `{"done": [key, ...]}` for pages fetched for
-//! good (a final answer), soon after. A URL's key is `xxh3_64` of its canonical form.
+//! good (a final answer), soon after. A URL's key is `xxh3_64` of its canonical form. Also
+//! `{"robots": ...}`, a definitive robots.txt answer of one of the shard's origins, and at a
+//! hand-off `{"host": ...}`, each handed host's remaining wait.
 //!
 //! Folded in order ([`fold`]), the log gives the shard's **pending** URLs (queued and not
 //! done since) and its **done** keys. A node taking the shard queues the pending ones and
 //! drops any URL whose key is done, so nothing the old holder queued is lost and nothing it
-//! finished is fetched again (except pages whose `done` entry had not reached the broker).
+//! finished is fetched again (except pages whose `done` entry had not reached the broker);
+//! it obeys the robots.txt answers and waits out each host's wait.
 //!
 //! The log is kept short by [`ShardLog::compact`]: its holder folds it, writes the fold back
 //! (pending records, done keys) and purges what the fold covers.
