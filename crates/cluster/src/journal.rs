@@ -1,6 +1,7 @@
 //! This node's side of the shard logs (`shard_log.rs`), with shard leases only: entries
 //! waiting to be appended (links queued here, pages fetched for good), appended in the
-//! order they happened; and per shard held, the done keys its log had when this node took
+//! order they happened, a page's done entry only once the links it found for other nodes
+//! left the outbox; and per shard held, the done keys its log had when this node took
 //! it, so a URL the last holder fetched is not queued again here.
 
 use std::collections::{HashMap, HashSet};
@@ -17,6 +18,15 @@ use crate::shard_log::{url_key, Folded, LogEntry, RobotsEntry, ShardLog};
 /// Entries waiting beyond this are appended at once, not at the next tick.
 const JOURNAL_KICK_AT: usize = 4_096;
 
+/// What [`Journal::append_waiting`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Entries appended.
+    pub entries: usize,
+    /// Done entries still waiting for their pages' links to leave the outbox.
+    pub held_back: usize,
+}
+
 /// The shard logs as this node writes and reads them.
 pub struct Journal {
     pub log: ShardLog,
@@ -24,6 +34,11 @@ pub struct Journal {
     max_url_len: usize,
     /// Entries not yet appended, oldest first.
     waiting: Mutex<Vec<(u32, LogEntry)>>,
+    /// Pages fetched for good not yet appended: (outbox barrier, shard, key), oldest first.
+    /// A page's done entry waits until the links it found for other nodes left the outbox
+    /// (their sequence numbers are below the barrier): a node that dies with its disk must
+    /// not have marked done a page whose links only it held.
+    done_waiting: Mutex<std::collections::VecDeque<(u64, u32, u64)>>,
     /// One append run at a time, so entries reach each log in the order they happened.
     appending: tokio::sync::Mutex<()>,
     /// Many entries wait: append now.
@@ -39,6 +54,7 @@ impl Journal {
             map,
             max_url_len,
             waiting: Mutex::new(Vec::new()),
+            done_waiting: Mutex::new(std::collections::VecDeque::new()),
             appending: tokio::sync::Mutex::new(()),
             kick: Notify::new(),
             inherited: Mutex::new(HashMap::new()),
@@ -76,10 +92,12 @@ impl Journal {
         self.push(entries);
     }
 
-    /// A page fetched for good.
-    pub fn done(&self, url: &str) {
+    /// A page fetched for good; `outbox_next`: the outbox's next sequence number now (its
+    /// links for other nodes are below it).
+    pub fn done(&self, url: &str, outbox_next: u64) {
         if let Some((url, shard)) = self.place(url) {
-            self.push([(shard, LogEntry::Done(vec![url_key(&url)]))]);
+            let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
+            d.push_back((outbox_next, shard, url_key(&url)));
         }
     }
 
@@ -101,11 +119,35 @@ impl Journal {
     /// may have read the log already, and the URLs are still queued here, so the hand-off
     /// sweep publishes them to the shard's stream instead (done keys are appended: a late
     /// one only spares a later holder a fetch).
-    pub async fn append_waiting(&self, ownership: &Ownership) -> Result<usize, BrokerError> {
+    ///
+    /// Done entries go after the others, and only those whose page's links for other nodes
+    /// left the outbox (every sequence number below `outbox_first`, the oldest still in it);
+    /// the rest wait ([`Appended::held_back`]).
+    pub async fn append_waiting(
+        &self,
+        ownership: &Ownership,
+        outbox_first: u64,
+    ) -> Result<Appended, BrokerError> {
         let _one = self.appending.lock().await;
-        let taken = std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut taken =
+            std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        let held_back = {
+            let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
+            while d
+                .front()
+                .is_some_and(|&(barrier, _, _)| barrier <= outbox_first)
+            {
+                if let Some((_, shard, key)) = d.pop_front() {
+                    taken.push((shard, LogEntry::Done(vec![key])));
+                }
+            }
+            d.len()
+        };
         if taken.is_empty() {
-            return Ok(0);
+            return Ok(Appended {
+                entries: 0,
+                held_back,
+            });
         }
         let taken: Vec<(u32, LogEntry)> = taken
             .into_iter()
@@ -141,7 +183,10 @@ impl Journal {
                 return Err(e);
             }
         }
-        Ok(n)
+        Ok(Appended {
+            entries: n,
+            held_back,
+        })
     }
 
     /// A shard taken: remember the done keys of its log.

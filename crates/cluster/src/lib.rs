@@ -53,7 +53,7 @@ pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsA
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
 pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, SweepReport};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
-pub use journal::Journal;
+pub use journal::{Appended, Journal};
 pub use keeper::{LeaseKeeper, RoundReport};
 pub use lease::{LeaseValue, Observed};
 pub use lease_store::{

@@ -16,9 +16,9 @@ use crate::broker::{connect_in_background, jetstream, reconnect_delay};
 use frontier::Frontier;
 
 use crate::{
-    hand_off_all, BrokerError, ClusterSettings, ConnectionState, Handoffs, JetStream, Journal,
-    LeaseError, LeaseKeeper, LeaseStore, Outbox, OutboxError, Ownership, Publisher, ShardLog,
-    SweepReport,
+    hand_off_all, Appended, BrokerError, ClusterSettings, ConnectionState, Handoffs, JetStream,
+    Journal, LeaseError, LeaseKeeper, LeaseStore, Outbox, OutboxError, Ownership, Publisher,
+    ShardLog, SweepReport,
 };
 
 /// Crawl-log records buffered for publishing; beyond this (broker down or slow) they are
@@ -318,13 +318,23 @@ impl Node {
     ) -> SweepReport {
         // the logs first: a shard's next holder must find in them every page fetched here
         // (or it fetches them again); without them, no hand-off now
-        if let Err(e) = self.append_journal().await {
-            return SweepReport {
-                errors: vec![format!(
+        let not_yet = |why: String| SweepReport {
+            errors: vec![why],
+            ..SweepReport::default()
+        };
+        match self.append_journal().await {
+            Err(e) => {
+                return not_yet(format!(
                     "appending to the shard logs before a hand-off: {e}"
-                )],
-                ..SweepReport::default()
-            };
+                ))
+            }
+            Ok(a) if a.held_back > 0 => {
+                return not_yet(format!(
+                    "{} fetched page(s) wait for their links to leave the outbox before a hand-off",
+                    a.held_back
+                ))
+            }
+            Ok(_) => {}
         }
         let mut r = handoffs
             .lock()
@@ -351,11 +361,16 @@ impl Node {
     /// Append the journal's waiting entries to their shards' logs (nothing to do without
     /// shard leases); those of shards this node no longer holds inside their fence are not
     /// appended: their URLs are still queued here and go by the next hand-off sweep.
-    pub async fn append_journal(&self) -> Result<usize, BrokerError> {
-        match &self.journal {
-            Some(j) => j.append_waiting(&self.ownership).await,
-            None => Ok(0),
-        }
+    pub async fn append_journal(&self) -> Result<Appended, BrokerError> {
+        let Some(j) = &self.journal else {
+            return Ok(Appended {
+                entries: 0,
+                held_back: 0,
+            });
+        };
+        // an outbox that cannot be read holds every done entry back
+        let outbox_first = self.outbox.first_waiting().unwrap_or(0);
+        j.append_waiting(&self.ownership, outbox_first).await
     }
 
     /// The stop's hand-off ([`hand_off_all`]), given up after `limit` (the broker may be

@@ -83,6 +83,23 @@ impl Outbox {
         })
     }
 
+    /// The sequence number the next link pushed gets: every link pushed so far is below.
+    pub fn next_sequence(&self) -> u64 {
+        self.next.load(Ordering::Relaxed)
+    }
+
+    /// The sequence number of the oldest link still waiting ([`Outbox::next_sequence`] when
+    /// none is): every link below it was published.
+    pub fn first_waiting(&self) -> Result<u64, OutboxError> {
+        let first = self
+            .db
+            .first()
+            .map_err(|e| error("reading", &self.path, e))?;
+        Ok(first
+            .and_then(|(k, _)| <[u8; 8]>::try_from(k.as_ref()).ok())
+            .map_or_else(|| self.next_sequence(), u64::from_be_bytes))
+    }
+
     /// Links waiting.
     pub fn len(&self) -> u64 {
         self.len.load(Ordering::Relaxed)

@@ -70,3 +70,41 @@ async fn a_log_reads_back_folded_and_compaction_keeps_the_fold_and_later_entries
         ["http://other.site.test/"]
     );
 }
+
+#[tokio::test]
+async fn a_pages_done_entry_waits_for_the_links_it_found_to_leave_the_outbox() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let settings = node_settings(&server, "a", 8, "0-7");
+    let (client, _) = cluster::connect(&settings).await.expect("connect");
+    let js = cluster::jetstream(client);
+    cluster::ensure_streams(&js, &settings)
+        .await
+        .expect("streams");
+    let map = settings.shard_map;
+    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
+    let ownership = cluster::Ownership::leased(map);
+    for s in 0..8 {
+        ownership.grant(s, std::time::Duration::ZERO, ownership.now_ms() + 60_000);
+    }
+    let page = "http://a.site.test/p";
+    let shard = map.shard_of_url(page, 2048).unwrap();
+    // the page found links for other nodes, outbox sequence numbers 3..5: its done entry
+    // waits while link 3 is still in the outbox; a link found on it for this node does not
+    journal.queued([UrlRecord::seed("http://a.site.test/found")]);
+    journal.done(page, 5);
+    let a = journal.append_waiting(&ownership, 3).await.unwrap();
+    assert_eq!((a.entries, a.held_back), (1, 1));
+    let log = ShardLog::new(js);
+    let f = log.read(shard).await.unwrap();
+    assert_eq!(pending(&f), ["http://a.site.test/found"]);
+    assert!(
+        f.done.is_empty(),
+        "marked done while its links could still be lost"
+    );
+    // the links published: the outbox's oldest is 5 now
+    let a = journal.append_waiting(&ownership, 5).await.unwrap();
+    assert_eq!((a.entries, a.held_back), (1, 0));
+    assert!(log.read(shard).await.unwrap().done.contains(&url_key(page)));
+}

@@ -326,9 +326,12 @@ async fn act_on(
         m.pages_completed.inc();
         // for the shard's log: its next holder does not fetch it again (unless a recrawl
         // schedule may bring it back: then it stays pending there, fetched again)
-        if let Some(j) = sh.cluster.as_ref().and_then(|n| n.journal.as_ref()) {
-            if !sh.frontier.config().recrawl.schedules_any() {
-                j.done(&lease.url);
+        if let Some(node) = &sh.cluster {
+            if let Some(j) = &node.journal {
+                if !sh.frontier.config().recrawl.schedules_any() {
+                    // after the links it found for other nodes (in the outbox now)
+                    j.done(&lease.url, node.outbox.next_sequence());
+                }
             }
         }
     }

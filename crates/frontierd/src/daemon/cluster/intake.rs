@@ -310,7 +310,10 @@ async fn logged_within_fence(
     loop {
         match node.append_journal().await {
             Ok(n) => {
-                ShardLogAppended { entries: n as u64 }.emit(m);
+                ShardLogAppended {
+                    entries: n.entries as u64,
+                }
+                .emit(m);
                 break;
             }
             Err(e) => {

@@ -148,7 +148,10 @@ async fn journal_loop(sh: Arc<Shared>, node: Arc<Node>) {
         match node.append_journal().await {
             Ok(n) => {
                 backoff.ok(&BrokerReports(m));
-                ShardLogAppended { entries: n as u64 }.emit(m);
+                ShardLogAppended {
+                    entries: n.entries as u64,
+                }
+                .emit(m);
             }
             // tried again at the next tick, not after a growing back-off: a shard's next
             // holder reads its log when its takeover hold ends, and the pages fetched here
