@@ -43,6 +43,11 @@ struct Log(Arc<Mutex<Vec<Seen>>>);
 impl Log {
     /// A site whose pages answer after `delay`, each request logged with its node.
     fn site(&self, delay: Duration) -> Site {
+        self.site_with_robots(delay, None)
+    }
+
+    /// [`Log::site`] whose robots.txt, if given, is `robots` (a 404 otherwise).
+    fn site_with_robots(&self, delay: Duration, robots: Option<&'static str>) -> Site {
         let log = self.clone();
         Site::start(move |req: &Req| {
             let node = req.node();
@@ -52,10 +57,12 @@ impl Log {
                 node,
                 start: Instant::now(),
             });
-            if req.path.starts_with("/p") {
-                Reply::html(format!("<p>{} of {}</p>", req.path, req.host)).delayed(delay)
-            } else {
-                Reply::not_found()
+            match (req.path.as_str(), robots) {
+                ("/robots.txt", Some(body)) => Reply::text(body),
+                (p, _) if p.starts_with("/p") => {
+                    Reply::html(format!("<p>{} of {}</p>", req.path, req.host)).delayed(delay)
+                }
+                _ => Reply::not_found(),
             }
         })
     }
@@ -522,19 +529,7 @@ fn a_clean_stop_hands_each_hosts_own_wait_over_with_it() {
     // every host asks for a second between requests (the nodes' cap, max_crawl_delay)
     const DELAY: Duration = Duration::from_secs(1);
     let log = Log::default();
-    let seen = log.clone();
-    let site = Site::start(move |req: &Req| {
-        seen.0.lock().unwrap().push(Seen {
-            host: req.host.clone(),
-            path: req.path.clone(),
-            node: req.node(),
-            start: Instant::now(),
-        });
-        match req.path.as_str() {
-            "/robots.txt" => Reply::text("User-agent: *\nCrawl-delay: 1\n"),
-            _ => Reply::html(format!("<p>{} of {}</p>", req.path, req.host)),
-        }
-    });
+    let site = log.site_with_robots(Duration::ZERO, Some("User-agent: *\nCrawl-delay: 1\n"));
     let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
     wait_until("the shards split 6/6", Duration::from_secs(60), || {

@@ -233,16 +233,8 @@ impl Backoff {
         error: &(dyn std::error::Error + Send + Sync + 'static),
         to: &dyn BrokerPauses,
     ) {
-        self.attempt += 1;
-        let retry_in = reconnect_delay(self.attempt);
-        to.paused(Paused {
-            activity: self.activity,
-            what: &self.what,
-            error,
-            retry_in,
-            first: self.since.is_none(),
-        });
-        self.since.get_or_insert_with(Instant::now);
+        let retry_in = reconnect_delay(self.attempt + 1);
+        self.failed(error, to, retry_in);
         tokio::time::sleep(retry_in).await;
     }
 

@@ -15,17 +15,23 @@ fn pending(f: &cluster::Folded) -> Vec<String> {
     f.pending.iter().map(|r| r.url.clone()).collect()
 }
 
-#[tokio::test]
-async fn a_log_reads_back_folded_and_compaction_keeps_the_fold_and_later_entries() {
-    let Some(server) = NatsServer::start() else {
-        return;
-    };
-    let settings = node_settings(&server, "a", 8, "0-7");
+/// Connected to `server`, the streams set up (8 shards).
+async fn streams(server: &NatsServer) -> (cluster::JetStream, cluster::ShardMap) {
+    let settings = node_settings(server, "a", 8, "0-7");
     let (client, _) = cluster::connect(&settings).await.expect("connect");
     let js = cluster::jetstream(client);
     cluster::ensure_streams(&js, &settings)
         .await
         .expect("streams");
+    (js, settings.shard_map)
+}
+
+#[tokio::test]
+async fn a_log_reads_back_folded_and_compaction_keeps_the_fold_and_later_entries() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let (js, _) = streams(&server).await;
     let log = ShardLog::new(js.clone());
     assert_eq!(log.read(3).await.unwrap().last_sequence, 0, "empty log");
 
@@ -76,13 +82,7 @@ async fn a_pages_done_entry_waits_for_the_links_it_found_to_leave_the_outbox() {
     let Some(server) = NatsServer::start() else {
         return;
     };
-    let settings = node_settings(&server, "a", 8, "0-7");
-    let (client, _) = cluster::connect(&settings).await.expect("connect");
-    let js = cluster::jetstream(client);
-    cluster::ensure_streams(&js, &settings)
-        .await
-        .expect("streams");
-    let map = settings.shard_map;
+    let (js, map) = streams(&server).await;
     let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
     let ownership = cluster::Ownership::leased(map);
     for s in 0..8 {
