@@ -106,6 +106,11 @@ fn node_env_with(nats: &NatsServer, i: usize, extra: &[(&str, &str, &str)]) -> E
     Env::new(&o)
 }
 
+/// Shards held by each node still running.
+fn running(d: &[Option<Daemon>]) -> Vec<f64> {
+    d.iter().flatten().map(held).collect()
+}
+
 fn held(d: &Daemon) -> f64 {
     metric(&d.metrics(), "frontierd_cluster_shards_held").unwrap_or(-1.0)
 }
@@ -203,6 +208,12 @@ fn wait_fetched(envs: &[Env], urls: &[String]) {
 /// least `GAP` apart, whichever nodes made them (one owner at a time, its gap kept across a
 /// move); returns how many times a host changed hands.
 fn assert_one_node_at_a_time(log: &[Seen]) -> usize {
+    assert_gaps(log, GAP)
+}
+
+/// Every host's requests in time order at least `min` apart, whichever nodes made them;
+/// returns how many times a host changed hands.
+fn assert_gaps(log: &[Seen], min: Duration) -> usize {
     let mut by_host: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
     for s in log {
         by_host.entry(&s.host).or_default().push(s);
@@ -213,7 +224,7 @@ fn assert_one_node_at_a_time(log: &[Seen]) -> usize {
         for w in seen.windows(2) {
             let gap = w[1].start.saturating_duration_since(w[0].start);
             assert!(
-                gap + CLOCK_SLACK >= GAP,
+                gap + CLOCK_SLACK >= min,
                 "{host}: {} by n{} then {} by n{} only {gap:?} apart",
                 w[0].path,
                 w[0].node,
@@ -244,7 +255,6 @@ fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share(
     let site = log.site(Duration::from_millis(50));
     let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
-    let running = |d: &[Option<Daemon>]| d.iter().flatten().map(held).collect::<Vec<_>>();
     wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
         running(&daemons) == [4.0, 4.0, 4.0]
     });
@@ -317,7 +327,6 @@ fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queu
     let site = log.site(Duration::from_millis(20));
     let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
-    let running = |d: &[Option<Daemon>]| d.iter().flatten().map(held).collect::<Vec<_>>();
     wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
         running(&daemons) == [4.0, 4.0, 4.0]
     });
@@ -458,7 +467,7 @@ fn a_clean_stop_hands_every_shard_and_its_queued_urls_to_the_others_at_once() {
     let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
     wait_until("the shards split 6/6", Duration::from_secs(60), || {
-        daemons.iter().flatten().map(held).collect::<Vec<_>>() == [6.0, 6.0]
+        running(&daemons) == [6.0, 6.0]
     });
     let urls = pages(&site, 12, 30, "c");
     publish(&envs[0], "urls.txt", &urls);
@@ -533,7 +542,7 @@ fn a_clean_stop_hands_each_hosts_own_wait_over_with_it() {
     let envs: Vec<Env> = (0..2).map(|i| node_env(&nats, i)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
     wait_until("the shards split 6/6", Duration::from_secs(60), || {
-        daemons.iter().flatten().map(held).collect::<Vec<_>>() == [6.0, 6.0]
+        running(&daemons) == [6.0, 6.0]
     });
     let urls = pages(&site, 12, 8, "w");
     publish(&envs[0], "urls.txt", &urls);
@@ -560,26 +569,7 @@ fn a_clean_stop_hands_each_hosts_own_wait_over_with_it() {
     wait_fetched(&envs, &urls);
     // every host's requests, whichever node made them, a crawl-delay apart
     let all = log.all();
-    let mut by_host: BTreeMap<&str, Vec<&Seen>> = BTreeMap::new();
-    for s in &all {
-        by_host.entry(&s.host).or_default().push(s);
-    }
-    let mut moved = 0;
-    for (host, mut seen) in by_host {
-        seen.sort_by_key(|s| s.start);
-        for w in seen.windows(2) {
-            let gap = w[1].start.saturating_duration_since(w[0].start);
-            assert!(
-                gap + CLOCK_SLACK >= DELAY,
-                "{host}: {} by n{} then {} by n{} only {gap:?} apart",
-                w[0].path,
-                w[0].node,
-                w[1].path,
-                w[1].node
-            );
-            moved += usize::from(w[0].node != w[1].node);
-        }
-    }
+    let moved = assert_gaps(&all, DELAY);
     assert!(moved >= 1, "no host changed hands");
     let waits = envs[1].daemon_log_count("queued URLs handed off");
     eprintln!("{moved} hosts changed hands, {waits} hand-off lines");
