@@ -64,9 +64,7 @@ impl Journal {
     /// The canonical form and shard of a URL (None: it does not canonicalize; the frontier
     /// refuses it anyway).
     fn place(&self, url: &str) -> Option<(String, u32)> {
-        let c = frontier::canonicalize(url, self.max_url_len).ok()?;
-        let key = frontier::canon::politeness_key_of(&c, self.map.key_mode());
-        let shard = self.map.shard_of_key(key);
+        let (c, shard) = self.map.place(url, self.max_url_len).ok()?;
         Some((c.as_str().to_string(), shard))
     }
 

@@ -55,11 +55,21 @@ impl ShardMap {
     /// The shard of a URL: canonicalized exactly as the frontier does (so `HTTP://Example.COM/`
     /// and `http://example.com/` land together), then keyed by its politeness key.
     pub fn shard_of_url(&self, url: &str, max_url_len: usize) -> Result<u32, RouteError> {
+        self.place(url, max_url_len).map(|(_, shard)| shard)
+    }
+
+    /// A URL's canonical form and its shard.
+    pub fn place(
+        &self,
+        url: &str,
+        max_url_len: usize,
+    ) -> Result<(frontier::CanonicalUrl, u32), RouteError> {
         let canonical = canonicalize(url, max_url_len).map_err(|reason| RouteError {
             url: url.to_string(),
             reason,
         })?;
-        Ok(self.shard_of_key(canon::politeness_key_of(&canonical, self.key_mode)))
+        let shard = self.shard_of_key(canon::politeness_key_of(&canonical, self.key_mode));
+        Ok((canonical, shard))
     }
 }
 
