@@ -2,9 +2,12 @@
 //! waiting to be appended (links queued here, pages fetched for good), appended in the
 //! order they happened, a page's done entry only once the links it found for other nodes
 //! left the outbox; and per shard held, the done keys its log had when this node took
-//! it, so a URL the last holder fetched is not queued again here.
+//! it, so a URL the last holder fetched is not queued again here, and those appended
+//! late (the last holder could not reach the broker in time), so a URL of them already
+//! queued here is not fetched.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use tokio::sync::Notify;
@@ -13,7 +16,7 @@ use crate::broker::BrokerError;
 use crate::message::UrlRecord;
 use crate::ownership::Ownership;
 use crate::shard::ShardMap;
-use crate::shard_log::{url_key, Folded, LogEntry, RobotsEntry, ShardLog};
+use crate::shard_log::{url_key, LogEntry, RobotsEntry, ShardLog};
 
 /// Entries waiting beyond this are appended at once, not at the next tick.
 const JOURNAL_KICK_AT: usize = 4_096;
@@ -27,6 +30,10 @@ pub struct Appended {
     pub held_back: usize,
 }
 
+/// A page fetched, waiting for its log: (outbox barrier, shard, key, when it was fetched
+/// under a recrawl schedule).
+type Fetched = (u64, u32, u64, Option<u64>);
+
 /// The shard logs as this node writes and reads them.
 pub struct Journal {
     pub log: ShardLog,
@@ -34,17 +41,23 @@ pub struct Journal {
     max_url_len: usize,
     /// Entries not yet appended, oldest first.
     waiting: Mutex<Vec<(u32, LogEntry)>>,
-    /// Pages fetched for good not yet appended: (outbox barrier, shard, key), oldest first.
+    /// Pages fetched for good not yet appended: (outbox barrier, shard, key, when fetched
+    /// under a recrawl schedule), oldest first.
     /// A page's done entry waits until the links it found for other nodes left the outbox
     /// (their sequence numbers are below the barrier): a node that dies with its disk must
     /// not have marked done a page whose links only it held.
-    done_waiting: Mutex<std::collections::VecDeque<(u64, u32, u64)>>,
+    done_waiting: Mutex<std::collections::VecDeque<Fetched>>,
     /// One append run at a time, so entries reach each log in the order they happened.
     appending: tokio::sync::Mutex<()>,
     /// Many entries wait: append now.
     pub kick: Notify,
     /// Per shard held: the done keys of its log when this node took it.
     inherited: Mutex<HashMap<u32, HashSet<u64>>>,
+    /// Per shard held: done keys that reached its log after this node read it (its last
+    /// holder could not append them in time), whose URLs may be queued here already.
+    late: Mutex<HashMap<u32, HashSet<u64>>>,
+    /// Whether `late` holds any key (the check before each fetch costs nothing otherwise).
+    any_late: AtomicBool,
 }
 
 impl Journal {
@@ -58,6 +71,8 @@ impl Journal {
             appending: tokio::sync::Mutex::new(()),
             kick: Notify::new(),
             inherited: Mutex::new(HashMap::new()),
+            late: Mutex::new(HashMap::new()),
+            any_late: AtomicBool::new(false),
         }
     }
 
@@ -93,9 +108,19 @@ impl Journal {
     /// A page fetched for good; `outbox_next`: the outbox's next sequence number now (its
     /// links for other nodes are below it).
     pub fn done(&self, url: &str, outbox_next: u64) {
+        self.fetched(url, outbox_next, None);
+    }
+
+    /// A page fetched under a recrawl schedule, at `fetched_ms` (unix ms): its next holder
+    /// queues it for its next visit, not at once. `outbox_next` as for [`Journal::done`].
+    pub fn visited(&self, url: &str, outbox_next: u64, fetched_ms: u64) {
+        self.fetched(url, outbox_next, Some(fetched_ms));
+    }
+
+    fn fetched(&self, url: &str, outbox_next: u64, visited_ms: Option<u64>) {
         if let Some((url, shard)) = self.place(url) {
             let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
-            d.push_back((outbox_next, shard, url_key(&url)));
+            d.push_back((outbox_next, shard, url_key(&url), visited_ms));
         }
     }
 
@@ -133,10 +158,14 @@ impl Journal {
             let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
             while d
                 .front()
-                .is_some_and(|&(barrier, _, _)| barrier <= outbox_first)
+                .is_some_and(|&(barrier, ..)| barrier <= outbox_first)
             {
-                if let Some((_, shard, key)) = d.pop_front() {
-                    taken.push((shard, LogEntry::Done(vec![key])));
+                match d.pop_front() {
+                    Some((_, shard, key, None)) => taken.push((shard, LogEntry::Done(vec![key]))),
+                    Some((_, shard, key, Some(at))) => {
+                        taken.push((shard, LogEntry::Visited(vec![(key, at)])))
+                    }
+                    None => {}
                 }
             }
             d.len()
@@ -149,7 +178,9 @@ impl Journal {
         }
         let taken: Vec<(u32, LogEntry)> = taken
             .into_iter()
-            .filter(|(s, e)| matches!(e, LogEntry::Done(_)) || ownership.fenced_in(*s))
+            .filter(|(s, e)| {
+                matches!(e, LogEntry::Done(_) | LogEntry::Visited(_)) || ownership.fenced_in(*s)
+            })
             .collect();
         let n = taken.len();
         let mut by_shard: Vec<(u32, Vec<LogEntry>)> = Vec::new();
@@ -160,9 +191,10 @@ impl Journal {
                 by_shard.len() - 1
             });
             let entries = &mut by_shard[i].1;
-            // consecutive done keys of a shard go as one line
+            // consecutive done (visited) keys of a shard go as one line
             match (entries.last_mut(), e) {
                 (Some(LogEntry::Done(keys)), LogEntry::Done(more)) => keys.extend(more),
+                (Some(LogEntry::Visited(keys)), LogEntry::Visited(more)) => keys.extend(more),
                 (_, e) => entries.push(e),
             }
         }
@@ -187,12 +219,52 @@ impl Journal {
         })
     }
 
-    /// A shard taken: remember the done keys of its log.
-    pub fn inherit(&self, shard: u32, folded: &Folded) {
+    /// A shard taken: remember the done keys of its log ([`crate::Folded::done`], with the visited
+    /// URLs this node does not revisit).
+    pub fn inherit(&self, shard: u32, done: HashSet<u64>) {
         self.inherited
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(shard, folded.done.clone());
+            .insert(shard, done);
+    }
+
+    /// Done keys that reached `shard`'s log after this node read it: kept with the
+    /// inherited ones, and a URL of them queued here is not fetched
+    /// ([`Journal::fetched_elsewhere`]). Returns how many were new.
+    pub fn inherit_late(&self, shard: u32, keys: HashSet<u64>) -> usize {
+        let mut inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(known) = inherited.get_mut(&shard) else {
+            // not (or no longer) held here
+            return 0;
+        };
+        let new: Vec<u64> = keys.into_iter().filter(|k| known.insert(*k)).collect();
+        if !new.is_empty() {
+            let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+            late.entry(shard).or_default().extend(&new);
+            self.any_late.store(true, Ordering::Release);
+        }
+        new.len()
+    }
+
+    /// Whether `url`, about to be fetched, is one a late done entry of its shard's log says
+    /// the last holder fetched (then it is forgotten: the answer is given once).
+    pub fn fetched_elsewhere(&self, url: &str) -> bool {
+        if !self.any_late.load(Ordering::Acquire) {
+            return false;
+        }
+        let Some((url, shard)) = self.place(url) else {
+            return false;
+        };
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(keys) = late.get_mut(&shard) else {
+            return false;
+        };
+        let was = keys.remove(&url_key(&url));
+        if keys.is_empty() {
+            late.remove(&shard);
+            self.any_late.store(!late.is_empty(), Ordering::Release);
+        }
+        was
     }
 
     /// A shard lost or given up: forget its done keys.
@@ -201,6 +273,9 @@ impl Journal {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&shard);
+        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
+        late.remove(&shard);
+        self.any_late.store(!late.is_empty(), Ordering::Release);
     }
 
     /// Take out of `items` the URLs a shard's last holder fetched (its log said so when this

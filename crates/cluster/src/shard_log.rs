@@ -56,6 +56,9 @@ pub enum LogEntry {
     Queued(UrlRecord),
     /// Fetched for good: the keys ([`url_key`]) of their canonical URLs.
     Done(Vec<u64>),
+    /// Fetched under a recrawl schedule: (key, when the fetch started, unix ms). Due again
+    /// one interval after it ([`Folded::revisits`]), not at once.
+    Visited(Vec<(u64, u64)>),
     /// A robots.txt answer of one of the shard's origins.
     Robots(RobotsEntry),
     /// A host handed off with the wait it was still owed (gap, crawl-delay, back-off).
@@ -148,6 +151,9 @@ pub struct Folded {
     pub pending: Vec<UrlRecord>,
     /// Keys of URLs fetched for good (and not queued again since).
     pub done: HashSet<u64>,
+    /// Fetched under a recrawl schedule (and not queued again since), with when they were
+    /// last fetched (unix ms), in the order first queued.
+    pub visited: Vec<(UrlRecord, u64)>,
     /// The latest robots.txt answer of each origin that has one.
     pub robots: Vec<RobotsEntry>,
     /// The latest wait of each host handed off since the last compaction.
@@ -166,15 +172,35 @@ impl Folded {
     pub fn known_keys(&self) -> HashSet<u64> {
         let mut keys = self.done.clone();
         keys.extend(self.pending.iter().map(|r| url_key(&r.url)));
+        keys.extend(self.visited.iter().map(|(r, _)| url_key(&r.url)));
         keys
+    }
+
+    /// The visited URLs with when each is due again under `recrawl` (unix ms: the last
+    /// fetch plus the URL's configured interval, before adaptation: the interval the last
+    /// holder had adapted is not carried), or None: `recrawl` does not revisit it (it is
+    /// done).
+    pub fn revisits(&self, recrawl: &frontier::RecrawlConfig) -> Vec<(UrlRecord, Option<u64>)> {
+        self.visited
+            .iter()
+            .map(|(r, at)| {
+                let host = frontier::CanonicalUrl::from_canonical(r.url.clone());
+                let due = host
+                    .and_then(|c| recrawl.base_interval(c.as_str(), c.host(), None))
+                    .map(|interval| at.saturating_add(interval));
+                (r.clone(), due)
+            })
+            .collect()
     }
 }
 
-/// Fold a log's entries, oldest first: a `queued` URL is pending until a `done` names it; a
-/// URL queued again after it was done (a recrawl) is pending again.
+/// Fold a log's entries, oldest first: a `queued` URL is pending until a `done` names it, or
+/// a `visited` (then it is visited, with the time of its last fetch); a URL queued again
+/// after either is pending again.
 pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
     let mut order: Vec<u64> = Vec::new();
     let mut pending: HashMap<u64, UrlRecord> = HashMap::new();
+    let mut visited: HashMap<u64, (UrlRecord, u64)> = HashMap::new();
     let mut done = HashSet::new();
     let mut robots: HashMap<String, RobotsEntry> = HashMap::new();
     let mut hosts: HashMap<String, u64> = HashMap::new();
@@ -183,14 +209,26 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
             LogEntry::Queued(r) => {
                 let key = url_key(&r.url);
                 done.remove(&key);
-                if pending.insert(key, r).is_none() {
+                let was_visited = visited.remove(&key).is_some();
+                if pending.insert(key, r).is_none() && !was_visited {
                     order.push(key);
                 }
             }
             LogEntry::Done(keys) => {
                 for key in keys {
                     pending.remove(&key);
+                    visited.remove(&key);
                     done.insert(key);
+                }
+            }
+            LogEntry::Visited(keys) => {
+                for (key, at) in keys {
+                    if let Some(r) = pending.remove(&key) {
+                        visited.insert(key, (r, at));
+                    } else if let Some(v) = visited.get_mut(&key) {
+                        v.1 = v.1.max(at);
+                    }
+                    // a key never queued in this log: nothing to revisit from it
                 }
             }
             LogEntry::Host(h) => {
@@ -213,13 +251,19 @@ pub fn fold(entries: impl IntoIterator<Item = LogEntry>) -> Folded {
         .map(|(key, wait_ms)| HostWait { key, wait_ms })
         .collect();
     hosts.sort_by(|a, b| a.key.cmp(&b.key));
-    let pending = order
-        .into_iter()
-        .filter_map(|k| pending.remove(&k))
-        .collect();
+    let mut in_order = Vec::new();
+    let mut visited_in_order = Vec::new();
+    for k in order {
+        if let Some(r) = pending.remove(&k) {
+            in_order.push(r);
+        } else if let Some(v) = visited.remove(&k) {
+            visited_in_order.push(v);
+        }
+    }
     Folded {
-        pending,
+        pending: in_order,
         done,
+        visited: visited_in_order,
         robots,
         hosts,
         ..Folded::default()
@@ -305,13 +349,34 @@ impl ShardLog {
     /// Read `shard`'s whole log and fold it.
     pub async fn read(&self, shard: u32) -> Result<Folded, BrokerError> {
         let mut entries = Vec::new();
-        let (lines, unreadable, last_sequence) = self.read_into(shard, &mut entries).await?;
+        let (lines, unreadable, last_sequence) = self.read_into(shard, 0, &mut entries).await?;
         Ok(Folded {
             lines,
             unreadable,
             last_sequence,
             ..fold(entries)
         })
+    }
+
+    /// The done keys appended to `shard`'s log after sequence `after` (a read's
+    /// [`Folded::last_sequence`]), and the last sequence read (`after` if none): entries a
+    /// shard's last holder could only append once the broker answered it again.
+    pub async fn done_after(
+        &self,
+        shard: u32,
+        after: u64,
+    ) -> Result<(HashSet<u64>, u64), BrokerError> {
+        let mut entries = Vec::new();
+        let (_, _, last) = self.read_into(shard, after, &mut entries).await?;
+        let done = entries
+            .into_iter()
+            .flat_map(|e| match e {
+                LogEntry::Done(keys) => keys,
+                LogEntry::Visited(keys) => keys.into_iter().map(|(k, _)| k).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        Ok((done, last.max(after)))
     }
 
     /// Read the log message by message from the stream's leader (`STREAM.MSG.GET` with
@@ -321,6 +386,7 @@ impl ShardLog {
     async fn read_into(
         &self,
         shard: u32,
+        after: u64,
         entries: &mut Vec<LogEntry>,
     ) -> Result<(usize, usize, u64), BrokerError> {
         use async_nats::jetstream::stream::LastRawMessageErrorKind as Kind;
@@ -340,7 +406,7 @@ impl ShardLog {
                 .await
                 .map_err(|_| timed_out())?
                 .map_err(|e| err(Box::new(e)))?;
-        let (mut lines, mut unreadable, mut last) = (0, 0, 0u64);
+        let (mut lines, mut unreadable, mut last) = (0, 0, after);
         loop {
             let next = stream.get_first_raw_message_by_subject(&subject, last + 1);
             let m = match tokio::time::timeout(READ_PATIENCE, next).await {
@@ -358,8 +424,8 @@ impl ShardLog {
         Ok((lines, unreadable, last))
     }
 
-    /// Fold `shard`'s log, write the fold back (robots.txt answers, pending records, then
-    /// the done keys; host waits are left out: they were read by the holder that compacts)
+    /// Fold `shard`'s log, write the fold back (robots.txt answers, pending records, the
+    /// visited ones with their visits, then the done keys; host waits are left out: they were read by the holder that compacts)
     /// and purge the lines it covers. Only the shard's holder may call it: entries appended by
     /// anyone during the compaction follow the ones read, and are kept.
     pub async fn compact(&self, shard: u32) -> Result<Compacted, BrokerError> {
@@ -372,6 +438,17 @@ impl ShardLog {
         }
         let mut entries: Vec<LogEntry> = folded.robots.into_iter().map(LogEntry::Robots).collect();
         entries.extend(folded.pending.into_iter().map(LogEntry::Queued));
+        let visits: Vec<(u64, u64)> = folded
+            .visited
+            .iter()
+            .map(|(r, at)| (url_key(&r.url), *at))
+            .collect();
+        entries.extend(folded.visited.into_iter().map(|(r, _)| LogEntry::Queued(r)));
+        entries.extend(
+            visits
+                .chunks(DONE_PER_LINE)
+                .map(|c| LogEntry::Visited(c.to_vec())),
+        );
         let mut done: Vec<u64> = folded.done.into_iter().collect();
         done.sort_unstable();
         entries.extend(
@@ -449,6 +526,58 @@ mod tests {
         let f = fold([q(a), d(&[a]), q(a)]);
         assert_eq!(pending(&f), [a], "queued again after done (a recrawl)");
         assert!(f.done.is_empty());
+    }
+
+    #[test]
+    fn a_visited_url_is_due_one_interval_after_its_last_fetch_not_at_once() {
+        let a = "http://a.site.test/";
+        let b = "http://a.site.test/b";
+        let never = "http://a.site.test/never/x";
+        let v = |u: &str, at: u64| LogEntry::Visited(vec![(url_key(u), at)]);
+        let f = fold([
+            q(a),
+            q(b),
+            q(never),
+            v(a, 1_000),
+            v(never, 1_500),
+            v(a, 5_000),
+        ]);
+        assert_eq!(pending(&f), [b]);
+        let visited: Vec<(&str, u64)> = f
+            .visited
+            .iter()
+            .map(|(r, at)| (r.url.as_str(), *at))
+            .collect();
+        assert_eq!(
+            visited,
+            [(a, 5_000), (never, 1_500)],
+            "the last fetch counts"
+        );
+        assert!(f.known_keys().contains(&url_key(a)));
+        let recrawl = frontier::RecrawlConfig {
+            default_interval_ms: Some(3_600_000),
+            patterns: vec![(frontier::UrlPattern::new("*/never/*"), None)],
+            ..frontier::RecrawlConfig::default()
+        };
+        let revisits = f.revisits(&recrawl);
+        let due: Vec<(&str, Option<u64>)> = revisits
+            .iter()
+            .map(|(r, due)| (r.url.as_str(), *due))
+            .collect();
+        assert_eq!(
+            due,
+            [(a, Some(5_000 + 3_600_000)), (never, None)],
+            "the configured interval; None: not revisited"
+        );
+        // queued again (a submission) after a visit: pending, in its first-queued place
+        let f = fold([q(a), q(b), v(a, 1_000), q(a)]);
+        assert_eq!(pending(&f), [a, b]);
+        assert!(f.visited.is_empty());
+        // done for good after a visit: done
+        let f = fold([q(a), v(a, 1_000), d(&[a])]);
+        assert!(f.visited.is_empty() && f.done.contains(&url_key(a)));
+        // a visit of a URL this log never queued carries nothing
+        assert!(fold([v(a, 1_000)]).visited.is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A shard's log against a real `nats-server -js` (common/mod.rs: skipped with a message
 //! when the binary is absent, a failure under CI=1): appended entries read back folded, a
-//! compaction keeps the fold and what was appended after it, and shards' logs are apart.
+//! compaction keeps the fold and what was appended after it, shards' logs are apart, and
+//! done entries appended after a read reach the reader.
 
 mod common;
 
@@ -107,4 +108,56 @@ async fn a_pages_done_entry_waits_for_the_links_it_found_to_leave_the_outbox() {
     let a = journal.append_waiting(&ownership, 5).await.unwrap();
     assert_eq!((a.entries, a.held_back), (1, 0));
     assert!(log.read(shard).await.unwrap().done.contains(&url_key(page)));
+}
+
+#[tokio::test]
+async fn done_entries_appended_after_the_read_stop_a_queued_url_from_being_fetched_here() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let (js, map) = streams(&server).await;
+    let log = ShardLog::new(js.clone());
+    let (early, late, other) = (
+        "http://b.site.test/early",
+        "http://b.site.test/late",
+        "http://b.site.test/other",
+    );
+    let shard = map.shard_of_url(early, 2048).unwrap();
+    // the last holder's log when this node reads it: three URLs queued, one done
+    let entries: Vec<LogEntry> = [early, late, other].iter().map(|u| queued(u)).collect();
+    log.append(shard, &entries).await.unwrap();
+    log.append(shard, &[LogEntry::Done(vec![url_key(early)])])
+        .await
+        .unwrap();
+    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
+    let read = log.read(shard).await.unwrap();
+    journal.inherit(shard, read.done.clone());
+    assert_eq!(pending(&read), [late, other]);
+    let (none, at) = log.done_after(shard, read.last_sequence).await.unwrap();
+    assert!(none.is_empty());
+    assert_eq!(at, read.last_sequence, "nothing after the read");
+    assert!(!journal.fetched_elsewhere(late), "no late entry yet");
+
+    // the last holder reaches the broker again and appends its last page's done entry
+    log.append(shard, &[LogEntry::Done(vec![url_key(late)])])
+        .await
+        .unwrap();
+    let (keys, at) = log.done_after(shard, read.last_sequence).await.unwrap();
+    assert!(at > read.last_sequence);
+    assert_eq!(journal.inherit_late(shard, keys.clone()), 1);
+    assert_eq!(journal.inherit_late(shard, keys), 0, "known already");
+    assert!(
+        journal.fetched_elsewhere(late),
+        "fetched by the last holder"
+    );
+    assert!(!journal.fetched_elsewhere(other));
+    assert!(!journal.fetched_elsewhere(late), "answered once");
+    // and a link to it found here later is not queued again
+    let mut links = vec![late.to_string(), other.to_string()];
+    assert_eq!(journal.drop_done(&mut links, |u| u.as_str()), 1);
+    assert_eq!(links, [other]);
+    // a shard given up forgets them
+    journal.forget(shard);
+    let again: std::collections::HashSet<u64> = [url_key(other)].into();
+    assert_eq!(journal.inherit_late(shard, again), 0, "not held");
 }

@@ -38,6 +38,7 @@ pub struct ClusterMetrics {
     pub shard_log_replayed: Counter,
     pub shard_log_robots: Counter,
     pub shard_log_done_skipped: Counter,
+    pub shard_log_late_done: Counter,
     pub shard_log_compactions: Counter,
 }
 
@@ -85,8 +86,13 @@ impl ClusterMetrics {
         );
         r.register(
             "cluster_shard_log_done_skipped",
-            "URLs of shards taken over not queued here because the shard's log says its last holder fetched them",
+            "URLs of shards taken over not queued (or, queued already, not fetched) here because the shard's log says its last holder fetched them",
             self.shard_log_done_skipped.clone(),
+        );
+        r.register(
+            "cluster_shard_log_late_done",
+            "Done keys that reached the log of a shard taken over after this node read it (its last holder could not reach the broker in time): their URLs are not fetched here",
+            self.shard_log_late_done.clone(),
         );
         r.register(
             "cluster_shard_log_compactions",

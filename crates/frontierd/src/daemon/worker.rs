@@ -16,6 +16,7 @@ use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use frontierd_pipeline::Connected;
 
 use crate::daemon::shared::Shared;
+use crate::internal_events::cluster::QueuedUrlFetchedElsewhere;
 use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
@@ -158,6 +159,13 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         via: lease.via.as_deref(),
         hops: &lease.hops,
     };
+    if fetched_elsewhere(sh, &lease.url) {
+        // its done entry reached the shard's log after this node took the shard: completed
+        // without a request (the last holder wrote its crawl log line and WARC record)
+        QueuedUrlFetchedElsewhere { url: &lease.url }.emit(&sh.metrics);
+        complete(sh, &lease, PageOutcome::Done { response_ms: 0 }, None, None).await;
+        return;
+    }
     let url = match Url::parse(&lease.url) {
         Ok(u) => u,
         Err(e) => {
@@ -180,6 +188,15 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     .emit(&sh.metrics);
     let verdict = judge_answer(sh, &lease, &url, &fetch, kept.warc_failed.as_deref()).await;
     act_on(sh, &lease, found, &fetch, kept, verdict).await;
+}
+
+/// In a cluster with shard logs: whether the shard's last holder fetched `url` (a late
+/// done entry of its log).
+fn fetched_elsewhere(sh: &Shared, url: &str) -> bool {
+    sh.cluster
+        .as_ref()
+        .and_then(|n| n.journal.as_ref())
+        .is_some_and(|j| j.fetched_elsewhere(url))
 }
 
 /// Fetch a leased page; None when it was not fetched (the lease is then completed here).
@@ -324,13 +341,16 @@ async fn act_on(
     complete(sh, lease, verdict.outcome, kept.visit, connected).await;
     if done {
         m.pages_completed.inc();
-        // for the shard's log: its next holder does not fetch it again (unless a recrawl
-        // schedule may bring it back: then it stays pending there, fetched again)
+        // for the shard's log: its next holder does not fetch it again (under a recrawl
+        // schedule: not before its next visit), after the links it found for other nodes
+        // (in the outbox now)
         if let Some(node) = &sh.cluster {
             if let Some(j) = &node.journal {
-                if !sh.frontier.config().recrawl.schedules_any() {
-                    // after the links it found for other nodes (in the outbox now)
-                    j.done(&lease.url, node.outbox.next_sequence());
+                let outbox_next = node.outbox.next_sequence();
+                if sh.frontier.config().recrawl.schedules_any() {
+                    j.visited(&lease.url, outbox_next, unix_ms(fetch.timings.started_at));
+                } else {
+                    j.done(&lease.url, outbox_next);
                 }
             }
         }

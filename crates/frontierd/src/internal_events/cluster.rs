@@ -488,7 +488,8 @@ impl InternalEvent for ShardLogAppended {
 pub struct ShardLogRead<'a> {
     pub shard: u32,
     pub folded: &'a cluster::Folded,
-    /// Pending URLs queued here (0 for a shard adopted after this node's own restart).
+    /// Pending URLs (and visited ones, for their next visit) queued here (0 for a shard
+    /// adopted after this node's own restart).
     pub queued: u64,
     /// robots.txt answers taken (origins this node had no record of).
     pub robots: u64,
@@ -503,6 +504,7 @@ impl InternalEvent for ShardLogRead<'_> {
             unreadable = f.unreadable,
             pending = f.pending.len(),
             done = f.done.len(),
+            visited = f.visited.len(),
             queued = self.queued,
             robots = f.robots.len(),
             robots_taken = self.robots,
@@ -530,6 +532,41 @@ impl InternalEvent for DoneUrlsSkipped {
             );
         }
         m.cluster.shard_log_done_skipped.inc_by(self.urls);
+    }
+}
+
+/// Done entries that reached a taken shard's log after this node read it: its last holder
+/// could not reach the broker in time. A URL of them queued here is not fetched.
+pub struct ShardLogLateDone {
+    pub shard: u32,
+    /// Keys not known before.
+    pub urls: u64,
+}
+
+impl InternalEvent for ShardLogLateDone {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            shard = self.shard,
+            urls = self.urls,
+            "late done entries in a taken shard's log: its last holder fetched these URLs"
+        );
+        m.cluster.shard_log_late_done.inc_by(self.urls);
+    }
+}
+
+/// A queued URL not fetched: a late done entry of its shard's log says the shard's last
+/// holder fetched it. Its lease is completed without a request.
+pub struct QueuedUrlFetchedElsewhere<'a> {
+    pub url: &'a str,
+}
+
+impl InternalEvent for QueuedUrlFetchedElsewhere<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::info!(
+            url = self.url,
+            "queued URL not fetched: the shard's last holder fetched it"
+        );
+        m.cluster.shard_log_done_skipped.inc();
     }
 }
 

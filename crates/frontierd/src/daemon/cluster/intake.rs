@@ -14,8 +14,8 @@ use crate::daemon::offer::Offer;
 use crate::daemon::shared::{now_ms, Shared};
 use crate::internal_events::cluster::{
     AckFailed, BrokerLineRejected, BrokerReports, ClusterTaskError, DoneUrlsSkipped,
-    IntakeListsRouted, ShardBatchCommitted, ShardLogAppended, ShardLogCompacted, ShardLogRead,
-    Unroutable,
+    IntakeListsRouted, ShardBatchCommitted, ShardLogAppended, ShardLogCompacted, ShardLogLateDone,
+    ShardLogRead, Unroutable,
 };
 use crate::internal_events::InternalEvent;
 
@@ -50,6 +50,7 @@ pub struct Taken {
 pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Taken) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("intake", format!("shard {shard}"));
+    let mut _late_watch: Option<AbortOnDrop> = None;
     if node.journal.is_some() {
         if taken.replay {
             // read as late as may be: a holder whose lease ran out while the broker was
@@ -59,8 +60,26 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
             tokio::time::sleep(taken.hold).await;
             node.ownership.reading_log(shard);
         }
-        read_log(&sh, &node, shard, taken.replay, &mut backoff).await;
-        node.ownership.log_read(shard);
+        let read = read_log(&sh, &node, shard, taken.replay, &mut backoff).await;
+        if taken.replay {
+            let mut after = read.last_sequence;
+            if read.retried {
+                // the broker was failing: the last holder may be appending the done
+                // entries of its last pages just now; take them before opening the shard
+                tokio::time::sleep(LATE_DONE_EVERY).await;
+                late_done(&sh, &node, shard, &mut after, &mut backoff).await;
+            }
+            node.ownership.log_read(shard);
+            // aborted with this loop (the shard lost or given up)
+            _late_watch = Some(AbortOnDrop(tokio::spawn(watch_late_done(
+                sh.clone(),
+                node.clone(),
+                shard,
+                after,
+            ))));
+        } else {
+            node.ownership.log_read(shard);
+        }
     }
     let consumer = loop {
         match ShardConsumer::open(&node.js, &node.settings.lib, shard).await {
@@ -172,6 +191,60 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
     }
 }
 
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watch a taken shard's log this long after reading it for done entries its last holder
+/// appends late (it could not reach the broker in time: a broker failing for longer than
+/// the lease TTL); beyond it such a holder's pages would have been fetched here anyway.
+const LATE_DONE_WINDOW: Duration = Duration::from_secs(120);
+/// How often the log is read for them meanwhile.
+const LATE_DONE_EVERY: Duration = Duration::from_millis(500);
+
+/// Read done entries appended to `shard`'s log after sequence `after` and keep them, so a
+/// URL of them queued here is not fetched; `after` moves past what was read. A broker error
+/// is reported and left for the next call.
+async fn late_done(sh: &Shared, node: &Node, shard: u32, after: &mut u64, backoff: &mut Backoff) {
+    let Some(journal) = &node.journal else { return };
+    let m = &sh.metrics;
+    match journal.log.done_after(shard, *after).await {
+        Ok((keys, last)) => {
+            backoff.ok(&BrokerReports(m));
+            *after = last;
+            let urls = journal.inherit_late(shard, keys) as u64;
+            if urls > 0 {
+                ShardLogLateDone { shard, urls }.emit(m);
+            }
+        }
+        Err(e) => backoff.failed(&e, &BrokerReports(m), LATE_DONE_EVERY),
+    }
+}
+
+/// [`late_done`] every [`LATE_DONE_EVERY`] for [`LATE_DONE_WINDOW`].
+async fn watch_late_done(sh: Arc<Shared>, node: Arc<Node>, shard: u32, mut after: u64) {
+    let mut backoff = Backoff::new("intake", format!("shard {shard} log"));
+    let until = tokio::time::Instant::now() + LATE_DONE_WINDOW;
+    while tokio::time::Instant::now() < until {
+        tokio::time::sleep(LATE_DONE_EVERY).await;
+        late_done(&sh, &node, shard, &mut after, &mut backoff).await;
+    }
+}
+
+/// What [`read_log`] read.
+#[derive(Debug, Default, Clone, Copy)]
+struct LogRead {
+    /// The log's last sequence number read.
+    last_sequence: u64,
+    /// The broker failed the first reads.
+    retried: bool,
+}
+
 /// Read `shard`'s log when it is taken: queue its pending URLs (`replay`: taken from
 /// another node) and keep its done keys. Retried until the broker answers (the shard's
 /// consumer waits: its URLs must be checked against the done keys).
@@ -181,13 +254,19 @@ async fn read_log(
     shard: u32,
     replay: bool,
     backoff: &mut Backoff,
-) {
-    let Some(journal) = &node.journal else { return };
+) -> LogRead {
+    let Some(journal) = &node.journal else {
+        return LogRead::default();
+    };
     let m = &sh.metrics;
+    let mut retried = false;
     let folded = loop {
         match journal.log.read(shard).await {
             Ok(f) => break f,
-            Err(e) => backoff.pause(&e, &BrokerReports(m)).await,
+            Err(e) => {
+                retried = true;
+                backoff.pause(&e, &BrokerReports(m)).await
+            }
         }
     };
     backoff.ok(&BrokerReports(m));
@@ -225,13 +304,29 @@ async fn read_log(
             .emit(m),
         }
     }
-    if replay && !folded.pending.is_empty() {
-        let items: Vec<EnqueueItem> = folded
+    // visited under a recrawl schedule: due one interval after their last fetch; those this
+    // node's [recrawl] does not revisit are done
+    let mut done = folded.done.clone();
+    let mut revisits = Vec::new();
+    for (r, due) in folded.revisits(&sh.frontier.config().recrawl) {
+        match due {
+            Some(at) => revisits.push(EnqueueItem {
+                refetch_at_ms: Some(at),
+                ..EnqueueItem::from(r)
+            }),
+            None => {
+                done.insert(cluster::url_key(&r.url));
+            }
+        }
+    }
+    if replay && !(folded.pending.is_empty() && revisits.is_empty()) {
+        let mut items: Vec<EnqueueItem> = folded
             .pending
             .iter()
             .cloned()
             .map(EnqueueItem::from)
             .collect();
+        items.append(&mut revisits);
         let f = sh.frontier.clone();
         // queued even if seen here: this node may have held the shard before
         let done = tokio::task::spawn_blocking(move || f.enqueue_again(&items, now_ms())).await;
@@ -287,7 +382,7 @@ async fn read_log(
             .emit(m);
         }
     }
-    journal.inherit(shard, &folded);
+    journal.inherit(shard, done);
     ShardLogRead {
         shard,
         folded: &folded,
@@ -295,6 +390,10 @@ async fn read_log(
         robots,
     }
     .emit(m);
+    LogRead {
+        last_sequence: folded.last_sequence,
+        retried,
+    }
 }
 
 /// Append what the frontier just queued to the shards' logs (retried until the broker

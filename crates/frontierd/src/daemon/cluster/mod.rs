@@ -130,8 +130,10 @@ pub fn start(sh: Arc<Shared>, node: Arc<Node>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// How often the entries waiting for the shard logs are appended (sooner when many wait).
-const JOURNAL_EVERY: Duration = Duration::from_millis(200);
+/// How often the entries waiting for the shard logs are appended (sooner when many wait):
+/// a node that dies leaves the pages it fetched in its last this-long unmarked in the logs,
+/// so their next holder fetches them again.
+const JOURNAL_EVERY: Duration = Duration::from_millis(50);
 
 /// Append the entries waiting for the shard logs (URLs queued here, pages fetched for good)
 /// every [`JOURNAL_EVERY`], or at once when many wait; a broker error pauses it with
