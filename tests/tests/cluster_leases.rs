@@ -62,6 +62,7 @@ impl Log {
                 (p, _) if p.starts_with("/p") => {
                     Reply::html(format!("<p>{} of {}</p>", req.path, req.host)).delayed(delay)
                 }
+                (p, _) if p.starts_with("/fail") => Reply::status(500, "failing"),
                 _ => Reply::not_found(),
             }
         })
@@ -494,6 +495,64 @@ fn under_a_recrawl_schedule_a_dead_nodes_pages_wait_for_their_next_visit() {
         "{again} of n2's {by_n2} pages fetched again at once"
     );
     eprintln!("n2 fetched {by_n2} pages before its death; {again} refetches");
+}
+
+/// A URL given up after its last attempt (here its only one, a 500) is done in its shard's
+/// log: the node its shard moves to does not ask it again.
+#[test]
+fn a_url_given_up_is_not_asked_again_by_its_shards_next_holder() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    let one_attempt = [("politeness", "max_attempts", "1")];
+    let envs: Vec<Env> = (0..2)
+        .map(|i| node_env_with(&nats, i, &one_attempt))
+        .collect();
+    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
+    wait_until("the shards split 6/6", Duration::from_secs(60), || {
+        running(&daemons) == [6.0, 6.0]
+    });
+    // each host's first URL fails, then 20 pages: n1 still holds most of its queue when
+    // it has given its failing URLs up
+    let failing: Vec<String> = (0..12)
+        .map(|h| format!("{}/fail", site.base(&format!("h{h:02}.site.test"))))
+        .collect();
+    let urls = pages(&site, 12, 20, "g");
+    publish(&envs[0], "failing.txt", &failing);
+    publish(&envs[0], "urls.txt", &urls);
+    wait_until(
+        "every failing URL given up",
+        Duration::from_secs(30),
+        || {
+            let logs: Vec<_> = envs.iter().map(|e| e.crawl_log()).collect();
+            failing
+                .iter()
+                .all(|u| logs.iter().any(|l| logged(l, u, "given-up")))
+        },
+    );
+    let mut n1 = daemons[1].take().unwrap();
+    n1.signal(libc::SIGTERM);
+    assert!(
+        n1.wait_exit(Duration::from_secs(40)).is_some(),
+        "n1 did not stop"
+    );
+    wait_until("n0 holds every shard", Duration::from_secs(10), || {
+        daemons[0].as_ref().is_some_and(|d| held(d) == 12.0)
+    });
+    wait_fetched(&envs, &urls);
+    let all = log.all();
+    let asked: usize = all.iter().filter(|s| s.path == "/fail").count();
+    let moved = all
+        .iter()
+        .filter(|s| s.node == 0 && s.path != "/robots.txt")
+        .map(|s| s.host.as_str())
+        .filter(|h| all.iter().any(|s| s.node == 1 && s.host == *h))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    assert!(moved > 0, "no host of n1 crawled on by n0");
+    assert_eq!(asked, 12, "a failing URL given up was asked again");
 }
 
 #[test]

@@ -220,6 +220,15 @@ impl Shared {
             };
             self.log_line(&LogLine::unfetched(&d.url, outcome, &reason, found));
         }
+        // in a cluster: the shard's next holder does not try a dropped URL again (a URL given
+        // up after its last retry, or blocked by robots.txt)
+        if let Some(node) = &self.cluster {
+            if let Some(j) = &node.journal {
+                for d in &drops {
+                    j.done(&d.url, node.outbox.next_sequence());
+                }
+            }
+        }
         // logged (the crawl log is line-buffered): not to be reported again after a crash
         if let Err(e) = self.frontier.drops_logged(&drops) {
             self.frontier_failed(FrontierCall::DropsLogged, &e, drops.len());
