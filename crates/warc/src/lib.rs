@@ -35,6 +35,7 @@ mod error;
 mod files;
 mod record;
 mod recover;
+mod sha1_pair;
 mod writer;
 
 pub use error::WarcError;

@@ -4,14 +4,16 @@ use std::cell::RefCell;
 use std::io::{self, Write as _};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::sha1_pair::{sha1_parts, Sha1Digest};
 use libdeflater::{CompressionLvl, Compressor};
-use sha1::{Digest, Sha1};
 
 use crate::{WarcError, MAX_GZIP_LEVEL};
 
 /// Builds one record as a complete gzip member, deflated at `gzip_level`
 /// (libdeflate's 0-12).
-/// `payload_digest` is the digest label of the entity body, if the record has one.
+/// `payload_digest` is the digest label of the entity body, if the record has one;
+/// `block_digest` the SHA-1 of `block` when the caller computed it (with the payload's:
+/// `sha1_pair`), else computed here.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_record(
     warc_type: &str,
@@ -20,15 +22,15 @@ pub(crate) fn encode_record(
     fields: &[(&str, String)],
     content_type: &str,
     block: &[&[u8]],
+    block_digest: Option<&Sha1Digest>,
     payload_digest: Option<&str>,
     gzip_level: u32,
 ) -> Result<Vec<u8>, WarcError> {
-    let mut block_digest = Sha1::new();
-    let mut length = 0usize;
-    for part in block {
-        block_digest.update(part);
-        length += part.len();
-    }
+    let length: usize = block.iter().map(|p| p.len()).sum();
+    let block_digest = match block_digest {
+        Some(d) => *d,
+        None => sha1_parts(block),
+    };
     // the whole record (head, block, the two CRLFs after it) in one buffer, written in
     // place: libdeflate takes its input in one piece
     let mut record = Vec::with_capacity(
@@ -50,7 +52,7 @@ pub(crate) fn encode_record(
     let _ = write!(
         record,
         "WARC-Block-Digest: {}\r\n",
-        sha1_label(&block_digest.finalize())
+        sha1_label(&block_digest)
     );
     if let Some(digest) = payload_digest {
         let _ = write!(record, "WARC-Payload-Digest: {digest}\r\n");

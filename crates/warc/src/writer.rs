@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use sha1::{Digest, Sha1};
+use crate::sha1_pair::{sha1_pair, sha1_parts};
 
 use crate::files::{rename_no_clobber, sync_dir};
 use crate::record::{
@@ -163,8 +163,11 @@ pub struct Revisit<'a> {
 /// The `WARC-Payload-Digest` label of a payload (`sha1:` + base32), as the writer computes
 /// it: a caller compares a new payload with an earlier capture's by this.
 pub fn payload_digest(payload: &[u8]) -> String {
-    sha1_label(&Sha1::digest(payload))
+    sha1_label(&sha1_parts(&[payload]))
 }
+
+/// The payload digest of a record without a payload (a request's).
+const EMPTY_PAYLOAD_DIGEST: &str = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
 
 /// What [`WarcWriter::write_exchange`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,7 +313,8 @@ impl WarcWriter {
             &request_fields,
             "application/http;msgtype=request",
             &[&request_head],
-            Some(&sha1_label(&Sha1::digest(b""))),
+            None,
+            Some(EMPTY_PAYLOAD_DIGEST),
             gzip_level,
         )?;
 
@@ -320,12 +324,19 @@ impl WarcWriter {
         if let Some(reason) = exchange.truncated {
             response_fields.push(("WARC-Truncated", reason.as_str().to_string()));
         }
-        let payload_digest = match exchange.payload_digest {
-            Some(given) => {
+        // a response record's two digests in one pass (`sha1_pair`), unless the caller
+        // hashed the payload already or the record is a revisit (its block is the head only)
+        let (payload_digest, block_digest) = match (exchange.payload_digest, revisit) {
+            (Some(given), _) => {
                 debug_assert_eq!(given, payload_digest(exchange.response_body));
-                given.to_string()
+                (given.to_string(), None)
             }
-            None => payload_digest(exchange.response_body),
+            (None, None) => {
+                let body = exchange.response_body;
+                let (block, payload) = sha1_pair(&[&response_head, body], &[body]);
+                (sha1_label(&payload), Some(block))
+            }
+            (None, Some(_)) => (payload_digest(exchange.response_body), None),
         };
         let response = match revisit {
             None => encode_record(
@@ -335,6 +346,7 @@ impl WarcWriter {
                 &response_fields,
                 "application/http;msgtype=response",
                 &[&response_head, exchange.response_body],
+                block_digest.as_ref(),
                 Some(&payload_digest),
                 gzip_level,
             )?,
@@ -354,6 +366,7 @@ impl WarcWriter {
                     &response_fields,
                     "application/http;msgtype=response",
                     &[&response_head],
+                    None,
                     digest,
                     gzip_level,
                 )?
@@ -574,6 +587,7 @@ impl WarcWriter {
             &[("WARC-Filename", file_name.to_string())],
             "application/warc-fields",
             &[block.as_bytes()],
+            None,
             None,
             c.gzip_level,
         )
