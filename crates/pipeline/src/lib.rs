@@ -40,6 +40,13 @@ use crate::handoff::Handoff;
 
 /// At most this many leases per `next_batch` call.
 const MAX_DISPATCH: usize = 256;
+/// With fewer idle workers than this the dispatcher yields (up to [`GATHER_YIELDS`] times)
+/// before leasing: each lease call is a hop to the blocking pool and a frontier lock, about
+/// 5 us per page at 256 workers when calls served a few workers each (daemon-bench,
+/// docs/benchmarks.md).
+const GATHER_IDLE: usize = 32;
+/// Yields to wait for more idle workers, at most.
+const GATHER_YIELDS: usize = 8;
 /// At most this many completions (pages and robots.txt) per batch.
 const MAX_COMPLETIONS: usize = 512;
 /// A batch of completions waits at most this long for more after its first one.
@@ -258,10 +265,18 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, hooks: Arc<dyn
             left = p.handoff.give(std::mem::take(&mut left));
         }
         // every idle worker gets an item in this round (up to MAX_DISPATCH)
-        let want = match left.is_empty() {
+        let mut want = match left.is_empty() {
             true => p.handoff.idle(),
             false => 0,
         };
+        // few idle: let the workers whose answers are being read finish first (each yield
+        // runs the other ready tasks once; no timer), so one lease call serves more of them
+        let mut yields = 0;
+        while want > 0 && want < GATHER_IDLE && yields < GATHER_YIELDS {
+            tokio::task::yield_now().await;
+            want = p.handoff.idle();
+            yields += 1;
+        }
         if want == 0 {
             p.kick.notified().await;
             continue;
