@@ -4,6 +4,7 @@
 
 mod client;
 mod daemon;
+mod peer;
 mod procfs;
 mod scheduled;
 mod server;
@@ -72,6 +73,11 @@ struct Cli {
     /// Skip the bare client.
     #[arg(long)]
     no_client: bool,
+    /// Also crawl with spider-peer (bench/spider-peer: the spider crate), after frontierd at
+    /// each --workers value: one spider crawl per host of --hosts, --urls / --hosts pages
+    /// each, that many requests at once.
+    #[arg(long)]
+    spider: Option<PathBuf>,
     /// Skip frontierd.
     #[arg(long)]
     no_daemon: bool,
@@ -242,6 +248,7 @@ fn bench(cli: &Cli) -> Result<()> {
     // only the hyper server counts what it holds
     let sample_in_flight = srv.kind == "hyper";
     let mut rows = Vec::new();
+    let mut against_spider = Vec::new();
     for &w in &cli.workers {
         let conc = cli.concurrency.unwrap_or(w);
         let bare = if cli.no_client {
@@ -260,6 +267,17 @@ fn bench(cli: &Cli) -> Result<()> {
                 port,
             )?)
         };
+        if let Some(bin) = &cli.spider {
+            let run = peer::run_spider(bin, port, hosts, cli.urls / hosts, w)?;
+            let ours = crawl
+                .as_ref()
+                .map(|c| (c.pages as f64 / c.secs.max(1e-9), c.cpu_per_page * 1e6));
+            against_spider.push(peer::Against {
+                workers: w,
+                frontierd: ours,
+                spider: run,
+            });
+        }
         rows.push(CrawlRow {
             workers: w,
             concurrency: conc,
@@ -269,6 +287,9 @@ fn bench(cli: &Cli) -> Result<()> {
         });
     }
     print_crawl_table(&rows, srv.kind, cli, hosts, &load_start);
+    if !against_spider.is_empty() {
+        peer::print_table(&against_spider);
+    }
     Ok(())
 }
 
