@@ -342,21 +342,32 @@ fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share(
     );
 }
 
-#[test]
-fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queue() {
-    let Some(nats) = NatsServer::start() else {
-        return;
-    };
-    let log = Log::default();
-    let site = log.site(Duration::from_millis(20));
-    let envs: Vec<Env> = (0..3).map(|i| node_env(&nats, i)).collect();
+/// What [`n2_dies_for_good`] leaves: the three nodes' environments, the survivors (n2's slot
+/// empty), what the site saw before the kill.
+struct DeadForGood {
+    envs: Vec<Env>,
+    daemons: Vec<Option<Daemon>>,
+    before_kill: Vec<Seen>,
+}
+
+/// Three nodes (with `extra` settings) crawl 12 hosts x `per_host` pages; once n2 fetched
+/// 20 pages it dies for good: SIGKILL, and its data directory (store, crawl log) is gone
+/// with its disk, so what it fetched is what the site saw it ask. Returns once the
+/// survivors hold all 12 shards and fetched every page n2 had not asked.
+fn n2_dies_for_good(
+    nats: &NatsServer,
+    log: &Log,
+    site: &Site,
+    extra: &[(&str, &str, &str)],
+    per_host: usize,
+    tag: &str,
+) -> DeadForGood {
+    let envs: Vec<Env> = (0..3).map(|i| node_env_with(nats, i, extra)).collect();
     let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
     wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
         running(&daemons) == [4.0, 4.0, 4.0]
     });
-    // 12 hosts x 30 pages at one page per 200 ms gap: 6 s a host at least, so every node
-    // has most of its hosts' URLs queued (taken from the stream, acknowledged) at the kill
-    let urls = pages(&site, 12, 30, "a");
+    let urls = pages(site, 12, per_host, tag);
     publish(&envs[0], "urls.txt", &urls);
     wait_until("n2 has fetched 20 pages", Duration::from_secs(30), || {
         log.all()
@@ -365,8 +376,6 @@ fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queu
             .count()
             >= 20
     });
-    // n2 dies for good: SIGKILL, and its data directory (store, crawl log) is gone with
-    // its disk; what it fetched is what the site saw it ask
     daemons[2].take().unwrap().kill9();
     let before_kill = log.all();
     std::fs::remove_dir_all(envs[2].dir.path().join("data")).ok();
@@ -375,23 +384,39 @@ fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queu
         Duration::from_secs(30),
         || running(&daemons) == [6.0, 6.0],
     );
-    // every URL fetched: asked by n2 before it died, or fetched by the survivors (from its
-    // shards' logs)
-    let by_n2: Vec<String> = urls
+    let rest: Vec<String> = urls
         .iter()
         .filter(|u| {
-            before_kill
+            !before_kill
                 .iter()
                 .any(|s| s.node == 2 && u.ends_with(&s.path) && u.contains(&s.host))
         })
         .cloned()
         .collect();
-    let rest: Vec<String> = urls
-        .iter()
-        .filter(|u| !by_n2.contains(u))
-        .cloned()
-        .collect();
     wait_fetched(&envs[..2], &rest);
+    DeadForGood {
+        envs,
+        daemons,
+        before_kill,
+    }
+}
+
+#[test]
+fn a_node_dead_for_good_loses_nothing_its_shard_logs_give_the_survivors_its_queue() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let site = log.site(Duration::from_millis(20));
+    // 12 hosts x 30 pages at one page per 200 ms gap: 6 s a host at least, so every node
+    // has most of its hosts' URLs queued (taken from the stream, acknowledged) at the kill;
+    // every URL fetched: asked by n2 before it died, or fetched by the survivors (from its
+    // shards' logs)
+    let DeadForGood {
+        envs: _envs,
+        daemons,
+        before_kill,
+    } = n2_dies_for_good(&nats, &log, &site, &[], 30, "a");
     let all = log.all();
     let at_kill = before_kill.len();
     assert_one_node_at_a_time(&all);
@@ -445,42 +470,13 @@ fn under_a_recrawl_schedule_a_dead_nodes_pages_wait_for_their_next_visit() {
     let log = Log::default();
     let site = log.site(Duration::from_millis(20));
     let recrawl = [("recrawl", "default_interval", "\"1h\"")];
-    let envs: Vec<Env> = (0..3).map(|i| node_env_with(&nats, i, &recrawl)).collect();
-    let mut daemons: Vec<Option<Daemon>> = envs.iter().map(|e| Some(e.start())).collect();
-    wait_until("the shards split 4/4/4", Duration::from_secs(60), || {
-        running(&daemons) == [4.0, 4.0, 4.0]
-    });
-    let urls = pages(&site, 12, 20, "r");
-    publish(&envs[0], "urls.txt", &urls);
-    wait_until("n2 has fetched 20 pages", Duration::from_secs(30), || {
-        log.all()
-            .iter()
-            .filter(|s| s.node == 2 && s.path != "/robots.txt")
-            .count()
-            >= 20
-    });
-    daemons[2].take().unwrap().kill9();
-    let before_kill = log.all();
-    std::fs::remove_dir_all(envs[2].dir.path().join("data")).ok();
+    let DeadForGood {
+        envs, before_kill, ..
+    } = n2_dies_for_good(&nats, &log, &site, &recrawl, 20, "r");
     let by_n2 = before_kill
         .iter()
         .filter(|s| s.node == 2 && s.path != "/robots.txt")
         .count();
-    wait_until(
-        "n0 and n1 hold all 12 shards",
-        Duration::from_secs(30),
-        || running(&daemons) == [6.0, 6.0],
-    );
-    let rest: Vec<String> = urls
-        .iter()
-        .filter(|u| {
-            !before_kill
-                .iter()
-                .any(|s| s.node == 2 && u.ends_with(&s.path) && u.contains(&s.host))
-        })
-        .cloned()
-        .collect();
-    wait_fetched(&envs[..2], &rest);
     let all = log.all();
     assert_one_node_at_a_time(&all);
     // n2's pages (20 or more) wait an hour: at most those in flight at the kill and those
