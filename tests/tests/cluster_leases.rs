@@ -323,6 +323,10 @@ fn a_dead_nodes_shards_are_taken_over_and_a_node_that_comes_back_gets_its_share(
     assert!(moves >= 1, "no host changed hands");
     // pages in flight at the kill (one per host of n2), pages answered but not yet flushed
     let again = refetches(&all);
+    if again > 8 {
+        show_logs(&envs);
+        show_refetched(&all);
+    }
     assert!(again <= 8, "{again} pages fetched twice");
     let handed: f64 = daemons
         .iter()

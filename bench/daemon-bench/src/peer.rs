@@ -95,13 +95,22 @@ pub fn print_table(rows: &[Against]) {
         spider,
     } in rows
     {
-        let (fps, fcpu) = frontierd.unwrap_or((0.0, 0.0));
+        let (ours, lead) = match frontierd {
+            Some((fps, fcpu)) => (
+                format!("{fps:.0} | {fcpu:.0} µs"),
+                format!(
+                    "{:.1}x, {:.1}x",
+                    fps / spider.pages_per_sec().max(1e-9),
+                    spider.cpu_per_page_us() / fcpu.max(1e-9)
+                ),
+            ),
+            // --no-daemon
+            None => ("- | -".to_string(), "-".to_string()),
+        };
         println!(
-            "| {w} | {fps:.0} | {fcpu:.0} µs | {:.0} | {:.0} µs | {:.1}x, {:.1}x |",
+            "| {w} | {ours} | {:.0} | {:.0} µs | {lead} |",
             spider.pages_per_sec(),
             spider.cpu_per_page_us(),
-            fps / spider.pages_per_sec().max(1e-9),
-            spider.cpu_per_page_us() / fcpu.max(1e-9),
         );
     }
 }

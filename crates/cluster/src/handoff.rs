@@ -72,7 +72,7 @@ pub async fn hand_off(
 ) -> Result<HandOff, HandOffError> {
     let (f, o) = (frontier.clone(), ownership.clone());
     // the hosts and their queued entries, read off the runtime threads
-    let (out, hosts, waits) = tokio::task::spawn_blocking(move || {
+    let (mut out, hosts, waits) = tokio::task::spawn_blocking(move || {
         let map = o.shard_map();
         let mut out = HandOff::default();
         let mut hosts: Vec<(String, Vec<UrlRecord>)> = Vec::new();
@@ -110,7 +110,6 @@ pub async fn hand_off(
         Ok::<_, HandOffError>((out, hosts, waits))
     })
     .await??;
-    let (mut out, hosts, waits) = (out, hosts, waits);
     if hosts.is_empty() {
         return Ok(out);
     }

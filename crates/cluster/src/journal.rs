@@ -156,17 +156,16 @@ impl Journal {
             std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
         let held_back = {
             let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
-            while d
-                .front()
-                .is_some_and(|&(barrier, ..)| barrier <= outbox_first)
-            {
-                match d.pop_front() {
-                    Some((_, shard, key, None)) => taken.push((shard, LogEntry::Done(vec![key]))),
-                    Some((_, shard, key, Some(at))) => {
-                        taken.push((shard, LogEntry::Visited(vec![(key, at)])))
-                    }
-                    None => {}
+            while let Some(&(barrier, shard, key, visited)) = d.front() {
+                if barrier > outbox_first {
+                    break;
                 }
+                d.pop_front();
+                let entry = match visited {
+                    None => LogEntry::Done(vec![key]),
+                    Some(at) => LogEntry::Visited(vec![(key, at)]),
+                };
+                taken.push((shard, entry));
             }
             d.len()
         };

@@ -41,9 +41,8 @@ use crate::handoff::Handoff;
 /// At most this many leases per `next_batch` call.
 const MAX_DISPATCH: usize = 256;
 /// With fewer idle workers than this the dispatcher yields (up to [`GATHER_YIELDS`] times)
-/// before leasing: each lease call is a hop to the blocking pool and a frontier lock, about
-/// 5 us per page at 256 workers when calls served a few workers each (daemon-bench,
-/// docs/benchmarks.md).
+/// before leasing: each lease call is a hop to the blocking pool and a frontier lock, dear
+/// when calls serve a few workers each (docs/benchmarks.md, "Daemon throughput").
 const GATHER_IDLE: usize = 32;
 /// Yields to wait for more idle workers, at most.
 const GATHER_YIELDS: usize = 8;

@@ -2,14 +2,18 @@
 //! and its payload digest (the body) cost one pass's time instead of two. With the CPU's
 //! SHA extensions the two messages' blocks go through the rounds interleaved, so the core
 //! runs both dependency chains at once (a round's input is the round before's output: one
-//! message alone leaves the SHA unit idle between rounds); measured on this project's
-//! machine (AMD EPYC) 5.2 us instead of 9.0 us for a 9.7 KB page. Without the extensions
-//! (or off x86_64) each digest is computed alone by the `sha1` crate.
+//! message alone leaves the SHA unit idle between rounds; docs/benchmarks.md, "Daemon
+//! throughput", has the figures). Without the extensions (or off x86_64) each digest is
+//! computed alone by the `sha1` crate.
 
 use sha1::{Digest, Sha1};
 
 /// A SHA-1 digest.
 pub type Sha1Digest = [u8; 20];
+
+/// The digest label of nothing (a request record's payload), [`crate::sha1_label`] of
+/// [`sha1_parts`] of no bytes, spelled out so it is not computed for every record.
+pub const EMPTY_SHA1_LABEL: &str = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
 
 /// SHA-1 of the concatenation of `a`'s parts and of `b`'s parts.
 pub fn sha1_pair(a: &[&[u8]], b: &[&[u8]]) -> (Sha1Digest, Sha1Digest) {
@@ -320,12 +324,10 @@ mod tests {
                 assert_eq!(sha1_parts(&parts), reference(&parts));
             }
         }
-        // the known digest of nothing (the request records' payload digest)
+        // the digest of nothing, as the request records carry it
         let (empty, _) = sha1_pair(&[], &[b"abc"]);
-        assert_eq!(
-            crate::sha1_label(&empty),
-            "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
-        );
+        assert_eq!(crate::sha1_label(&empty), EMPTY_SHA1_LABEL);
+        assert_eq!(crate::sha1_label(&sha1_parts(&[])), EMPTY_SHA1_LABEL);
     }
 
     proptest! {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::sha1_pair::{sha1_pair, sha1_parts};
+use crate::sha1_pair::{sha1_pair, sha1_parts, EMPTY_SHA1_LABEL};
 
 use crate::files::{rename_no_clobber, sync_dir};
 use crate::record::{
@@ -166,9 +166,6 @@ pub fn payload_digest(payload: &[u8]) -> String {
     sha1_label(&sha1_parts(&[payload]))
 }
 
-/// The payload digest of a record without a payload (a request's).
-const EMPTY_PAYLOAD_DIGEST: &str = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
-
 /// What [`WarcWriter::write_exchange`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenExchange {
@@ -314,7 +311,7 @@ impl WarcWriter {
             "application/http;msgtype=request",
             &[&request_head],
             None,
-            Some(EMPTY_PAYLOAD_DIGEST),
+            Some(EMPTY_SHA1_LABEL),
             gzip_level,
         )?;
 

@@ -50,7 +50,8 @@ pub struct Taken {
 pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Taken) {
     let m = &sh.metrics;
     let mut backoff = Backoff::new("intake", format!("shard {shard}"));
-    let mut _late_watch: Option<AbortOnDrop> = None;
+    // the late-done watch: aborted with this loop (the shard lost or given up)
+    let mut late_watch = tokio::task::JoinSet::new();
     if node.journal.is_some() {
         if taken.replay {
             // read as late as may be: a holder whose lease ran out while the broker was
@@ -70,13 +71,7 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
                 late_done(&sh, &node, shard, &mut after, &mut backoff).await;
             }
             node.ownership.log_read(shard);
-            // aborted with this loop (the shard lost or given up)
-            _late_watch = Some(AbortOnDrop(tokio::spawn(watch_late_done(
-                sh.clone(),
-                node.clone(),
-                shard,
-                after,
-            ))));
+            late_watch.spawn(watch_late_done(sh.clone(), node.clone(), shard, after));
         } else {
             node.ownership.log_read(shard);
         }
@@ -188,15 +183,6 @@ pub async fn shard_loop(sh: Arc<Shared>, node: Arc<Node>, shard: u32, taken: Tak
                 AckFailed { error: &e }.emit(m);
             }
         }
-    }
-}
-
-/// Aborts its task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
