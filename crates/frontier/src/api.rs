@@ -16,7 +16,7 @@ use crate::seen::{IntakeLog, SeenSet};
 use crate::store::checkpoint::Settling;
 use crate::store::codec::DropRecord;
 use crate::store::commit::GroupCommit;
-use crate::store::journal::Journal;
+use crate::store::journal::{Journal, UNSETTLED_MAX};
 use crate::store::keys;
 use crate::store::reclaim::Reclaimer;
 use crate::store::sled::SledStore;
@@ -257,8 +257,9 @@ impl Frontier {
 
     /// A fetch for host `host_id` that started at `started_ms` connected to `ip`: the host
     /// belongs to that address's IP group from now on (its requests in flight count
-    /// against the address, and the address's gap runs from `started_ms`). Written with
-    /// the next flush. Returns the address the host had before when it changed (None if
+    /// against the address, and the address's gap runs from `started_ms`). Stored with the
+    /// host's record, by the next call that writes it (at the latest the lease's
+    /// completion). Returns the address the host had before when it changed (None if
     /// unchanged, or the host is not in memory).
     pub fn note_address(
         &self,
@@ -279,15 +280,21 @@ impl Frontier {
     ) -> Result<Vec<(u64, Option<IpAddr>, IpAddr)>> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let mut batch = Batch::new();
         let mut changed = Vec::new();
         for &(host_id, ip, started_ms) in reports {
-            if let Some((key, before)) = inner.sched.handle_address(host_id, ip, started_ms) {
-                batch.put(keys::address(&key), ip.to_string().into_bytes());
+            if let Some((_, before)) = inner.sched.handle_address(host_id, ip, started_ms) {
                 changed.push((host_id, before, ip));
             }
         }
-        if !batch.is_empty() {
+        // the address is part of the host's record: left unsettled like a lease, it is
+        // journaled with the host's next change, which costs no write of its own
+        let ids = changed.iter().map(|&(id, _, _)| id);
+        if inner.journal.unsettled.len() + changed.len() <= UNSETTLED_MAX {
+            inner.journal.unsettled.extend(ids);
+        } else {
+            let ids: Vec<u64> = ids.collect();
+            let mut batch = Batch::new();
+            inner.settling().journal_hosts(&ids, &mut batch);
             self.store.apply(batch)?;
             self.commit.written();
         }
@@ -408,6 +415,21 @@ impl Frontier {
 
 /// A stored address (`I` record); a bad one is logged and ignored (the host is then its
 /// own group until its next fetch reports the address again).
+impl Frontier {
+    /// The address of a host as its stored record `value` holds it; a record written
+    /// before addresses moved into it leaves the host's `I` key to say.
+    pub(crate) fn stored_address(&self, key: &str, value: &[u8]) -> Result<Option<IpAddr>> {
+        if let Some(ip) = crate::store::codec::HostRecord::decode_address(value) {
+            return Ok(Some(ip));
+        }
+        Ok(self
+            .store
+            .get(&keys::address(key))?
+            .and_then(|v| parse_address(key, &v)))
+    }
+}
+
+/// An `I` key's value: the address as text.
 pub(crate) fn parse_address(key: &str, v: &[u8]) -> Option<IpAddr> {
     match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
         Some(ip) => Some(ip),

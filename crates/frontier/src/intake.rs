@@ -461,8 +461,8 @@ impl Frontier {
             None => self.store.get(&keys::host(pkey))?,
         };
         let stored_before = stored.is_some();
-        let rec = match stored {
-            Some(v) => HostRecord::decode(&v)?,
+        let rec = match &stored {
+            Some(v) => HostRecord::decode(v)?,
             None => {
                 let id = inner.sched.allocate_host_id();
                 HostRecord {
@@ -479,10 +479,8 @@ impl Frontier {
         }
         let mut h = HostMem::empty(key.clone(), rec);
         // a host seen before keeps its IP group (a new one has no address yet)
-        if stored_before {
-            if let Some(v) = self.store.get(&keys::address(&key))? {
-                h.ip = crate::api::parse_address(&key, &v);
-            }
+        if let Some(v) = &stored {
+            h.ip = self.stored_address(&key, v)?;
         }
         inner.sched.insert_host(id, h, stored_before);
         Ok(id)

@@ -328,3 +328,74 @@ fn first_robots_fetches_wait_for_the_address_once_it_is_resolved() {
     }
     assert_eq!(started, 19, "every resolved host got its robots.txt");
 }
+
+/// The address is part of the host's record: a host that finished its queue (and left
+/// memory) and gets work again is still in its group, whether its record came back from
+/// the journal, from a checkpoint or from a reopened store; no `I` key is written.
+#[test]
+fn a_host_that_left_memory_comes_back_in_its_group() {
+    for checkpoint_every_call in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(1);
+        c.max_in_flight_per_ip = 1;
+        c.ip_delay_ms = 100;
+        if checkpoint_every_call {
+            c.journal_checkpoint_bytes = 0;
+        }
+        let names: Vec<String> = vec!["a.test".into(), "b.test".into()];
+        {
+            let f = Frontier::open(c.clone()).unwrap();
+            seed(&f, &names, 1);
+            for l in leases(f.next_batch(T0, 100).unwrap()) {
+                f.note_address(l.id.host_id, ip(3), T0).unwrap();
+                finish(&f, &l, T0);
+            }
+            assert_eq!(f.ip_groups().len(), 0, "both hosts left memory");
+            assert_eq!(f.host_address("a.test").unwrap(), Some(ip(3)));
+            // back with work before any reopen: from the journal (or the checkpoint)
+            f.enqueue_batch(&["http://a.test/again", "http://b.test/again"], T0)
+                .unwrap();
+            let got = leases(f.next_batch(T0 + 1_000, 100).unwrap());
+            assert_eq!(got.len(), 1, "a and b still share 127.0.0.3");
+            finish(&f, &got[0], T0 + 1_000);
+            let rest = leases(f.next_batch(T0 + 2_000, 100).unwrap());
+            assert_eq!(rest.len(), 1);
+            finish(&f, &rest[0], T0 + 2_000);
+            let stray = f.store.scan_prefix(b"I").count();
+            assert_eq!(stray, 0, "addresses are not keys of their own");
+        }
+        let f = Frontier::open(c).unwrap();
+        assert_eq!(f.host_address("b.test").unwrap(), Some(ip(3)));
+        f.enqueue_batch(&["http://a.test/3", "http://b.test/3"], T0 + 10_000)
+            .unwrap();
+        assert_eq!(f.ip_groups().len(), 1, "{:?}", f.ip_groups());
+        assert_eq!(f.ip_groups()[0].hosts, names);
+        let got = leases(f.next_batch(T0 + 10_000, 100).unwrap());
+        assert_eq!(got.len(), 1, "reopened, a and b still share 127.0.0.3");
+    }
+}
+
+/// A store written before addresses moved into host records keeps its `I` keys: they are
+/// still read, at open and when a host comes back into memory.
+#[test]
+fn an_address_in_an_older_stores_key_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = vec!["a.test".into(), "b.test".into(), "c.test".into()];
+    {
+        let f = open(dir.path());
+        seed(&f, &names, 2);
+        // a and b as an older version wrote them: the address under `I` + key
+        let mut batch = crate::store::Batch::new();
+        for h in ["a.test", "b.test"] {
+            batch.put(crate::store::keys::address(h), b"127.0.0.5".to_vec());
+        }
+        f.store.apply(batch).unwrap();
+        f.store.flush().unwrap();
+    }
+    let f = open(dir.path());
+    assert_eq!(f.host_address("a.test").unwrap(), Some(ip(5)));
+    let got = leases(f.next_batch(T0, 100).unwrap());
+    // a and b share an address (one of them), c is a group of its own
+    assert_eq!(got.len(), 2, "{got:?}");
+}

@@ -290,11 +290,14 @@ impl Frontier {
     fn bring_into_memory(&self, inner: &mut Inner, loaded: Vec<HostMem>) -> Result<()> {
         for mut h in loaded {
             let id = h.rec.id;
-            // its IP group, as its last fetch reported it
-            h.ip = match self.store.get(&keys::address(&h.key))? {
-                Some(v) => crate::api::parse_address(&h.key, &v),
-                None => None,
-            };
+            // its IP group, as its last fetch reported it: in its record, or in the `I`
+            // key of a store from before addresses moved into records
+            if h.ip.is_none() {
+                h.ip = match self.store.get(&keys::address(&h.key))? {
+                    Some(v) => crate::api::parse_address(&h.key, &v),
+                    None => None,
+                };
+            }
             // (no restart hold is set yet while the store is opened)
             inner.sched.insert_host(id, h, false);
             inner.sched.schedule(id);
@@ -392,6 +395,7 @@ fn rebuild_host(
     let host_intake = queues.intake.remove(&id).unwrap_or_default();
     let stored_queued = rec.counters.queued;
     let mut h = HostMem::empty(key, rec);
+    h.ip = HostRecord::decode_address(&v);
     h.segs = host_segs;
     h.retries = host_retries.into();
     restore_queue(&mut h, &leased, host_intake);
@@ -421,7 +425,11 @@ fn rebuild_host(
     }
     if changed {
         // stamped: older journal entries of this host must not undo it
-        batch.put(k.clone(), h.rec.encode_stamped(&[], next_journal));
+        let value = match h.ip {
+            Some(ip) => h.rec.encode_with_address(&[], next_journal, ip),
+            None => h.rec.encode_stamped(&[], next_journal),
+        };
+        batch.put(k.clone(), value);
     } else if from_journal {
         journal.evicted.insert(h.key.clone(), v);
     }

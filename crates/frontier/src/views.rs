@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use crate::api::{host_of_origin, parse_address, Frontier, Inner};
+use crate::api::{host_of_origin, Frontier, Inner};
 use crate::crawl::canonicalize_stored;
 use crate::error::Result;
 use crate::events::{HostTotals, OriginView};
@@ -27,18 +27,21 @@ impl Frontier {
 
     /// The IP address a politeness key's fetches last connected to, if known.
     pub fn host_address(&self, key: &str) -> Result<Option<IpAddr>> {
-        {
-            let inner = self.inner.lock();
-            if let Some(h) = inner.sched.host_of_key(key) {
-                if h.ip.is_some() {
-                    return Ok(h.ip);
-                }
+        // under the lock: a checkpoint moves records from the journal to `H`
+        let inner = self.inner.lock();
+        if let Some(h) = inner.sched.host_of_key(key) {
+            if h.ip.is_some() {
+                return Ok(h.ip);
             }
         }
-        Ok(self
-            .store
-            .get(&keys::address(key))?
-            .and_then(|v| parse_address(key, &v)))
+        let stored = match inner.journal.evicted.get(key) {
+            Some(v) => Some(v.clone()),
+            None => self.store.get(&keys::host(key))?,
+        };
+        match stored {
+            Some(v) => self.stored_address(key, &v),
+            None => Ok(None),
+        }
     }
 
     /// The IP groups of the hosts in memory (hosts with queued or in-flight work), by

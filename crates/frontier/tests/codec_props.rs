@@ -149,6 +149,34 @@ proptest! {
         prop_assert_eq!(HostRecord::decode_stamp(&plain), 0);
         // the record without the list is a prefix of the record with it
         prop_assert!(enc.starts_with(&plain) && enc.starts_with(&with));
+        prop_assert_eq!(HostRecord::decode_address(&enc), None);
+    }
+
+    /// A host's address after the stamp round-trips, and leaves what decoders without it
+    /// read (record, leases, stamp) as it was; cut short, it reads as no address.
+    #[test]
+    fn host_record_address_round_trip(
+        rec in host_record(),
+        leases in prop::collection::vec(field(), 0..8),
+        stamp in field(),
+        v6 in any::<bool>(),
+        octets in any::<[u8; 16]>(),
+    ) {
+        let ip = if v6 {
+            std::net::IpAddr::from(octets)
+        } else {
+            std::net::IpAddr::from([octets[0], octets[1], octets[2], octets[3]])
+        };
+        let enc = rec.encode_with_address(&leases, stamp, ip);
+        prop_assert_eq!(HostRecord::decode(&enc), Ok(rec));
+        prop_assert_eq!(HostRecord::decode_leases(&enc), leases.clone());
+        prop_assert_eq!(HostRecord::decode_stamp(&enc), stamp);
+        prop_assert_eq!(HostRecord::decode_address(&enc), Some(ip));
+        let stamped = rec.encode_stamped(&leases, stamp);
+        prop_assert!(enc.starts_with(&stamped));
+        for cut in stamped.len()..enc.len() {
+            prop_assert_eq!(HostRecord::decode_address(&enc[..cut]), None);
+        }
     }
 
     /// A host record (no lease list) cut anywhere is an error: never a panic, never a

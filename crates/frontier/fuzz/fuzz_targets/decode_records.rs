@@ -101,6 +101,11 @@ fn host(data: &[u8]) {
     assert_eq!(HostRecord::decode_leases(&again), leases);
     assert_eq!(HostRecord::decode_stamp(&again), stamp);
     assert_eq!(HostRecord::decode(&rec.encode()), Ok(rec));
+    if let Some(ip) = HostRecord::decode_address(data) {
+        let with = rec.encode_with_address(&leases, stamp, ip);
+        assert_eq!(HostRecord::decode_address(&with), Some(ip));
+        assert_eq!(HostRecord::decode_stamp(&with), stamp);
+    }
 }
 
 fn queue(data: &[u8]) {

@@ -3,11 +3,13 @@
 //! Every value starts with a version byte, and a decoder reads every version this build
 //! knows. Host records: versions 1 and 2 are little-endian u64 fields (a decoder takes
 //! zero for fields an older writer did not have); version 3 holds the same fields as
-//! LEB128 varints, then the optional lease list and journal stamp, and ignores bytes a
-//! newer writer added after them. Queue entries: version 1 (no depth), 2 (depth), 3
+//! LEB128 varints, then the optional lease list, journal stamp and address (the host's IP
+//! group), and ignores bytes a newer writer added after them. Queue entries: version 1 (no depth), 2 (depth), 3
 //! (depth, hop path, via), 4 (and a recrawl record), 5 (3 plus the entry kind, for
 //! sitemaps) and 6 (the kind and a recrawl record); drop records: version 1 and 2 (with
 //! depth, hop path, via). Damaged bytes are a [`CodecError`], never a panic.
+
+use std::net::IpAddr;
 
 pub use crate::sched::records::{DropReason, HostCounters, HostRecord};
 use crate::sched::recrawl::RevisitRecord;
@@ -54,6 +56,24 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// A host record's address trailer: a tag and the octets; anything else is no address.
+fn get_address(tail: &[u8]) -> Option<IpAddr> {
+    match tail.split_first()? {
+        (&ADDRESS_V4, rest) => {
+            let octets: [u8; 4] = rest.get(..4)?.try_into().ok()?;
+            Some(IpAddr::from(octets))
+        }
+        (&ADDRESS_V6, rest) => {
+            let octets: [u8; 16] = rest.get(..16)?.try_into().ok()?;
+            Some(IpAddr::from(octets))
+        }
+        _ => None,
+    }
+}
+
+/// A host value's parts: record, lease list, journal stamp, address.
+type DecodedHost = (HostRecord, Vec<u64>, u64, Option<IpAddr>);
+
 fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
@@ -68,10 +88,20 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 }
 
 /// The stored value of a host's record. Its lease list holds the leases in flight and the
-/// front: both come back to the front at open.
+/// front: both come back to the front at open. Its address (the host's IP group) follows
+/// the stamp: the address is host state like the rest, journaled with it, and not a key of
+/// its own (one `I` key per host, written in the scattered order hosts are first fetched,
+/// was most of sled's memory at a million hosts: docs/benchmarks.md).
 pub(crate) fn host_value(h: &crate::sched::hosts::HostMem) -> Vec<u8> {
-    h.rec.encode_with_leases(&h.owed())
+    match h.ip {
+        Some(ip) => h.rec.encode_with_address(&h.owed(), 0, ip),
+        None => h.rec.encode_with_leases(&h.owed()),
+    }
 }
+
+/// Address tags after a host record's stamp.
+const ADDRESS_V4: u8 = 4;
+const ADDRESS_V6: u8 = 6;
 
 impl HostRecord {
     fn fields(&self) -> [u64; 19] {
@@ -137,6 +167,16 @@ impl HostRecord {
 
     /// Record, lease list and journal stamp of any version this build knows, in one pass.
     pub fn decode_parts(bytes: &[u8]) -> Result<(HostRecord, Vec<u64>, u64), CodecError> {
+        Self::decode_all(bytes).map(|(rec, leases, stamp, _)| (rec, leases, stamp))
+    }
+
+    /// The address stored after the stamp (None if there is none, or it does not parse:
+    /// the host's next fetch tells it again).
+    pub fn decode_address(bytes: &[u8]) -> Option<IpAddr> {
+        Self::decode_all(bytes).ok().and_then(|p| p.3)
+    }
+
+    fn decode_all(bytes: &[u8]) -> Result<DecodedHost, CodecError> {
         let err = |why| CodecError { what: "host", why };
         let (&ver, rest) = bytes.split_first().ok_or(err("empty"))?;
         match ver {
@@ -148,13 +188,15 @@ impl HostRecord {
                 }
                 let mut leases = Vec::new();
                 let mut stamp = 0;
+                let mut address = None;
                 if let Some(n) = get_varint(bytes, &mut at) {
                     for _ in 0..n.min(bytes.len() as u64) {
                         leases.push(get_varint(bytes, &mut at).ok_or(err("truncated leases"))?);
                     }
                     stamp = get_varint(bytes, &mut at).unwrap_or(0);
+                    address = get_address(bytes.get(at..).unwrap_or_default());
                 }
-                Ok((HostRecord::from_fields(&f), leases, stamp))
+                Ok((HostRecord::from_fields(&f), leases, stamp, address))
             }
             1 | HOST_V2 => {
                 if rest.len() < 8 {
@@ -183,7 +225,7 @@ impl HostRecord {
                         stamp = read_u64s::<1>(b)[0];
                     }
                 }
-                Ok((HostRecord::from_fields(&f), leases, stamp))
+                Ok((HostRecord::from_fields(&f), leases, stamp, None))
             }
             _ => Err(err("unknown version")),
         }
@@ -211,6 +253,23 @@ impl HostRecord {
     pub fn encode_stamped(&self, leased: &[u64], journal_seq: u64) -> Vec<u8> {
         let mut out = self.encode_with_leases(leased);
         put_varint(&mut out, journal_seq);
+        out
+    }
+
+    /// [`HostRecord::encode_stamped`] followed by the host's address: a tag (4 or 6) and
+    /// its octets. Decoders before the address ignore it (bytes after the stamp).
+    pub fn encode_with_address(&self, leased: &[u64], journal_seq: u64, ip: IpAddr) -> Vec<u8> {
+        let mut out = self.encode_stamped(leased, journal_seq);
+        match ip {
+            IpAddr::V4(v4) => {
+                out.push(ADDRESS_V4);
+                out.extend_from_slice(&v4.octets());
+            }
+            IpAddr::V6(v6) => {
+                out.push(ADDRESS_V6);
+                out.extend_from_slice(&v6.octets());
+            }
+        }
         out
     }
 
