@@ -209,3 +209,76 @@ fn a_fold_waits_while_it_would_make_segments_of_about_one_url() {
     let dense = logged_before_the_first_fold(buffer, |i| i % 2);
     assert!(dense < buffer, "folded after {dense} logged bytes");
 }
+
+/// A large enqueue is logged in records under the value target; the fold hands their
+/// deletes to the reclaimer, and records whose delete a crash lost are replayed at open
+/// into nothing new: every URL still comes back exactly once.
+#[test]
+fn intake_records_whose_delete_was_lost_queue_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = 7;
+    let urls: Vec<String> = (0..600)
+        .map(|k| format!("http://h{}.test/p/{k}/{}", k % hosts, "x".repeat(40)))
+        .collect();
+    let logged: Vec<(Vec<u8>, Vec<u8>)> = {
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(5);
+        let f = Frontier::open(c).unwrap();
+        f.enqueue_batch(&urls, T0).unwrap();
+        f.store
+            .scan_prefix(b"W")
+            .map(|kv| {
+                let kv = kv.unwrap();
+                (kv.0.to_vec(), kv.1.to_vec())
+            })
+            .collect()
+    };
+    assert!(logged.len() > 3, "{} records", logged.len());
+    assert!(logged
+        .iter()
+        .all(|(_, v)| v.len() <= crate::store::packed::VALUE_TARGET_BYTES));
+    {
+        // reopened with a fold after every batch: the next enqueue folds the log
+        let f = open(dir.path());
+        f.enqueue_batch(&["http://h0.test/last"], T0).unwrap();
+        assert!(segment_keys(&f).len() >= hosts);
+        let store = f.store.clone();
+        drop(f);
+        assert_eq!(store.scan_prefix(b"W").count(), 0, "the log was deleted");
+        // a crash lost those deletes
+        let mut batch = crate::store::Batch::new();
+        for (k, v) in &logged {
+            batch.put(k.clone(), v.clone());
+        }
+        store.apply(batch).unwrap();
+        store.flush().unwrap();
+    }
+    let f = open(dir.path());
+    let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
+    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
+        .iter()
+        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let mut got: Vec<String> = Vec::new();
+    for t in 0..500 {
+        let items = f.next_batch(T0 + t, 1000).unwrap();
+        if items.is_empty() {
+            break;
+        }
+        let mut done = Vec::new();
+        for w in items {
+            if let WorkItem::Page(p) = w {
+                got.push(p.url.clone());
+                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
+            }
+        }
+        f.complete_batch(&done, T0 + t).unwrap();
+    }
+    let mut want = urls.clone();
+    want.push("http://h0.test/last".into());
+    got.sort();
+    want.sort();
+    assert_eq!(got.len(), want.len(), "every URL once");
+    assert_eq!(got, want);
+}

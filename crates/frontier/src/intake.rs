@@ -259,9 +259,9 @@ impl Frontier {
                 Op::Del(k) => batch.del(k),
             }
         }
-        if !log.is_empty() {
-            // the whole batch's URLs: one record
-            let record = log.finish();
+        // the whole batch's URLs, in records sled can evict, in one unit with `extra`
+        // (a due-index move must not be applied without the entries it moved)
+        for record in log.finish() {
             inner.intake.bytes += record.len() as u64;
             batch.put(keys::intake(inner.intake.next_seq), record);
             inner.intake.next_seq += 1;
@@ -341,6 +341,7 @@ impl Frontier {
     /// (after the caller's `batch`, which it applies first and leaves empty), so its memory
     /// does not grow with the seen-set it rewrites; the caller's flush makes it durable.
     pub(crate) fn fold(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
+        const INTAKE_DELETES_PER_CALL: usize = 64;
         let mut out = std::mem::take(batch);
         out.cut();
         let mut held = 0usize;
@@ -430,12 +431,18 @@ impl Frontier {
         }
         inner.seen.starts.extend(added);
         inner.seen.starts.sort_unstable();
-        // the log
-        for seq in inner.intake.first_seq..inner.intake.next_seq {
-            out.del(keys::intake(seq));
-            out.cut();
-        }
         self.store.apply(out)?;
+        // the log, off the lock: thousands of small records now, and sled reads each one
+        // it deletes back from disk. Deleted after the fold in sled's log, so never
+        // durable without it; a delete lost in a crash leaves records whose entries the
+        // replay at open finds in segments already (and hashes merged twice are stored
+        // once). Calls of 64: sled holds every leaf a call touches until it returns.
+        let log: Vec<Vec<u8>> = (inner.intake.first_seq..inner.intake.next_seq)
+            .map(keys::intake)
+            .collect();
+        for chunk in log.chunks(INTAKE_DELETES_PER_CALL) {
+            self.reclaimer.delete(chunk.to_vec());
+        }
         tracing::debug!(
             segments,
             hashes = new.len(),

@@ -394,7 +394,9 @@ fn intake_items() -> impl Strategy<Value = Intake> {
     )
 }
 
-fn write_intake(items: &Intake) -> (Vec<u8>, Vec<usize>) {
+/// The one record of `items` (they stay under a record's target size) and its entry ends;
+/// None when nothing was added (no record is written then).
+fn write_intake(items: &Intake) -> Option<(Vec<u8>, Vec<usize>)> {
     let mut w = IntakeWriter::default();
     assert!(w.is_empty());
     // record lengths after 0, 1, 2, ... entries
@@ -404,7 +406,9 @@ fn write_intake(items: &Intake) -> (Vec<u8>, Vec<usize>) {
         ends.push(ends.last().unwrap() + 20 + e.len());
     }
     assert_eq!(w.is_empty(), items.is_empty());
-    (w.finish(), ends)
+    let mut records = w.finish();
+    assert_eq!(records.len(), usize::from(!items.is_empty()));
+    records.pop().map(|v| (v, ends))
 }
 
 fn as_refs(items: &[(u64, u64, Vec<u8>)]) -> Vec<(u64, u64, &[u8])> {
@@ -417,7 +421,9 @@ fn as_refs(items: &[(u64, u64, Vec<u8>)]) -> Vec<(u64, u64, &[u8])> {
 proptest! {
     #[test]
     fn intake_round_trip(items in intake_items()) {
-        let (v, ends) = write_intake(&items);
+        let Some((v, ends)) = write_intake(&items) else {
+            return Ok(());
+        };
         prop_assert_eq!(v.len(), *ends.last().unwrap());
         prop_assert_eq!(intake_entries(&v).unwrap(), as_refs(&items));
     }
@@ -426,7 +432,9 @@ proptest! {
     /// reads as the entries before the cut.
     #[test]
     fn intake_strict_prefix_is_an_error_or_a_prefix_of_the_entries(items in intake_items()) {
-        let (v, ends) = write_intake(&items);
+        let Some((v, ends)) = write_intake(&items) else {
+            return Ok(());
+        };
         let all = as_refs(&items);
         for cut in 0..v.len() {
             match intake_entries(&v[..cut]) {

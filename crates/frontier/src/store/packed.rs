@@ -4,8 +4,9 @@
 //! sled: ~14 µs per key at 1M keys, ~250 MB/s for large values), so the frontier never
 //! writes one key per URL on its hot paths:
 //!
-//! - **Intake log** (`W` records): one value per `enqueue_batch`, holding every URL the
-//!   batch queued (host id, queue sequence, entry). It is what makes an enqueue durable.
+//! - **Intake log** (`W` records): the URLs an `enqueue_batch` queued (host id, queue
+//!   sequence, entry), in values under [`VALUE_TARGET_BYTES`] written as one unit. It is
+//!   what makes an enqueue durable.
 //! - **Queue segments** (`Q` + host id + first sequence): up to [`SEGMENT_MAX_ENTRIES`]
 //!   consecutive entries of one host's queue. The intake log is folded into segments once
 //!   it holds `intake_buffer_bytes`; until then the host's newest entries are also held in
@@ -24,7 +25,8 @@ const SEGMENT_V1: u8 = 0x10;
 /// Entries per segment written by a fold (a host with more pending gets several).
 pub const SEGMENT_MAX_ENTRIES: usize = 256;
 /// The size every packed value written on a hot path stays under (segments, seen buckets,
-/// due-index keys): one entry may exceed it alone, never a value of several.
+/// due-index keys, intake-log records): one entry may exceed it alone, never a value of
+/// several.
 ///
 /// Why: sled keeps up to 17 values in a leaf and writes a leaf larger than a quarter of its
 /// 512 KiB log segment as a separate blob file, and its page cache then charges that leaf
@@ -189,14 +191,19 @@ impl<'a> Segment<'a> {
 
 // ------------------------------------------------------------------- intake log
 
-/// Builds one intake-log record.
+/// Builds the intake-log records of one enqueue: each under [`VALUE_TARGET_BYTES`] (an
+/// entry larger than that alone in one). One record per batch, up to megabytes, was a
+/// leaf sled's cache never evicts (see the module's note): the whole log stayed in memory
+/// beside the pending entries until the fold, 256 MiB at a million hosts.
 pub struct IntakeWriter {
+    done: Vec<Vec<u8>>,
     buf: Vec<u8>,
 }
 
 impl Default for IntakeWriter {
     fn default() -> Self {
         IntakeWriter {
+            done: Vec::new(),
             buf: vec![INTAKE_V1],
         }
     }
@@ -205,6 +212,11 @@ impl Default for IntakeWriter {
 impl IntakeWriter {
     /// Add one queued entry.
     pub fn push(&mut self, host_id: u64, seq: u64, encoded: &[u8]) {
+        let size = 20 + encoded.len();
+        if self.buf.len() > 1 && self.buf.len() + size > VALUE_TARGET_BYTES {
+            let full = std::mem::replace(&mut self.buf, vec![INTAKE_V1]);
+            self.done.push(full);
+        }
         self.buf.extend_from_slice(&host_id.to_le_bytes());
         self.buf.extend_from_slice(&seq.to_le_bytes());
         self.buf
@@ -213,11 +225,14 @@ impl IntakeWriter {
     }
     /// Nothing added.
     pub fn is_empty(&self) -> bool {
-        self.buf.len() == 1
+        self.done.is_empty() && self.buf.len() == 1
     }
-    /// The record.
-    pub fn finish(self) -> Vec<u8> {
-        self.buf
+    /// The records, in the order their entries were added.
+    pub fn finish(mut self) -> Vec<Vec<u8>> {
+        if self.buf.len() > 1 {
+            self.done.push(self.buf);
+        }
+        self.done
     }
 }
 
@@ -421,9 +436,11 @@ mod tests {
         assert!(w.is_empty());
         w.push(3, 7, b"xyz");
         w.push(4, 0, b"");
-        let v = w.finish();
+        let records = w.finish();
+        assert_eq!(records.len(), 1);
+        let v = &records[0];
         assert_eq!(
-            intake_entries(&v).unwrap(),
+            intake_entries(v).unwrap(),
             vec![(3, 7, &b"xyz"[..]), (4, 0, &b""[..])]
         );
         for cut in 1..v.len() {
@@ -432,6 +449,39 @@ mod tests {
             }
         }
         assert!(intake_entries(&[]).is_err());
+        assert!(IntakeWriter::default().finish().is_empty());
+    }
+
+    /// A large enqueue is logged as records sled's cache can evict, every entry once and
+    /// in order; an entry larger than a record's target gets one of its own.
+    #[test]
+    fn intake_records_stay_under_the_value_target() {
+        let mut w = IntakeWriter::default();
+        let mut want = Vec::new();
+        for i in 0..1_000u64 {
+            let e = vec![b'e'; (i as usize * 7) % 300];
+            w.push(i % 13, i, &e);
+            want.push((i % 13, i, e));
+        }
+        let big = vec![b'b'; 3 * VALUE_TARGET_BYTES];
+        w.push(99, 1_000, &big);
+        want.push((99, 1_000, big));
+        w.push(5, 1_001, b"tail");
+        want.push((5, 1_001, b"tail".to_vec()));
+        let records = w.finish();
+        assert!(records.len() > 20, "{} records", records.len());
+        let mut got = Vec::new();
+        for r in &records {
+            let entries = intake_entries(r).unwrap();
+            assert!(
+                r.len() <= VALUE_TARGET_BYTES || entries.len() == 1,
+                "a record of {} bytes holds {} entries",
+                r.len(),
+                entries.len()
+            );
+            got.extend(entries.into_iter().map(|(h, s, e)| (h, s, e.to_vec())));
+        }
+        assert_eq!(got, want);
     }
 
     #[test]

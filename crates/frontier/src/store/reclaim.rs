@@ -1,13 +1,15 @@
-//! Deleting consumed queue segments off the hot path.
+//! Deleting consumed queue segments and folded intake-log records off the hot path.
 
 use std::sync::Arc;
 
 use crate::store::{Batch, Store};
 
-/// Deletes queue segments that nothing points into any more, on its own thread: the
-/// deletes (~30 µs each on sled) stay off the enqueue/dispatch path. Nothing waits for
-/// them to be durable: a segment whose delete is lost in a crash is found dead again
-/// at open, and its key is never reused (sequences only grow).
+/// Deletes queue segments that nothing points into any more, and intake-log records a
+/// fold consumed, on its own thread: the deletes (~30 µs each on sled) stay off the
+/// enqueue/dispatch path. Nothing waits for them to be durable: a segment whose delete is
+/// lost in a crash is found dead again at open, and its key is never reused (sequences
+/// only grow); an intake record is replayed into what segments already hold, and deleted
+/// by the next fold.
 pub(crate) struct Reclaimer {
     tx: Option<std::sync::mpsc::Sender<Vec<Vec<u8>>>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -27,7 +29,7 @@ impl Reclaimer {
                     }
                     if let Err(e) = store.apply(batch) {
                         // left for the next open, which finds them dead again
-                        tracing::warn!(error = %e, "deleting consumed queue segments failed");
+                        tracing::warn!(error = %e, "deleting consumed queue segments or intake records failed");
                     }
                 }
             })
