@@ -70,9 +70,10 @@ pub struct FrontierConfig {
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this
     /// bounds that memory; larger means fewer, fuller segment writes.
     pub intake_buffer_bytes: u64,
-    /// robots.txt fetches handed out and not yet completed, at most; `None`: no cap. While
-    /// the cap is reached, hosts that need robots.txt wait in order and hosts whose rules
-    /// are known keep getting pages (no robots.txt wall with many new hosts).
+    /// robots.txt fetches handed out and not yet completed, at most, address lookups before
+    /// a first robots.txt (`resolve_before_robots`) included; `None`: no cap. While the cap
+    /// is reached, hosts that need robots.txt wait in order and hosts whose rules are known
+    /// keep getting pages (no robots.txt wall with many new hosts).
     pub max_robots_in_flight: Option<u64>,
     /// Requests in flight to one IP address at most, over every host that resolves to it
     /// (robots.txt included; default 4). At least 1.

@@ -12,7 +12,6 @@ use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Budget, Refusal, RobotsFirst, Step};
 use crate::sched::hosts::HostMem;
-use crate::sched::ipgroup::Resolve;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::journal::UNSETTLED_MAX;
@@ -332,7 +331,7 @@ impl Frontier {
                     external,
                     h.ip.is_some(),
                     h.resolve,
-                    inner.sched.robots_in_flight(),
+                    inner.sched.robots_slots_taken(),
                 );
                 self.fetch_robots(inner, call, (ready, id), origin, first)
             }
@@ -369,9 +368,7 @@ impl Frontier {
         let now_ms = call.now_ms;
         match first {
             RobotsFirst::AskAddress => {
-                if let Some(h) = inner.sched.host_mut(id) {
-                    h.resolve = Resolve::Asked;
-                }
+                inner.sched.handle_resolve_asked(id);
                 inner.resolves.push(ResolveRequest {
                     host_id: id,
                     host: host_of_origin(&origin).to_string(),

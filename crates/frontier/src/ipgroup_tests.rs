@@ -399,3 +399,56 @@ fn an_address_in_an_older_stores_key_is_still_read() {
     // a and b share an address (one of them), c is a group of its own
     assert_eq!(got.len(), 2, "{got:?}");
 }
+
+/// Asking for an address takes a robots.txt slot until the answer comes: with 3 slots, 10
+/// new hosts are looked up 3 at a time (never all at once), and the answered ones go on
+/// to their robots.txt within the same slots.
+#[test]
+fn address_lookups_take_robots_slots() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = FrontierConfig::new(dir.path()).without_gaps();
+    c.seed = Some(1);
+    c.resolve_before_robots = true;
+    c.max_robots_in_flight = Some(3);
+    let f = Frontier::open(c).unwrap();
+    let urls: Vec<String> = (0..10).map(|i| format!("http://n{i}.test/")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    assert!(f.next_batch(T0, 100).unwrap().is_empty());
+    let asked = f.take_resolves();
+    assert_eq!(asked.len(), 3, "one lookup per free slot");
+    assert!(f.next_batch(T0, 100).unwrap().is_empty());
+    assert!(f.take_resolves().is_empty(), "no slot is free");
+    // two answers (one without an address): their slots go to their robots.txt fetches
+    let answers: Vec<(u64, Option<IpAddr>)> =
+        vec![(asked[0].host_id, Some(ip(1))), (asked[1].host_id, None)];
+    f.resolved(&answers).unwrap();
+    let items = f.next_batch(T0 + 1, 100).unwrap();
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items.iter().all(|w| matches!(w, WorkItem::Robots(_))));
+    assert!(
+        f.take_resolves().is_empty(),
+        "the third lookup still holds its slot"
+    );
+    // the robots.txt fetches end: their slots go to the next lookups
+    for w in items {
+        if let WorkItem::Robots(r) = w {
+            f.complete_robots(
+                &r,
+                &RobotsFetchOutcome::ClientError { status: 404 },
+                1,
+                T0 + 2,
+            )
+            .unwrap();
+        }
+    }
+    let mut pages = 0;
+    for w in f.next_batch(T0 + 3, 100).unwrap() {
+        if let WorkItem::Page(p) = w {
+            pages += 1;
+            finish(&f, &p, T0 + 3);
+        }
+    }
+    assert_eq!(pages, 2);
+    assert_eq!(f.take_resolves().len(), 2, "two slots free again");
+    assert_eq!(f.stats().resolves_asked, 5);
+}

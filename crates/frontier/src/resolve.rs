@@ -9,7 +9,6 @@ use std::net::IpAddr;
 
 use crate::api::Frontier;
 use crate::error::Result;
-use crate::sched::ipgroup::Resolve;
 
 pub use crate::work::ResolveRequest;
 
@@ -46,19 +45,8 @@ impl Frontier {
         // the address before the host may go again: its first fetch is gated by it
         let changed = self.note_addresses(&found)?;
         let mut guard = self.inner.lock();
-        let inner = &mut *guard;
         for &(id, ip) in answers {
-            let Some(h) = inner.sched.host_mut(id) else {
-                continue;
-            };
-            if h.resolve != Resolve::Asked {
-                continue;
-            }
-            h.resolve = match ip {
-                Some(_) => Resolve::NotAsked,
-                None => Resolve::Failed,
-            };
-            inner.sched.schedule(id);
+            guard.sched.handle_resolve_answered(id, ip.is_some());
         }
         Ok(changed)
     }

@@ -134,24 +134,28 @@ pub(crate) enum RobotsFirst {
 /// What a host whose origin needs its robots.txt does first. An address is asked for
 /// (`cfg.resolve_before_robots`) only for a host without one, and not for an external
 /// fetcher's; a name that did not resolve goes on to the fetch, which fails as an outcome.
+/// Asking takes a robots.txt slot too (`robots_slots_taken` counts the lookups under way
+/// with the fetches): a million new hosts are looked up a slot's worth at a time, not all
+/// at once (a million lookups in flight at the resolvers, and their tasks in memory).
 pub(crate) fn robots_first(
     cfg: &FrontierConfig,
     external: bool,
     has_address: bool,
     resolve: Resolve,
-    robots_in_flight: u64,
+    robots_slots_taken: u64,
 ) -> RobotsFirst {
+    let full = cfg
+        .max_robots_in_flight
+        .is_some_and(|cap| robots_slots_taken >= cap);
     if cfg.resolve_before_robots && !external && !has_address {
         match resolve {
+            Resolve::NotAsked if full => return RobotsFirst::AwaitSlot,
             Resolve::NotAsked => return RobotsFirst::AskAddress,
             Resolve::Asked => return RobotsFirst::AwaitAddress,
             Resolve::Failed => {}
         }
     }
-    if cfg
-        .max_robots_in_flight
-        .is_some_and(|cap| robots_in_flight >= cap)
-    {
+    if full {
         return RobotsFirst::AwaitSlot;
     }
     RobotsFirst::Fetch

@@ -16,7 +16,7 @@ use rand::Rng;
 use crate::config::FrontierConfig;
 use crate::sched::gate::DispatchGate;
 use crate::sched::hosts::{self, HostMem, ReadyHeap};
-use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits};
+use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits, Resolve};
 use crate::sched::lease::LeaseClock;
 use crate::sched::politeness;
 use crate::sched::rate::TokenBucket;
@@ -40,6 +40,9 @@ pub(crate) struct Scheduler {
     controls: HashMap<Arc<str>, QueueControl>,
     /// robots.txt leases handed out and not yet completed.
     robots_in_flight: u64,
+    /// Hosts whose address was asked for before their first robots.txt and not answered
+    /// yet: each holds a robots.txt slot ([`Scheduler::robots_slots_taken`]).
+    resolves_in_flight: u64,
     /// Hosts (ready time, id) that need robots.txt while `max_robots_in_flight` is reached,
     /// oldest first. Each keeps `scheduled == Some(ready)`: this entry is its place (a
     /// later `schedule` makes it stale, as for heap entries).
@@ -82,6 +85,7 @@ impl Scheduler {
             paused: HashSet::new(),
             controls: HashMap::new(),
             robots_in_flight: 0,
+            resolves_in_flight: 0,
             robots_waiting: VecDeque::new(),
             lease_clock: LeaseClock::default(),
             ip_groups: IpGroups::new(IpLimits {
@@ -197,7 +201,7 @@ impl Scheduler {
     /// again, one per address (their old ready times put them first).
     pub(crate) fn handle_call_start(&mut self, now_ms: u64) {
         if let Some(cap) = self.cfg.max_robots_in_flight {
-            let mut free = cap.saturating_sub(self.robots_in_flight);
+            let mut free = cap.saturating_sub(self.robots_slots_taken());
             while free > 0 {
                 let Some((ready, id)) = self.robots_waiting.pop_front() else {
                     break;
@@ -298,7 +302,7 @@ impl Scheduler {
         let robots_free = self
             .cfg
             .max_robots_in_flight
-            .is_none_or(|cap| self.robots_in_flight < cap);
+            .is_none_or(|cap| self.robots_slots_taken() < cap);
         let waiting = self
             .robots_waiting
             .front()
@@ -321,8 +325,44 @@ impl Scheduler {
     // ------------------------------------------------------------------ leases
 
     /// robots.txt leases in flight.
+    #[cfg(test)]
     pub(crate) fn robots_in_flight(&self) -> u64 {
         self.robots_in_flight
+    }
+
+    /// robots.txt slots taken: the leases in flight and the address lookups before a first
+    /// robots.txt still unanswered.
+    pub(crate) fn robots_slots_taken(&self) -> u64 {
+        self.robots_in_flight + self.resolves_in_flight
+    }
+
+    /// Host `id`'s address is asked for before its first robots.txt: it holds a slot
+    /// until [`Scheduler::handle_resolve_answered`].
+    pub(crate) fn handle_resolve_asked(&mut self, id: u64) {
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.resolve = Resolve::Asked;
+        }
+        self.resolves_in_flight += 1;
+    }
+
+    /// The answer to an address asked for host `id` came (an address or none): its slot
+    /// is free whether the host is still in memory or not. Returns whether the host was
+    /// waiting for it (it is scheduled again then).
+    pub(crate) fn handle_resolve_answered(&mut self, id: u64, found: bool) -> bool {
+        self.resolves_in_flight = self.resolves_in_flight.saturating_sub(1);
+        let Some(h) = self.hosts.get_mut(&id) else {
+            return false;
+        };
+        if h.resolve != Resolve::Asked {
+            return false;
+        }
+        h.resolve = if found {
+            Resolve::NotAsked
+        } else {
+            Resolve::Failed
+        };
+        self.schedule(id);
+        true
     }
 
     /// Host `id` needs robots.txt but every slot is taken: it waits in line at `ready`.
