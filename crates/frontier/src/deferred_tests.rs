@@ -90,7 +90,7 @@ fn packed_values_stay_small_enough_for_the_page_cache_to_evict() {
         }
     }
     let mut counts = Vec::new();
-    for prefix in [b"B", b"N", b"q", b"J"] {
+    for prefix in [b"B", b"N", b"q", b"J", b"W"] {
         let mut n = 0;
         for kv in f.store.scan_prefix(prefix) {
             let (k, v) = kv.unwrap();
