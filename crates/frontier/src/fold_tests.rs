@@ -25,6 +25,33 @@ fn segment_keys(f: &Frontier) -> Vec<(u32, u64, u64)> {
         .collect()
 }
 
+/// robots.txt known (404) for hosts `h0.test` .. `h<hosts-1>.test`, then every URL leased
+/// and completed: their URLs in the order they were leased.
+fn crawl_all(f: &Frontier, hosts: usize) -> Vec<String> {
+    let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
+    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
+        .iter()
+        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let mut got = Vec::new();
+    for t in 0..500 {
+        let items = f.next_batch(T0 + t, 1000).unwrap();
+        if items.is_empty() {
+            break;
+        }
+        let mut done = Vec::new();
+        for w in items {
+            if let WorkItem::Page(p) = w {
+                got.push(p.url.clone());
+                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
+            }
+        }
+        f.complete_batch(&done, T0 + t).unwrap();
+    }
+    got
+}
+
 #[test]
 fn each_fold_writes_after_every_earlier_one_also_across_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,36 +91,12 @@ fn each_fold_writes_after_every_earlier_one_also_across_a_reopen() {
         "folds after the reopen continue the numbering: {new:?}"
     );
     // every URL comes back once, each host's in the order given
-    let robots: Vec<(String, RobotsFetchOutcome)> = (0..hosts)
-        .map(|h| {
-            (
-                format!("http://h{h}.test"),
-                RobotsFetchOutcome::ClientError { status: 404 },
-            )
-        })
-        .collect();
-    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
-        .iter()
-        .map(|(o, r)| (o.as_str(), r.clone()))
-        .collect();
-    f.set_robots(&robots, T0).unwrap();
     let mut got: HashMap<String, Vec<usize>> = HashMap::new();
-    for t in 0..200 {
-        let items = f.next_batch(T0 + t, 1000).unwrap();
-        if items.is_empty() {
-            break;
-        }
-        let mut done = Vec::new();
-        for w in items {
-            if let WorkItem::Page(p) = w {
-                let (host, k) = p.url.rsplit_once("/p/").unwrap();
-                got.entry(host.to_string())
-                    .or_default()
-                    .push(k.parse().unwrap());
-                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
-            }
-        }
-        f.complete_batch(&done, T0 + t).unwrap();
+    for url in crawl_all(&f, hosts) {
+        let (host, k) = url.rsplit_once("/p/").unwrap();
+        got.entry(host.to_string())
+            .or_default()
+            .push(k.parse().unwrap());
     }
     assert_eq!(got.len(), hosts);
     for (host, ks) in &got {
@@ -253,28 +256,7 @@ fn intake_records_whose_delete_was_lost_queue_nothing_twice() {
         store.apply(batch).unwrap();
         store.flush().unwrap();
     }
-    let f = open(dir.path());
-    let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
-    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
-        .iter()
-        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
-        .collect();
-    f.set_robots(&robots, T0).unwrap();
-    let mut got: Vec<String> = Vec::new();
-    for t in 0..500 {
-        let items = f.next_batch(T0 + t, 1000).unwrap();
-        if items.is_empty() {
-            break;
-        }
-        let mut done = Vec::new();
-        for w in items {
-            if let WorkItem::Page(p) = w {
-                got.push(p.url.clone());
-                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
-            }
-        }
-        f.complete_batch(&done, T0 + t).unwrap();
-    }
+    let mut got = crawl_all(&open(dir.path()), hosts);
     let mut want = urls.clone();
     want.push("http://h0.test/last".into());
     got.sort();
