@@ -413,8 +413,6 @@ impl Frontier {
     }
 }
 
-/// A stored address (`I` record); a bad one is logged and ignored (the host is then its
-/// own group until its next fetch reports the address again).
 impl Frontier {
     /// The address of a host as its stored record `value` holds it; a record written
     /// before addresses moved into it leaves the host's `I` key to say.
@@ -429,7 +427,9 @@ impl Frontier {
     }
 }
 
-/// An `I` key's value: the address as text.
+/// An `I` key's value (the address as text, as older versions stored it); a bad one is
+/// logged and ignored (the host is then its own group until its next fetch reports the
+/// address again).
 pub(crate) fn parse_address(key: &str, v: &[u8]) -> Option<IpAddr> {
     match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
         Some(ip) => Some(ip),
