@@ -417,9 +417,15 @@ impl Frontier {
     /// The address of a host as its stored record `value` holds it; a record written
     /// before addresses moved into it leaves the host's `I` key to say.
     pub(crate) fn stored_address(&self, key: &str, value: &[u8]) -> Result<Option<IpAddr>> {
-        if let Some(ip) = crate::store::codec::HostRecord::decode_address(value) {
-            return Ok(Some(ip));
+        match crate::store::codec::HostRecord::decode_address(value) {
+            Some(ip) => Ok(Some(ip)),
+            None => self.legacy_address(key),
         }
+    }
+
+    /// The address in a host's `I` key, where versions before addresses moved into host
+    /// records kept it.
+    pub(crate) fn legacy_address(&self, key: &str) -> Result<Option<IpAddr>> {
         Ok(self
             .store
             .get(&keys::address(key))?

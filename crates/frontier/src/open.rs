@@ -293,10 +293,7 @@ impl Frontier {
             // its IP group, as its last fetch reported it: in its record, or in the `I`
             // key of a store from before addresses moved into records
             if h.ip.is_none() {
-                h.ip = match self.store.get(&keys::address(&h.key))? {
-                    Some(v) => crate::api::parse_address(&h.key, &v),
-                    None => None,
-                };
+                h.ip = self.legacy_address(&h.key)?;
             }
             // (no restart hold is set yet while the store is opened)
             inner.sched.insert_host(id, h, false);
@@ -425,11 +422,10 @@ fn rebuild_host(
     }
     if changed {
         // stamped: older journal entries of this host must not undo it
-        let value = match h.ip {
-            Some(ip) => h.rec.encode_with_address(&[], next_journal, ip),
-            None => h.rec.encode_stamped(&[], next_journal),
-        };
-        batch.put(k.clone(), value);
+        batch.put(
+            k.clone(),
+            crate::store::codec::stored_host(&h.rec, &[], next_journal, h.ip),
+        );
     } else if from_journal {
         journal.evicted.insert(h.key.clone(), v);
     }

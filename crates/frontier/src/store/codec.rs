@@ -93,9 +93,21 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 /// its own (one `I` key per host, written in the scattered order hosts are first fetched,
 /// was most of sled's memory at a million hosts: docs/benchmarks.md).
 pub(crate) fn host_value(h: &crate::sched::hosts::HostMem) -> Vec<u8> {
-    match h.ip {
-        Some(ip) => h.rec.encode_with_address(&h.owed(), 0, ip),
-        None => h.rec.encode_with_leases(&h.owed()),
+    stored_host(&h.rec, &h.owed(), 0, h.ip)
+}
+
+/// A host record as stored: with its lease list, its journal stamp (0 = none) and its
+/// address when it has one.
+pub(crate) fn stored_host(
+    rec: &HostRecord,
+    leased: &[u64],
+    stamp: u64,
+    ip: Option<IpAddr>,
+) -> Vec<u8> {
+    match ip {
+        Some(ip) => rec.encode_with_address(leased, stamp, ip),
+        None if stamp != 0 => rec.encode_stamped(leased, stamp),
+        None => rec.encode_with_leases(leased),
     }
 }
 
