@@ -10,7 +10,7 @@
 //! Also the wait the next owner owes these hosts: the longest of their next-allowed times
 //! (gap, crawl-delay, back-off) from now, so a clean move never makes a host's gap shorter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,46 +137,69 @@ pub async fn hand_off(
         };
     out.urls = published.published + logged.len();
     out.hosts = hosts.len();
-    // acknowledged: now they go from here. Anything taken that was not published (not
-    // routable, or arrived meanwhile: neither can happen for a shard not held) is queued here
-    // again, for the next sweep.
-    let unroutable: std::collections::HashSet<&str> = published
+    // acknowledged: now they go from here
+    let unroutable: HashSet<&str> = published
         .unroutable
         .iter()
         .map(|e| e.url.as_str())
         .collect();
-    let published: std::collections::HashSet<String> = records
-        .into_iter()
-        .map(|r| r.url)
-        .filter(|u| !unroutable.contains(u.as_str()))
-        .chain(logged)
-        .collect();
-    let f = frontier.clone();
-    tokio::task::spawn_blocking(move || {
-        for (key, _) in &hosts {
-            let taken = f
-                .take_queued(key)
-                .map_err(|source| HandOffError::Frontier {
-                    key: key.clone(),
-                    source,
-                })?;
-            let back: Vec<frontier::EnqueueItem> = taken
-                .into_iter()
-                .filter(|e| !published.contains(&e.url))
-                .map(|e| frontier::EnqueueItem::from(UrlRecord::handed_off(e)))
-                .collect();
-            if !back.is_empty() {
-                f.enqueue_again(&back, now_ms)
-                    .map_err(|source| HandOffError::Frontier {
-                        key: key.clone(),
-                        source,
-                    })?;
-            }
-        }
-        Ok::<_, HandOffError>(())
-    })
-    .await??;
+    let gone = Gone {
+        sent: records
+            .into_iter()
+            .map(|r| r.url)
+            .filter(|u| !unroutable.contains(u.as_str()))
+            .collect(),
+        logged,
+    };
+    let (f, o) = (frontier.clone(), ownership.clone());
+    tokio::task::spawn_blocking(move || take_handed_off(&f, &o, &hosts, &gone, now_ms)).await??;
     Ok(out)
+}
+
+/// The URLs of a hand-off that went to the next owner.
+struct Gone {
+    /// Published to their shards' subjects (acknowledged by the broker).
+    sent: HashSet<String>,
+    /// Already in their shards' logs (pending or done): the next holder queues them from
+    /// the log.
+    logged: HashSet<String>,
+}
+
+/// Take the handed-off hosts' URLs out of the frontier; anything taken that did not go
+/// (arrived meanwhile) is queued here again, for the next sweep.
+///
+/// A host whose shard this node holds again by now (its shard given back between the read
+/// of its queue and this take) keeps all but what was sent: what was sent comes back
+/// through this node's own consumer, but its log's pending URLs may already have been
+/// queued here from the log, and taking them now would leave them nowhere. The check comes
+/// after the take: a shard granted after it has its log read after it, which queues them
+/// again.
+fn take_handed_off(
+    f: &Frontier,
+    o: &Ownership,
+    hosts: &[(String, Vec<UrlRecord>)],
+    gone: &Gone,
+    now_ms: u64,
+) -> Result<(), HandOffError> {
+    let map = o.shard_map();
+    for (key, _) in hosts {
+        let frontier_error = |source| HandOffError::Frontier {
+            key: key.clone(),
+            source,
+        };
+        let taken = f.take_queued(key).map_err(frontier_error)?;
+        let held_again = o.holds(map.shard_of_key(key));
+        let back: Vec<frontier::EnqueueItem> = taken
+            .into_iter()
+            .filter(|e| !gone.sent.contains(&e.url))
+            .filter(|e| held_again || !gone.logged.contains(&e.url))
+            .map(|e| frontier::EnqueueItem::from(UrlRecord::handed_off(e)))
+            .collect();
+        if !back.is_empty() {
+            f.enqueue_again(&back, now_ms).map_err(frontier_error)?;
+        }
+    }
+    Ok(())
 }
 
 /// Append each host's remaining wait to its shard's log.
@@ -206,8 +229,8 @@ async fn logged_urls(
     journal: Option<&Journal>,
     ownership: &Ownership,
     hosts: &[(String, Vec<UrlRecord>)],
-) -> Result<std::collections::HashSet<String>, HandOffError> {
-    let mut logged = std::collections::HashSet::new();
+) -> Result<HashSet<String>, HandOffError> {
+    let mut logged = HashSet::new();
     let Some(journal) = journal else {
         return Ok(logged);
     };
@@ -336,4 +359,66 @@ pub async fn hand_off_all(
         report.errors.push(e.to_string());
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ShardMap;
+    use frontier::{EnqueueItem, FrontierConfig, PolitenessKeyMode};
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    /// A frontier with p0..p2 of a.test queued, the host as a sweep read it (its shard not
+    /// held), and what went: p0 and p1 are in the shard's log, p2 was published.
+    fn swept(dir: &std::path::Path) -> (Frontier, Vec<(String, Vec<UrlRecord>)>, Gone) {
+        let f = Frontier::open(FrontierConfig::new(dir)).unwrap();
+        let urls: Vec<String> = (0..3).map(|i| format!("http://a.test/p{i}")).collect();
+        let items: Vec<EnqueueItem> = urls.iter().map(EnqueueItem::seed).collect();
+        f.enqueue_items(&items, NOW).unwrap();
+        let key = "a.test".to_string();
+        let records = f
+            .queued_entries(&key)
+            .unwrap()
+            .into_iter()
+            .map(UrlRecord::handed_off)
+            .collect();
+        let gone = Gone {
+            sent: HashSet::from([urls[2].clone()]),
+            logged: HashSet::from([urls[0].clone(), urls[1].clone()]),
+        };
+        (f, vec![(key, records)], gone)
+    }
+
+    fn queued(f: &Frontier) -> Vec<String> {
+        let mut urls: Vec<String> = f
+            .queued_entries("a.test")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.url)
+            .collect();
+        urls.sort();
+        urls
+    }
+
+    #[test]
+    fn a_host_of_a_shard_not_held_leaves_with_everything_that_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, hosts, gone) = swept(dir.path());
+        let o = Ownership::leased(ShardMap::new(1, PolitenessKeyMode::Host).unwrap());
+        take_handed_off(&f, &o, &hosts, &gone, NOW).unwrap();
+        assert!(queued(&f).is_empty(), "{:?}", queued(&f));
+    }
+
+    #[test]
+    fn a_host_whose_shard_came_back_during_the_sweep_keeps_its_logged_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, hosts, gone) = swept(dir.path());
+        let o = Ownership::leased(ShardMap::new(1, PolitenessKeyMode::Host).unwrap());
+        // the shard given back to this node after the sweep read the host's queue: its log
+        // read may already have queued p0 and p1 here; p2 comes back through the consumer
+        o.grant(0, Duration::ZERO, o.now_ms() + 60_000);
+        take_handed_off(&f, &o, &hosts, &gone, NOW).unwrap();
+        assert_eq!(queued(&f), ["http://a.test/p0", "http://a.test/p1"]);
+    }
 }
