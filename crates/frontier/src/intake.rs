@@ -387,7 +387,7 @@ impl Frontier {
                     fold,
                 };
                 out.put(crate::store::keys::segment_key(&at, id), seg);
-                h.segs.push_back(at);
+                h.segs.push(at);
                 first += chunk.len() as u64;
                 segments += 1;
             }
@@ -489,7 +489,7 @@ impl Frontier {
         if let Some(v) = &stored {
             h.ip = self.stored_address(&key, v)?;
         }
-        inner.sched.insert_host(id, h, stored_before);
+        inner.sched.insert_host(h, stored_before);
         Ok(id)
     }
 }

@@ -1,7 +1,9 @@
 //! Opening a store: rebuild the in-memory state from what is durable.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use thin_vec::ThinVec;
 
 use crate::api::{Frontier, Inner};
 use crate::error::Result;
@@ -20,7 +22,7 @@ use crate::work::url_hash;
 type IntakeEntries = Vec<(u64, Vec<u8>)>;
 
 /// Queue segments by host id, each host's in sequence order.
-type HostSegments = HashMap<u64, VecDeque<SegRef>>;
+type HostSegments = HashMap<u64, ThinVec<SegRef>>;
 
 /// What the store holds of the hosts' queues, by host id, before the host records are
 /// read: each record takes its host's share out, and what is left has no record.
@@ -145,7 +147,7 @@ impl Frontier {
         let mut bad = None;
         let mut last_fold = None;
         let mut add = |id: u64, first: u64, fold: u32, v: &[u8]| match Segment::parse(v) {
-            Ok(seg) => segs.entry(id).or_default().push_back(SegRef {
+            Ok(seg) => segs.entry(id).or_default().push(SegRef {
                 first,
                 len: seg.len() as u32,
                 fold,
@@ -168,9 +170,7 @@ impl Frontier {
         }
         // `q` keys come fold by fold: each host's in sequence order
         for host_segs in segs.values_mut() {
-            host_segs
-                .make_contiguous()
-                .sort_unstable_by_key(|s| s.first);
+            host_segs.sort_unstable_by_key(|s| s.first);
         }
         Ok((segs, last_fold))
     }
@@ -296,7 +296,7 @@ impl Frontier {
                 h.ip = self.legacy_address(&h.key)?;
             }
             // (no restart hold is set yet while the store is opened)
-            inner.sched.insert_host(id, h, false);
+            inner.sched.insert_host(h, false);
             inner.sched.schedule(id);
         }
         Ok(())
@@ -356,7 +356,7 @@ impl StoredQueues {
         for (id, _) in self
             .segs
             .into_iter()
-            .chain(self.retries.into_keys().map(|i| (i, VecDeque::new())))
+            .chain(self.retries.into_keys().map(|i| (i, ThinVec::new())))
         {
             tracing::error!(
                 host_id = id,
@@ -461,7 +461,7 @@ fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
     behind.sort_unstable();
     behind.dedup();
     h.front = front.into();
-    let seg_end = h.segs.back().map_or(0, SegRef::end);
+    let seg_end = h.segs.last().map_or(0, SegRef::end);
     let pending = pending_from_intake(h, seg_end.max(h.live_from()), host_intake);
     let tail = [
         h.rec.head_seq,

@@ -1,7 +1,7 @@
 //! One politeness key in memory: its record, queue positions, leases, what is set aside.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -48,7 +48,8 @@ pub(crate) struct HostMem {
     /// assign is `pending.end()`.
     pub(crate) pending: Pending,
     /// The host's stored segments, oldest first.
-    pub(crate) segs: VecDeque<SegRef>,
+    // thin: most hosts have one segment or none
+    pub(crate) segs: ThinVec<SegRef>,
     /// Sequences below the head to hand out before it, lowest first: leases returned at
     /// open and URLs waiting for a retry.
     pub(crate) front: ThinVec<u64>,
@@ -89,7 +90,7 @@ impl HostMem {
             key,
             pending: Pending::starting_at(rec.head_seq),
             rec,
-            segs: VecDeque::new(),
+            segs: ThinVec::new(),
             front: ThinVec::new(),
             retries: ThinVec::new(),
             scheduled: None,
@@ -166,15 +167,8 @@ impl HostMem {
     /// deletes their keys).
     pub(crate) fn drop_dead_segments(&mut self) -> Vec<SegRef> {
         let live = self.live_from();
-        let mut dead = Vec::new();
-        while let Some(&s) = self.segs.front() {
-            if s.end() > live {
-                break;
-            }
-            dead.push(s);
-            self.segs.pop_front();
-        }
-        dead
+        let n = self.segs.iter().take_while(|s| s.end() <= live).count();
+        self.segs.drain(..n).collect()
     }
 }
 

@@ -7,6 +7,7 @@ pub mod aside;
 pub mod dispatch;
 pub mod failure;
 pub mod gate;
+pub(crate) mod host_table;
 pub(crate) mod hosts;
 pub mod ipgroup;
 pub mod lease;

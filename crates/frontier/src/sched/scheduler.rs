@@ -15,6 +15,7 @@ use rand::Rng;
 
 use crate::config::FrontierConfig;
 use crate::sched::gate::DispatchGate;
+use crate::sched::host_table::HostTable;
 use crate::sched::hosts::{self, HostMem, ReadyHeap};
 use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits, Resolve};
 use crate::sched::lease::LeaseClock;
@@ -26,9 +27,8 @@ use crate::work::LeaseId;
 /// The scheduler of one frontier.
 pub(crate) struct Scheduler {
     /// Hosts with work, boxed: a table of 1M inline records (~500 bytes each) doubled
-    /// its 0.5-1 GB on every resize; boxed, the table moves 16-byte entries.
-    hosts: HashMap<u64, Box<HostMem>>,
-    by_key: HashMap<Arc<str>, u64>,
+    /// its 0.5-1 GB on every resize; boxed, the table moves 8-byte entries.
+    hosts: HostTable,
     heap: ReadyHeap,
     next_host_id: u64,
     /// `global_rate_per_sec` as a token bucket on the callers' `now_ms`.
@@ -76,8 +76,7 @@ impl Scheduler {
         rng: StdRng,
     ) -> Scheduler {
         Scheduler {
-            hosts: HashMap::new(),
-            by_key: HashMap::new(),
+            hosts: HostTable::default(),
             heap: BinaryHeap::new(),
             next_host_id,
             quota,
@@ -102,17 +101,17 @@ impl Scheduler {
 
     /// Host `id`, if in memory.
     pub(crate) fn host(&self, id: u64) -> Option<&HostMem> {
-        self.hosts.get(&id).map(|h| &**h)
+        self.hosts.get(id)
     }
 
     /// Host `id`, if in memory, to change.
     pub(crate) fn host_mut(&mut self, id: u64) -> Option<&mut HostMem> {
-        self.hosts.get_mut(&id).map(|h| &mut **h)
+        self.hosts.get_mut(id)
     }
 
     /// The id of politeness key `key`, if in memory.
     pub(crate) fn id_of(&self, key: &str) -> Option<u64> {
-        self.by_key.get(key).copied()
+        self.hosts.id_of(key)
     }
 
     /// The host of politeness key `key`, if in memory.
@@ -122,12 +121,12 @@ impl Scheduler {
 
     /// Every host in memory, with its id (in no order).
     pub(crate) fn hosts(&self) -> impl Iterator<Item = (u64, &HostMem)> {
-        self.hosts.iter().map(|(&id, h)| (id, &**h))
+        self.hosts.iter().map(|h| (h.rec.id, h))
     }
 
     /// The ids of the hosts in memory.
     pub(crate) fn host_ids(&self) -> Vec<u64> {
-        self.hosts.keys().copied().collect()
+        self.hosts.iter().map(|h| h.rec.id).collect()
     }
 
     /// How many hosts are in memory.
@@ -147,9 +146,11 @@ impl Scheduler {
         id
     }
 
-    /// Bring host `id` into memory. `stored_before`: it has a record from an earlier run,
-    /// so a restart hold applies to it too (its gap may have started just before a crash).
-    pub(crate) fn insert_host(&mut self, id: u64, mut h: HostMem, stored_before: bool) {
+    /// Bring host `h` into memory under its id (`h.rec.id`). `stored_before`: it has a
+    /// record from an earlier run, so a restart hold applies to it too (its gap may have
+    /// started just before a crash).
+    pub(crate) fn insert_host(&mut self, mut h: HostMem, stored_before: bool) {
+        let id = h.rec.id;
         if let Some(from) = self.restart_hold_from_ms.filter(|_| stored_before) {
             hold_for_restart(&self.cfg, &mut h.rec, from);
         }
@@ -158,14 +159,12 @@ impl Scheduler {
             let started = self.restart_hold_from_ms.unwrap_or(0);
             self.ip_groups.join(ip, id, 0, started);
         }
-        self.by_key.insert(h.key.clone(), id);
-        self.hosts.insert(id, Box::new(h));
+        self.hosts.insert(Box::new(h));
     }
 
     /// Take host `id` out of memory (it leaves its IP group).
     pub(crate) fn remove_host(&mut self, id: u64) -> Option<Box<HostMem>> {
-        let h = self.hosts.remove(&id)?;
-        self.by_key.remove(&h.key);
+        let h = self.hosts.remove(id)?;
         if let Some(ip) = h.ip {
             self.ip_groups.leave(ip, id, 0);
         }
@@ -177,7 +176,7 @@ impl Scheduler {
     /// Put host `id` into the ready heap if it may go: queued work, a free slot, not
     /// paused, not before a client's block ends (see [`hosts::schedule`]).
     pub(crate) fn schedule(&mut self, id: u64) {
-        let Some(h) = self.hosts.get_mut(&id) else {
+        let Some(h) = self.hosts.get_mut(id) else {
             return;
         };
         let is_paused = !self.paused.is_empty() && self.paused.contains(&h.key);
@@ -215,7 +214,7 @@ impl Scheduler {
         }
         let hosts = &self.hosts;
         let due = self.ip_groups.due(now_ms, |ready, id| {
-            hosts.get(&id).is_some_and(|h| h.scheduled == Some(ready))
+            hosts.get(id).is_some_and(|h| h.scheduled == Some(ready))
         });
         for (ready, id) in due {
             self.heap.push(Reverse((ready, id)));
@@ -224,7 +223,7 @@ impl Scheduler {
 
     fn is_scheduled_at(&self, id: u64, ready: u64) -> bool {
         self.hosts
-            .get(&id)
+            .get(id)
             .is_some_and(|h| h.scheduled == Some(ready))
     }
 
@@ -246,7 +245,7 @@ impl Scheduler {
                 return None;
             }
             self.heap.pop();
-            let ip = match self.hosts.get_mut(&id) {
+            let ip = match self.hosts.get_mut(id) {
                 Some(h) if h.scheduled == Some(ready) => {
                     if let Some(wait) = self.gate.as_ref().and_then(|g| g.closed_for(&h.key)) {
                         // not this node's to fetch now: its place, later (politeness untouched)
@@ -292,7 +291,7 @@ impl Scheduler {
     /// quota allows again.
     pub(crate) fn keep_turn(&mut self, ready: u64, id: u64) {
         self.heap.push(Reverse((ready, id)));
-        if let Some(h) = self.hosts.get_mut(&id) {
+        if let Some(h) = self.hosts.get_mut(id) {
             h.scheduled = Some(ready);
         }
     }
@@ -339,7 +338,7 @@ impl Scheduler {
     /// Host `id`'s address is asked for before its first robots.txt: it holds a slot
     /// until [`Scheduler::handle_resolve_answered`].
     pub(crate) fn handle_resolve_asked(&mut self, id: u64) {
-        if let Some(h) = self.hosts.get_mut(&id) {
+        if let Some(h) = self.hosts.get_mut(id) {
             h.resolve = Resolve::Asked;
         }
         self.resolves_in_flight += 1;
@@ -350,7 +349,7 @@ impl Scheduler {
     /// waiting for it (it is scheduled again then).
     pub(crate) fn handle_resolve_answered(&mut self, id: u64, found: bool) -> bool {
         self.resolves_in_flight = self.resolves_in_flight.saturating_sub(1);
-        let Some(h) = self.hosts.get_mut(&id) else {
+        let Some(h) = self.hosts.get_mut(id) else {
             return false;
         };
         if h.resolve != Resolve::Asked {
@@ -368,7 +367,7 @@ impl Scheduler {
     /// Host `id` needs robots.txt but every slot is taken: it waits in line at `ready`.
     pub(crate) fn wait_for_robots_slot(&mut self, ready: u64, id: u64) {
         // its line entry holds while `scheduled` is `ready` (as for heap entries)
-        if let Some(h) = self.hosts.get_mut(&id) {
+        if let Some(h) = self.hosts.get_mut(id) {
             h.scheduled = Some(ready);
         }
         self.robots_waiting.push_back((ready, id));
@@ -377,7 +376,7 @@ impl Scheduler {
     /// A robots.txt lease for `origin` of host `id` is handed out at `now_ms`: the host's
     /// slot and gap, its address's budget, the global count. False if the host is gone.
     pub(crate) fn handle_robots_lease(&mut self, id: u64, origin: &str, now_ms: u64) -> bool {
-        let Some(h) = self.hosts.get_mut(&id) else {
+        let Some(h) = self.hosts.get_mut(id) else {
             return false;
         };
         h.robots_pending = Some(origin.into());
@@ -395,7 +394,7 @@ impl Scheduler {
     /// global count, the host's slot and its address's budget.
     pub(crate) fn handle_robots_done(&mut self, id: u64, now_ms: u64) {
         self.robots_in_flight = self.robots_in_flight.saturating_sub(1);
-        let Some(h) = self.hosts.get_mut(&id) else {
+        let Some(h) = self.hosts.get_mut(id) else {
             return;
         };
         h.robots_pending = None;
@@ -417,7 +416,7 @@ impl Scheduler {
         deadline_ms: Option<u64>,
     ) -> Option<PageLeased> {
         let client_delay = self.client_delay_ms_of_id(id);
-        let h = self.hosts.get_mut(&id)?;
+        let h = self.hosts.get_mut(id)?;
         let politeness_wait_ms = ready.min(now_ms).saturating_sub(h.free_since_ms);
         h.leased.push(seq);
         h.consume(seq, from);
@@ -452,7 +451,7 @@ impl Scheduler {
         pos: usize,
         now_ms: u64,
     ) -> Option<&mut HostMem> {
-        let h = self.hosts.get_mut(&id)?;
+        let h = self.hosts.get_mut(id)?;
         let seq = h.leased.swap_remove(pos);
         self.lease_clock.clear(LeaseId { host_id: id, seq });
         h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
@@ -493,7 +492,7 @@ impl Scheduler {
     /// Pause `key`: none of its URLs is handed out until resumed. False if it was paused.
     pub(crate) fn pause(&mut self, key: &str) -> bool {
         let added = self.paused.insert(Arc::from(key));
-        if let Some(h) = self.id_of(key).and_then(|id| self.hosts.get_mut(&id)) {
+        if let Some(h) = self.id_of(key).and_then(|id| self.hosts.get_mut(id)) {
             h.scheduled = None;
         }
         added
@@ -558,7 +557,7 @@ impl Scheduler {
     }
 
     fn client_delay_ms_of_id(&self, id: u64) -> u64 {
-        match self.hosts.get(&id) {
+        match self.hosts.get(id) {
             Some(h) if !self.controls.is_empty() => self.client_delay_ms(&h.key),
             _ => 0,
         }
@@ -574,7 +573,7 @@ impl Scheduler {
         ip: IpAddr,
         started_ms: u64,
     ) -> Option<(Arc<str>, Option<IpAddr>)> {
-        let h = self.hosts.get_mut(&id)?;
+        let h = self.hosts.get_mut(id)?;
         let before = h.ip;
         let in_flight = h.rec.in_flight;
         if before == Some(ip) {
@@ -599,7 +598,7 @@ impl Scheduler {
     /// The IP groups with their hosts' names.
     pub(crate) fn ip_group_views(&self) -> Vec<IpGroupView> {
         self.ip_groups
-            .views(|id| self.hosts.get(&id).map(|h| h.key.to_string()))
+            .views(|id| self.hosts.get(id).map(|h| h.key.to_string()))
     }
 
     /// How many IP groups have hosts in memory.
@@ -628,7 +627,7 @@ impl Scheduler {
         self.restart_hold_from_ms = Some(now_ms);
         self.ip_groups.hold_all(now_ms);
         for id in self.host_ids() {
-            if let Some(h) = self.hosts.get_mut(&id) {
+            if let Some(h) = self.hosts.get_mut(id) {
                 hold_for_restart(&self.cfg, &mut h.rec, now_ms);
             }
             self.schedule(id);
@@ -669,7 +668,7 @@ mod tests {
         rec.counters.queued = queued;
         let mut h = HostMem::empty(Arc::from(key), rec);
         h.ip = ip.map(|a| a.parse().expect("an address"));
-        s.insert_host(id, h, false);
+        s.insert_host(h, false);
         s.schedule(id);
         id
     }
@@ -741,7 +740,7 @@ mod tests {
             ..HostRecord::default()
         };
         rec.counters.queued = 1;
-        s.insert_host(99, HostMem::empty(Arc::from("b.test"), rec), true);
+        s.insert_host(HostMem::empty(Arc::from("b.test"), rec), true);
         s.schedule(99);
         assert_eq!(ready(&mut s, 50_999), None);
     }
