@@ -25,7 +25,9 @@ fn give_up(
     if h.forget_retry(seq) {
         batch.del(keys::retry(id, seq));
     }
-    h.timeouts.retain(|&s| s != seq);
+    if let Some(a) = h.aside.as_deref_mut() {
+        a.timeouts.retain(|&s| s != seq);
+    }
     tracing::info!(url = %entry.url, attempts = entry.attempts, %why, "URL given up");
     // drop_entry bookkeeping without touching the queue key
     let hash = url_hash(&entry.url);
@@ -42,8 +44,8 @@ fn give_up(
 fn keep_for_retry(h: &mut HostMem, batch: &mut Batch, (id, seq): (u64, u64), entry: &QueueEntry) {
     batch.put(keys::retry(id, seq), entry.encode());
     batch.cut();
-    if !h.retries.contains(&seq) {
-        h.retries.push(seq);
+    if !h.aside().retries.contains(&seq) {
+        h.aside_mut().retries.push(seq);
     }
 }
 
@@ -92,7 +94,7 @@ impl Frontier {
         let PageOutcome::Done { response_ms } = outcome else {
             return;
         };
-        h.delayed.swap_remove(at);
+        h.aside_mut().delayed.swap_remove(at);
         if h.forget_retry(seq) {
             batch.del(keys::retry(id, seq));
         }
@@ -145,10 +147,11 @@ impl Frontier {
         }
         // behind the URLs queued now, with no wait of its own: the others go first
         keep_for_retry(h, batch, (id, seq), &entry);
-        h.delayed.push(Delayed {
+        let behind = h.pending.end();
+        h.aside_mut().delayed.push(Delayed {
             seq,
             due_ms: now_ms,
-            behind: h.pending.end(),
+            behind,
             expired: true,
         });
         h.rec.counters.queued += 1;
@@ -267,8 +270,8 @@ impl Frontier {
         let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
             return Ok(());
         };
-        if outcome.host_answered() {
-            h.timeouts.clear();
+        if let Some(a) = h.aside.as_deref_mut().filter(|_| outcome.host_answered()) {
+            a.timeouts.clear();
         }
         if let PageOutcome::Done { response_ms } = outcome {
             if let Some(e) = entry.as_ref().filter(|_| fetcher_done_for_good) {
@@ -304,10 +307,11 @@ impl Frontier {
             if scope == FailureScope::Url {
                 tracing::debug!(url = %entry.url, wait_ms = wait, %why, "URL retried later");
             }
-            h.delayed.push(Delayed {
+            let behind = h.pending.end();
+            h.aside_mut().delayed.push(Delayed {
                 seq,
                 due_ms: now_ms + wait,
-                behind: h.pending.end(),
+                behind,
                 expired: false,
             });
             h.rec.counters.queued += 1;
@@ -422,10 +426,12 @@ impl Frontier {
         if let PageOutcome::Throttled { response_ms, .. } = outcome {
             h.rec.last_response_ms = *response_ms;
         }
-        if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.timeouts.contains(&seq) {
-            h.timeouts.push(seq);
+        if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.aside().timeouts.contains(&seq) {
+            h.aside_mut().timeouts.push(seq);
         }
-        let scope = outcome.scope(h.timeouts.len()).unwrap_or(FailureScope::Url);
+        let scope = outcome
+            .scope(h.aside().timeouts.len())
+            .unwrap_or(FailureScope::Url);
         if scope == FailureScope::Host {
             h.rec.backoff_level += 1;
             let wait = host_backoff_ms(outcome, &self.cfg, h.rec.backoff_level, jitter);

@@ -315,7 +315,8 @@ impl Frontier {
     fn wake_limit_parked(inner: &mut crate::api::Inner, id: u64, crawl: &str) {
         if let Some(h) = inner.sched.host_mut(id) {
             let name = format!("{LIMIT_PARK}{crawl}");
-            if let Some(p) = h.parked.get_mut(name.as_str()) {
+            let parked = h.aside.as_deref_mut().map(|a| &mut a.parked);
+            if let Some(p) = parked.and_then(|p| p.get_mut(name.as_str())) {
                 p.until_ms = 0;
                 h.hold_until_ms = 0;
             }

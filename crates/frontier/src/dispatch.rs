@@ -281,7 +281,7 @@ impl Frontier {
             Step::Sleep { until_ms } => {
                 // enough set aside for one visit: look again later
                 h.hold_until_ms = until_ms;
-                h.held_origin = Some(Arc::from(origin.as_str()));
+                h.aside_mut().held_origin = Some(Arc::from(origin.as_str()));
                 Then::Reschedule
             }
             Step::SetAside { until_ms } => {
@@ -457,7 +457,7 @@ impl Frontier {
     /// The encoded entry with sequence `seq` of host `id`: its retry entry, its pending
     /// entry, or its place in a segment.
     pub(crate) fn entry_bytes(&self, id: u64, h: &HostMem, seq: u64) -> Result<Option<Vec<u8>>> {
-        if h.retries.contains(&seq) {
+        if h.aside().retries.contains(&seq) {
             return Ok(self.store.get(&keys::retry(id, seq))?);
         }
         if let Some(b) = h.pending.get(seq) {
@@ -531,22 +531,22 @@ impl Frontier {
         h: &mut HostMem,
         now_ms: u64,
     ) -> Result<Option<(u64, QueueEntry, Source)>> {
-        while let Some(&seq) = h.front.first() {
+        while let Some(&seq) = h.aside().front.first() {
             match self.entry_bytes(id, h, seq)? {
                 Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, Source::Front))),
                 None => {
                     tracing::error!(host = %h.key, seq, "returned URL has no entry; skipped");
-                    h.front.remove(0);
+                    h.aside_mut().front.remove(0);
                 }
             }
         }
         while let Some(i) = h.due_retry(now_ms) {
-            let seq = h.delayed[i].seq;
+            let seq = h.aside().delayed[i].seq;
             match self.entry_bytes(id, h, seq)? {
                 Some(b) => return Ok(Some((seq, QueueEntry::decode(&b)?, Source::Delayed))),
                 None => {
                     tracing::error!(host = %h.key, seq, "retried URL has no entry; skipped");
-                    h.delayed.swap_remove(i);
+                    h.aside_mut().delayed.swap_remove(i);
                 }
             }
         }

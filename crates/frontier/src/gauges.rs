@@ -83,7 +83,7 @@ impl Frontier {
                 continue;
             }
             let mut rest = queued;
-            for (origin, p) in h.parked.iter() {
+            for (origin, p) in h.aside().parked.iter() {
                 let n = (p.seqs.len() as u64).min(rest);
                 if crate::crawl::is_limit_park(origin) {
                     // a client's crawl limit holds them, as a pause would
@@ -94,11 +94,12 @@ impl Frontier {
                 held_by_robots(origin, n, &mut out);
                 rest -= n;
             }
-            let delayed = (h.delayed.len() as u64).min(rest);
+            let delayed = (h.aside().delayed.len() as u64).min(rest);
             out.politeness += delayed;
             rest -= delayed;
             let blocking_origin = h.robots_pending.as_deref().or_else(|| {
-                h.held_origin
+                h.aside()
+                    .held_origin
                     .as_deref()
                     .filter(|_| h.hold_until_ms > now_ms)
             });

@@ -48,7 +48,8 @@ impl Frontier {
             };
             // what is set aside while its origin is held goes back to the front first
             if let Some(h) = inner.sched.host_mut(id) {
-                let origins: Vec<Arc<str>> = h.parked.iter().map(|(o, _)| o.clone()).collect();
+                let origins: Vec<Arc<str>> =
+                    h.aside().parked.iter().map(|(o, _)| o.clone()).collect();
                 for origin in origins {
                     h.recheck_parked(&origin, None, 0);
                 }

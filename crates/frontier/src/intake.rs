@@ -198,7 +198,7 @@ impl Frontier {
             h.free_since_ms = now_ms;
         }
         // a host asleep because only set-aside URLs were left has work again
-        if h.held_origin.is_none() {
+        if h.aside().held_origin.is_none() {
             h.hold_until_ms = 0;
         }
         if h.pending.is_empty() {

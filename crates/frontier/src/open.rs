@@ -394,7 +394,9 @@ fn rebuild_host(
     let mut h = HostMem::empty(key, rec);
     h.ip = HostRecord::decode_address(&v);
     h.segs = host_segs;
-    h.retries = host_retries.into();
+    if !host_retries.is_empty() {
+        h.aside_mut().retries = host_retries.into();
+    }
     restore_queue(&mut h, &leased, host_intake);
     let queued = queued_at_open(&h);
     // enqueues since the record was last written are not in its counters yet
@@ -432,7 +434,7 @@ fn rebuild_host(
     for s in h.segs.drain(..) {
         batch.del(crate::store::keys::segment_key(&s, id));
     }
-    for s in h.retries.drain(..) {
+    for s in h.aside.take().map(|a| a.retries).unwrap_or_default() {
         batch.del(keys::retry(id, s));
     }
     batch.cut();
@@ -453,6 +455,7 @@ fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
     front.sort_unstable();
     front.dedup();
     let mut behind: Vec<u64> = h
+        .aside()
         .retries
         .iter()
         .copied()
@@ -460,13 +463,15 @@ fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
         .collect();
     behind.sort_unstable();
     behind.dedup();
-    h.front = front.into();
+    if !front.is_empty() {
+        h.aside_mut().front = front.into();
+    }
     let seg_end = h.segs.last().map_or(0, SegRef::end);
     let pending = pending_from_intake(h, seg_end.max(h.live_from()), host_intake);
     let tail = [
         h.rec.head_seq,
         seg_end,
-        h.front.last().map_or(0, |&s| s + 1),
+        h.aside().front.last().map_or(0, |&s| s + 1),
         pending.as_ref().map_or(0, |p| p.end()),
     ]
     .into_iter()
@@ -474,7 +479,7 @@ fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
     .unwrap_or(0);
     h.pending = pending.unwrap_or_else(|| Pending::starting_at(tail));
     let end = h.pending.end();
-    h.delayed = behind
+    let delayed: ThinVec<Delayed> = behind
         .into_iter()
         .map(|seq| Delayed {
             seq,
@@ -483,6 +488,9 @@ fn restore_queue(h: &mut HostMem, leased: &[u64], host_intake: IntakeEntries) {
             expired: false,
         })
         .collect();
+    if !delayed.is_empty() {
+        h.aside_mut().delayed = delayed;
+    }
 }
 
 /// The host's intake-log entries from `keep_from` on (those below are in its segments or
@@ -513,5 +521,5 @@ fn queued_at_open(h: &HostMem) -> u64 {
         .map(|s| s.end().saturating_sub(s.first.max(head)))
         .sum();
     let in_pending = h.pending.end().saturating_sub(h.pending.first.max(head));
-    (h.front.len() + h.delayed.len()) as u64 + in_segs + in_pending
+    (h.aside().front.len() + h.aside().delayed.len()) as u64 + in_segs + in_pending
 }

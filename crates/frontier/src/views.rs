@@ -275,7 +275,7 @@ impl Frontier {
         };
         let id = h.rec.id;
         let mut out = Vec::new();
-        for &seq in &h.front {
+        for &seq in &h.aside().front {
             if let Some(b) = self.entry_bytes(id, h, seq)? {
                 out.push(QueueEntry::decode(&b)?);
             }
@@ -297,8 +297,8 @@ impl Frontier {
             out.push(QueueEntry::decode(b)?);
         }
         // then the URLs waiting out their own retry back-off, and those of held origins
-        let mut aside: Vec<u64> = h.delayed.iter().map(|d| d.seq).collect();
-        for p in h.parked.values() {
+        let mut aside: Vec<u64> = h.aside().delayed.iter().map(|d| d.seq).collect();
+        for p in h.aside().parked.values() {
             aside.extend(&p.seqs);
         }
         for seq in aside {

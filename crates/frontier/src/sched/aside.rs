@@ -38,6 +38,14 @@ pub(crate) struct Parked {
 pub(crate) struct ParkedOrigins(thin_vec::ThinVec<(std::sync::Arc<str>, Parked)>);
 
 impl ParkedOrigins {
+    pub(crate) const fn new() -> ParkedOrigins {
+        ParkedOrigins(thin_vec::ThinVec::new())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub(crate) fn values(&self) -> impl Iterator<Item = &Parked> {
         self.0.iter().map(|(_, p)| p)
     }

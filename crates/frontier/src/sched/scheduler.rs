@@ -420,7 +420,9 @@ impl Scheduler {
         let politeness_wait_ms = ready.min(now_ms).saturating_sub(h.free_since_ms);
         h.leased.push(seq);
         h.consume(seq, from);
-        h.held_origin = None;
+        if let Some(a) = h.aside.as_deref_mut() {
+            a.held_origin = None;
+        }
         h.rec.in_flight += 1;
         if let Some(ip) = h.ip {
             self.ip_groups.charge(ip, now_ms);

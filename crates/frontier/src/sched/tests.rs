@@ -304,9 +304,9 @@ fn parked_urls_come_back_to_the_front_when_the_origin_is_free() {
     assert_eq!(h.parked_due(T0 + 80).len(), 1);
     assert_eq!(h.set_aside_wake(), Some(T0 + 70));
     // free: back to the front, in sequence order
-    h.front.push(9);
+    h.aside_mut().front.push(9);
     assert_eq!(h.recheck_parked("http://a.test", None, T0 + 100), 2);
-    assert_eq!(h.front, vec![2, 4, 9]);
+    assert_eq!(h.aside().front, vec![2, 4, 9]);
     assert_eq!(
         h.recheck_parked("http://a.test", None, T0 + 100),
         0,
@@ -327,7 +327,7 @@ fn keep_entry_asks_for_one_retry_entry_per_url() {
 fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
     let mut h = host(6);
     // failed when the queue's tail was 4: it goes after sequences 0..4
-    h.delayed.push(Delayed {
+    h.aside_mut().delayed.push(Delayed {
         seq: 0,
         due_ms: T0 + 100,
         behind: 4,
@@ -345,7 +345,7 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
     // an exhausted queue lets it go at once after its back-off
     let mut h = host(1);
     h.rec.head_seq = 1;
-    h.delayed.push(Delayed {
+    h.aside_mut().delayed.push(Delayed {
         seq: 0,
         due_ms: T0,
         behind: 99,
@@ -356,19 +356,19 @@ fn a_url_retried_alone_waits_for_its_back_off_and_the_urls_queued_before_it() {
     // of two due retries the earlier due goes first
     let mut h = host(5);
     h.rec.head_seq = 5;
-    h.delayed.push(Delayed {
+    h.aside_mut().delayed.push(Delayed {
         seq: 3,
         due_ms: T0 + 20,
         behind: 0,
         expired: false,
     });
-    h.delayed.push(Delayed {
+    h.aside_mut().delayed.push(Delayed {
         seq: 1,
         due_ms: T0 + 10,
         behind: 0,
         expired: false,
     });
-    assert_eq!(h.delayed[h.due_retry(T0 + 30).unwrap()].seq, 1);
+    assert_eq!(h.aside().delayed[h.due_retry(T0 + 30).unwrap()].seq, 1);
 }
 
 #[test]

@@ -33,9 +33,9 @@ impl Settling<'_> {
             h.rec.counters.queued == 0
                 && h.rec.in_flight == 0
                 && h.robots_pending.is_none()
-                && h.front.is_empty()
+                && h.aside().front.is_empty()
                 && h.segs.is_empty()
-                && h.retries.is_empty()
+                && h.aside().retries.is_empty()
         });
         if idle {
             if let Some(h) = self.sched.remove_host(id) {
