@@ -65,6 +65,12 @@ pub struct Node {
     /// The shard leases (`owned_shards = "auto"`), once the lease buckets are open: run by
     /// the daemon's lease task, and at its stop to hand everything off.
     pub keeper: tokio::sync::Mutex<Option<LeaseKeeper>>,
+    /// Shards given up and not yet released; held by a sweep from reading the queues of the
+    /// hosts it hands off to deleting them. A taken shard's pending URLs are queued from its
+    /// log only under it: a sweep that read a host's queue before this node took the host's
+    /// shard back deletes what the log has before the log queues it again, never after
+    /// (then they would be nowhere).
+    pub handoffs: tokio::sync::Mutex<Handoffs>,
     /// With shard leases: the shard logs this node appends to and reads when it takes a
     /// shard (`shard_log.rs`).
     pub journal: Option<Journal>,
@@ -124,6 +130,7 @@ impl Node {
             outbox,
             ownership,
             keeper: tokio::sync::Mutex::new(None),
+            handoffs: tokio::sync::Mutex::new(Handoffs::default()),
             journal,
             outbox_kick: Notify::new(),
             max_url_len,
@@ -302,12 +309,7 @@ impl Node {
     /// One hand-off sweep ([`Handoffs::sweep`]), then the release of the shards it finished
     /// handing off (on a failed release the lease runs out instead: the next owner waits its
     /// takeover hold).
-    pub async fn sweep(
-        &self,
-        frontier: &Arc<Frontier>,
-        handoffs: &tokio::sync::Mutex<Handoffs>,
-        now_ms: u64,
-    ) -> SweepReport {
+    pub async fn sweep(&self, frontier: &Arc<Frontier>, now_ms: u64) -> SweepReport {
         // the logs first: a shard's next holder must find in them every page fetched here
         // (or it fetches them again); without them, no hand-off now
         let not_yet = |why: String| SweepReport {
@@ -328,7 +330,8 @@ impl Node {
             }
             Ok(_) => {}
         }
-        let mut r = handoffs
+        let mut r = self
+            .handoffs
             .lock()
             .await
             .sweep(

@@ -314,6 +314,9 @@ async fn read_log(
             .collect();
         items.append(&mut revisits);
         let f = sh.frontier.clone();
+        // after any sweep in progress: one that read these hosts' queues before the shard
+        // came back deletes what the log has, and must do so before it is queued again
+        let _no_sweep = node.handoffs.lock().await;
         // queued even if seen here: this node may have held the shard before
         let done = tokio::task::spawn_blocking(move || f.enqueue_again(&items, now_ms())).await;
         match done {

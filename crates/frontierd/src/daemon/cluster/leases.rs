@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{Backoff, Handoffs, LeaseError, Node, SweepReport};
-use tokio::sync::Mutex;
+use cluster::{Backoff, LeaseError, Node, SweepReport};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::daemon::cluster::intake::{shard_loop, Taken};
@@ -42,15 +41,9 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
     // is aborted at the stop
     let mut tasks = JoinSet::new();
     let mut consumers: HashMap<u32, AbortHandle> = HashMap::new();
-    let handoffs = Arc::new(Mutex::new(Handoffs::default()));
     // the hand-offs publish (maybe many URLs, maybe to a slow broker) beside the rounds,
     // which must never wait on them: a late round lets the fences run out
-    tasks.spawn(sweep_loop(
-        sh.clone(),
-        node.clone(),
-        handoffs.clone(),
-        every,
-    ));
+    tasks.spawn(sweep_loop(sh.clone(), node.clone(), every));
     loop {
         let started = tokio::time::Instant::now();
         let round = match node.keeper.lock().await.as_mut() {
@@ -76,7 +69,7 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
                     }
                 }
                 while tasks.try_join_next().is_some() {}
-                handoffs.lock().await.give_up(&report.to_release);
+                node.handoffs.lock().await.give_up(&report.to_release);
                 let ownership = &node.ownership;
                 ShardLeases {
                     report: &report,
@@ -94,15 +87,10 @@ pub async fn lease_loop(sh: Arc<Shared>, node: Arc<Node>) {
 
 /// Hand off the hosts of shards not held, every `every`; release the shards given up whose
 /// hosts are all handed off.
-async fn sweep_loop(
-    sh: Arc<Shared>,
-    node: Arc<Node>,
-    handoffs: Arc<Mutex<Handoffs>>,
-    every: Duration,
-) {
+async fn sweep_loop(sh: Arc<Shared>, node: Arc<Node>, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
-        report(&sh, &node.sweep(&sh.frontier, &handoffs, now_ms()).await);
+        report(&sh, &node.sweep(&sh.frontier, now_ms()).await);
     }
 }
 
