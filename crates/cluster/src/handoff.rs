@@ -143,30 +143,20 @@ pub async fn hand_off(
         .iter()
         .map(|e| e.url.as_str())
         .collect();
-    let gone = Gone {
-        sent: records
-            .into_iter()
-            .map(|r| r.url)
-            .filter(|u| !unroutable.contains(u.as_str()))
-            .collect(),
-        logged,
-    };
+    let gone: HashSet<String> = records
+        .into_iter()
+        .map(|r| r.url)
+        .filter(|u| !unroutable.contains(u.as_str()))
+        .chain(logged)
+        .collect();
     let f = frontier.clone();
     tokio::task::spawn_blocking(move || take_handed_off(&f, &hosts, &gone, now_ms)).await??;
     Ok(out)
 }
 
-/// The URLs of a hand-off that went to the next owner.
-struct Gone {
-    /// Published to their shards' subjects (acknowledged by the broker).
-    sent: HashSet<String>,
-    /// Already in their shards' logs (pending or done): the next holder queues them from
-    /// the log.
-    logged: HashSet<String>,
-}
-
 /// Take the handed-off hosts' URLs out of the frontier; anything taken that did not go
-/// (arrived meanwhile) is queued here again, for the next sweep.
+/// (`gone`: published to the broker, or already in the shard's log) is queued here again,
+/// for the next sweep.
 ///
 /// Also when this node took a host's shard back since its queue was read: what was sent
 /// comes back through this node's own consumer, and what the log has is queued again from
@@ -174,7 +164,7 @@ struct Gone {
 fn take_handed_off(
     f: &Frontier,
     hosts: &[(String, Vec<UrlRecord>)],
-    gone: &Gone,
+    gone: &HashSet<String>,
     now_ms: u64,
 ) -> Result<(), HandOffError> {
     for (key, _) in hosts {
@@ -185,7 +175,7 @@ fn take_handed_off(
         let taken = f.take_queued(key).map_err(frontier_error)?;
         let back: Vec<frontier::EnqueueItem> = taken
             .into_iter()
-            .filter(|e| !gone.sent.contains(&e.url) && !gone.logged.contains(&e.url))
+            .filter(|e| !gone.contains(&e.url))
             .map(|e| frontier::EnqueueItem::from(UrlRecord::handed_off(e)))
             .collect();
         if !back.is_empty() {
@@ -380,10 +370,8 @@ mod tests {
         // p3 arrives after the read
         f.enqueue_items(&[EnqueueItem::seed(&urls[3])], NOW)
             .unwrap();
-        let gone = Gone {
-            sent: HashSet::from([urls[2].clone()]),
-            logged: HashSet::from([urls[0].clone(), urls[1].clone()]),
-        };
+        // p0 and p1 in the shard's log, p2 published
+        let gone = HashSet::from([urls[0].clone(), urls[1].clone(), urls[2].clone()]);
         take_handed_off(&f, &[(key, records)], &gone, NOW).unwrap();
         let left: Vec<String> = f
             .queued_entries("a.test")
