@@ -181,6 +181,7 @@ impl Frontier {
                 next_fold: 0,
                 entries: 0,
                 hosts: 0,
+                last_logged_ms: 0,
             },
         };
         let metadata_in_use = store.first_in_range(b"m", b"n")?.is_some().into();

@@ -264,3 +264,84 @@ fn intake_records_whose_delete_was_lost_queue_nothing_twice() {
     assert_eq!(got.len(), want.len(), "every URL once");
     assert_eq!(got, want);
 }
+
+/// After a bulk submit spread too thin to fold, a crawl that queues nothing new for a
+/// minute folds the log: the last entries of every host and their hashes leave memory,
+/// the crawl goes on from the segments in the same order, a URL submitted again is still
+/// a duplicate, and a reopen queues nothing twice.
+#[test]
+fn a_log_quiet_for_a_minute_is_folded_while_the_crawl_drains_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = 3000;
+    // 6 URLs a host, 18 000 in all: about 2 MB of log, under the buffer
+    let urls: Vec<String> = (0..6 * hosts)
+        .map(|k| format!("http://h{}.test/p/{k}/{}", k % hosts, "x".repeat(60)))
+        .collect();
+    let open_big = || {
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(5);
+        c.intake_buffer_bytes = 64 << 20;
+        Frontier::open(c).unwrap()
+    };
+    let f = open_big();
+    for chunk in urls.chunks(1000) {
+        f.enqueue_batch(chunk, T0).unwrap();
+    }
+    let held = |f: &Frontier| -> (usize, usize) {
+        let inner = f.inner.lock();
+        let entries = inner.sched.hosts().map(|(_, h)| h.pending.len()).sum();
+        (entries, inner.seen.recent.len())
+    };
+    assert_eq!(held(&f), (urls.len(), urls.len()), "nothing folded yet");
+    assert!(f.inner.lock().intake.bytes >= crate::seen::QUIET_FOLD_MIN_BYTES);
+    let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
+    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
+        .iter()
+        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
+        .collect();
+    f.set_robots(&robots, T0).unwrap();
+    let mut got = Vec::new();
+    let mut crawl_one_round = |f: &Frontier, now: u64| {
+        let items = f.next_batch(now, 2000).unwrap();
+        let mut done = Vec::new();
+        for w in items {
+            if let WorkItem::Page(p) = w {
+                got.push(p.url.clone());
+                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
+            }
+        }
+        f.complete_batch(&done, now).unwrap();
+    };
+    // a second after the submit: still held
+    crawl_one_round(&f, T0 + 1_000);
+    assert!(segment_keys(&f).is_empty());
+    assert!(held(&f).0 > 0);
+    // a minute after it: folded by the completion
+    crawl_one_round(&f, T0 + crate::seen::QUIET_FOLD_AFTER_MS);
+    assert_eq!(held(&f), (0, 0), "entries and hashes left memory");
+    assert!(segment_keys(&f).len() >= hosts - 2000);
+    for t in 1..100 {
+        crawl_one_round(&f, T0 + crate::seen::QUIET_FOLD_AFTER_MS + t);
+    }
+    let mut want = urls.clone();
+    let mut sorted = got.clone();
+    sorted.sort();
+    want.sort();
+    assert_eq!(sorted, want, "every URL once");
+    // each host's in the order given
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for u in &got {
+        let (host, rest) = u.rsplit_once("/p/").unwrap();
+        let k: usize = rest.split('/').next().unwrap().parse().unwrap();
+        if let Some(prev) = last.insert(host, k) {
+            assert!(prev < k, "{host}: {k} after {prev}");
+        }
+    }
+    let again = f.enqueue_batch(&urls[..500], T0 + 100_000).unwrap();
+    assert!(again.iter().all(|r| *r == EnqueueResult::Duplicate));
+    drop(f);
+    let f = open_big();
+    let again = f.enqueue_batch(&urls[500..1000], T0 + 200_000).unwrap();
+    assert!(again.iter().all(|r| *r == EnqueueResult::Duplicate));
+    assert!(f.next_batch(T0 + 200_000, 100).unwrap().is_empty());
+}

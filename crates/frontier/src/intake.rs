@@ -155,6 +155,9 @@ impl Frontier {
                 inner.stats.enqueued += 1;
                 results.push(EnqueueResult::Queued);
             }
+            if !in_batch.is_empty() {
+                inner.intake.last_logged_ms = now_ms;
+            }
             for h in in_batch {
                 inner.seen.recent.insert(h);
             }
@@ -345,14 +348,6 @@ impl Frontier {
         let mut out = std::mem::take(batch);
         out.cut();
         let mut held = 0usize;
-        let spill = |out: &mut Batch, held: &mut usize, more: usize| -> Result<()> {
-            *held += more;
-            if *held >= FOLD_PIECE_BYTES {
-                self.store.apply(std::mem::take(out))?;
-                *held = 0;
-            }
-            Ok(())
-        };
         let mut ids: Vec<u64> = inner
             .sched
             .hosts()
@@ -394,9 +389,52 @@ impl Frontier {
             out.cut();
             let end = h.pending.end();
             h.pending.reset(end);
-            spill(&mut out, &mut held, bytes)?;
+            self.spill(&mut out, &mut held, bytes)?;
         }
-        // seen buckets
+        let hashes = self.merge_recent_hashes(inner, &mut out, &mut held)?;
+        self.store.apply(out)?;
+        // the log, off the lock: thousands of small records now, and sled reads each one
+        // it deletes back from disk. Deleted after the fold in sled's log, so never
+        // durable without it; a delete lost in a crash leaves records whose entries the
+        // replay at open finds in segments already (and hashes merged twice are stored
+        // once). Calls of 64: sled holds every leaf a call touches until it returns.
+        let log: Vec<Vec<u8>> = (inner.intake.first_seq..inner.intake.next_seq)
+            .map(keys::intake)
+            .collect();
+        for chunk in log.chunks(INTAKE_DELETES_PER_CALL) {
+            self.reclaimer.delete(chunk.to_vec());
+        }
+        tracing::debug!(
+            segments,
+            hashes,
+            log_bytes = inner.intake.bytes,
+            "intake log folded"
+        );
+        inner.intake.first_seq = inner.intake.next_seq;
+        inner.intake.bytes = 0;
+        inner.intake.entries = 0;
+        inner.intake.hosts = 0;
+        Ok(())
+    }
+
+    /// Apply `out` once it holds a fold piece's worth ([`FOLD_PIECE_BYTES`]) with `more`.
+    fn spill(&self, out: &mut Batch, held: &mut usize, more: usize) -> Result<()> {
+        *held += more;
+        if *held >= FOLD_PIECE_BYTES {
+            self.store.apply(std::mem::take(out))?;
+            *held = 0;
+        }
+        Ok(())
+    }
+
+    /// Merge the hashes queued since the last fold into the stored seen buckets (splitting
+    /// those that grow too big), through `out`; `recent` is left empty. Returns how many.
+    fn merge_recent_hashes(
+        &self,
+        inner: &mut Inner,
+        out: &mut Batch,
+        held: &mut usize,
+    ) -> Result<usize> {
         let new = inner.seen.recent.take_sorted();
         let mut added = Vec::new();
         let mut i = 0;
@@ -425,35 +463,13 @@ impl Frontier {
                     added.push(s);
                 }
                 out.cut();
-                spill(&mut out, &mut held, bytes)?;
+                self.spill(out, held, bytes)?;
             }
             i = j;
         }
         inner.seen.starts.extend(added);
         inner.seen.starts.sort_unstable();
-        self.store.apply(out)?;
-        // the log, off the lock: thousands of small records now, and sled reads each one
-        // it deletes back from disk. Deleted after the fold in sled's log, so never
-        // durable without it; a delete lost in a crash leaves records whose entries the
-        // replay at open finds in segments already (and hashes merged twice are stored
-        // once). Calls of 64: sled holds every leaf a call touches until it returns.
-        let log: Vec<Vec<u8>> = (inner.intake.first_seq..inner.intake.next_seq)
-            .map(keys::intake)
-            .collect();
-        for chunk in log.chunks(INTAKE_DELETES_PER_CALL) {
-            self.reclaimer.delete(chunk.to_vec());
-        }
-        tracing::debug!(
-            segments,
-            hashes = new.len(),
-            log_bytes = inner.intake.bytes,
-            "intake log folded"
-        );
-        inner.intake.first_seq = inner.intake.next_seq;
-        inner.intake.bytes = 0;
-        inner.intake.entries = 0;
-        inner.intake.hosts = 0;
-        Ok(())
+        Ok(new.len())
     }
 
     /// The in-memory id of a politeness key, loading or creating its record.

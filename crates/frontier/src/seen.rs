@@ -118,7 +118,15 @@ pub(crate) struct IntakeLog {
     /// each such host a segment, so their ratio is the size of the segments it would make.
     pub(crate) entries: u64,
     pub(crate) hosts: u64,
+    /// When the log last grew (unix ms; 0: not since the start): a quiet log is folded.
+    pub(crate) last_logged_ms: u64,
 }
+
+/// The intake is quiet once nothing has been queued for this long (ms): the log is then
+/// folded without waiting for it to fill ([`IntakeLog::quiet_fold_due`]).
+pub(crate) const QUIET_FOLD_AFTER_MS: u64 = 60_000;
+/// ... if it holds at least this many bytes.
+pub(crate) const QUIET_FOLD_MIN_BYTES: u64 = 1 << 20;
 
 /// A fold makes segments of at least this many entries on average, unless the log has
 /// grown to [`THIN_FOLD_FACTOR`] times the buffer. Spread over a million hosts, the buffer
@@ -130,6 +138,16 @@ pub(crate) const MIN_ENTRIES_PER_SEGMENT: u64 = 4;
 pub(crate) const THIN_FOLD_FACTOR: u64 = 4;
 
 impl IntakeLog {
+    /// Whether the log is to be folded now because nothing has been queued for a while:
+    /// after a bulk submit the log may not grow again for hours, and until its fold its
+    /// entries (the last URLs of a million hosts) and their hashes (27 bytes each) are
+    /// held in memory while the crawl drains them (docs/benchmarks.md, "Memory at 10M
+    /// URLs over 1M hosts").
+    pub(crate) fn quiet_fold_due(&self, now_ms: u64) -> bool {
+        self.bytes >= QUIET_FOLD_MIN_BYTES
+            && now_ms.saturating_sub(self.last_logged_ms) >= QUIET_FOLD_AFTER_MS
+    }
+
     /// Whether the log since the last fold, `bytes` long, is to be folded now.
     pub(crate) fn fold_due(&self, buffer_bytes: u64) -> bool {
         let thin = self.entries < MIN_ENTRIES_PER_SEGMENT.saturating_mul(self.hosts);
