@@ -216,7 +216,12 @@ impl HostMem {
     pub(crate) fn drop_dead_segments(&mut self) -> Vec<SegRef> {
         let live = self.live_from();
         let n = self.segs.iter().take_while(|s| s.end() <= live).count();
-        self.segs.drain(..n).collect()
+        let dead = self.segs.drain(..n).collect();
+        if self.segs.is_empty() {
+            // freed, not kept empty: the host may go on from its pending entries for long
+            self.segs = ThinVec::new();
+        }
+        dead
     }
 }
 
@@ -384,6 +389,25 @@ mod tests {
         let size = std::mem::size_of::<HostMem>();
         eprintln!("HostMem: {size} bytes");
         assert!(size <= 320, "HostMem grew to {size} bytes");
+    }
+
+    /// Once its last segment is dead a host holds no segment list.
+    #[test]
+    fn a_host_past_its_segments_holds_no_segment_list() {
+        let mut h = HostMem::empty(Arc::from("a.test"), HostRecord::default());
+        for first in [0, 4] {
+            h.segs.push(SegRef {
+                first,
+                len: 4,
+                fold: 0,
+            });
+        }
+        h.rec.head_seq = 4;
+        assert_eq!(h.drop_dead_segments().len(), 1);
+        assert_eq!(h.segs.len(), 1);
+        h.rec.head_seq = 8;
+        assert_eq!(h.drop_dead_segments().len(), 1);
+        assert_eq!(h.segs.capacity(), 0);
     }
 
     #[test]

@@ -455,6 +455,10 @@ impl Scheduler {
     ) -> Option<&mut HostMem> {
         let h = self.hosts.get_mut(id)?;
         let seq = h.leased.swap_remove(pos);
+        if h.leased.is_empty() {
+            // a million hosts each kept a 48-byte list between their leases
+            h.leased = thin_vec::ThinVec::new();
+        }
         self.lease_clock.clear(LeaseId { host_id: id, seq });
         h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
         // left taken, four expiries filled a default address group for good (issue 33)
@@ -711,6 +715,21 @@ mod tests {
         // the slot is free and the address's gap (500 ms from the lease) has passed; the
         // host that went keeps its own gap (1 s)
         assert_eq!(ready(&mut s, 5_000), Some(other));
+    }
+
+    /// A host between leases holds no lease list (a million hosts each kept 48 bytes).
+    #[test]
+    fn a_host_between_leases_holds_no_lease_list() {
+        let mut s = scheduler(|c| c.max_in_flight_per_host = 2);
+        let a = add(&mut s, "a.test", 3, None);
+        s.handle_page_lease((0, a), (0, Source::Head), 0, None)
+            .expect("in memory");
+        s.handle_page_lease((0, a), (1, Source::Head), 0, None)
+            .expect("in memory");
+        s.handle_page_done(a, 0, 10).expect("in memory");
+        assert_eq!(s.host(a).map(|h| h.leased.as_slice()), Some(&[1][..]));
+        s.handle_page_done(a, 0, 20).expect("in memory");
+        assert_eq!(s.host(a).map(|h| h.leased.capacity()), Some(0));
     }
 
     #[test]
