@@ -25,15 +25,20 @@ fn segment_keys(f: &Frontier) -> Vec<(u32, u64, u64)> {
         .collect()
 }
 
-/// robots.txt known (404) for hosts `h0.test` .. `h<hosts-1>.test`, then every URL leased
-/// and completed: their URLs in the order they were leased.
-fn crawl_all(f: &Frontier, hosts: usize) -> Vec<String> {
+/// robots.txt known (404: no rules) for hosts `h0.test` .. `h<hosts-1>.test`.
+fn robots_known(f: &Frontier, hosts: usize) {
     let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
     let robots: Vec<(&str, RobotsFetchOutcome)> = robots
         .iter()
         .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
         .collect();
     f.set_robots(&robots, T0).unwrap();
+}
+
+/// robots.txt known (404) for hosts `h0.test` .. `h<hosts-1>.test`, then every URL leased
+/// and completed: their URLs in the order they were leased.
+fn crawl_all(f: &Frontier, hosts: usize) -> Vec<String> {
+    robots_known(f, hosts);
     let mut got = Vec::new();
     for t in 0..500 {
         let items = f.next_batch(T0 + t, 1000).unwrap();
@@ -294,12 +299,7 @@ fn a_log_quiet_for_a_minute_is_folded_while_the_crawl_drains_it() {
     };
     assert_eq!(held(&f), (urls.len(), urls.len()), "nothing folded yet");
     assert!(f.inner.lock().intake.bytes >= crate::seen::QUIET_FOLD_MIN_BYTES);
-    let robots: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test")).collect();
-    let robots: Vec<(&str, RobotsFetchOutcome)> = robots
-        .iter()
-        .map(|o| (o.as_str(), RobotsFetchOutcome::ClientError { status: 404 }))
-        .collect();
-    f.set_robots(&robots, T0).unwrap();
+    robots_known(&f, hosts);
     let mut got = Vec::new();
     let mut crawl_one_round = |f: &Frontier, now: u64| {
         let items = f.next_batch(now, 2000).unwrap();
