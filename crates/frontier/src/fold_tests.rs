@@ -72,6 +72,13 @@ fn each_fold_writes_after_every_earlier_one_also_across_a_reopen() {
         let segs = segment_keys(&f);
         // one segment per host per fold, in fold order
         assert_eq!(segs.len(), 3 * hosts);
+        // and each host's list of them holds no room it does not use
+        assert!(f
+            .inner
+            .lock()
+            .sched
+            .hosts()
+            .all(|(_, h)| h.segs.len() == 3 && h.segs.capacity() == 3));
         let folds: Vec<u32> = segs.iter().map(|s| s.0).collect();
         assert_eq!(
             folds

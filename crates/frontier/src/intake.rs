@@ -382,6 +382,7 @@ impl Frontier {
                     fold,
                 };
                 out.put(crate::store::keys::segment_key(&at, id), seg);
+                crate::sched::pending::grow_gently(&mut h.segs, 1);
                 h.segs.push(at);
                 first += chunk.len() as u64;
                 segments += 1;
