@@ -41,20 +41,29 @@ fn crawl_all(f: &Frontier, hosts: usize) -> Vec<String> {
     robots_known(f, hosts);
     let mut got = Vec::new();
     for t in 0..500 {
-        let items = f.next_batch(T0 + t, 1000).unwrap();
-        if items.is_empty() {
+        if !crawl_round(f, T0 + t, 1000, &mut got) {
             break;
         }
-        let mut done = Vec::new();
-        for w in items {
-            if let WorkItem::Page(p) = w {
-                got.push(p.url.clone());
-                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
-            }
-        }
-        f.complete_batch(&done, T0 + t).unwrap();
     }
     got
+}
+
+/// One lease call of up to `max` items at `now`, every page completed as done, its URLs
+/// added to `got`; false if nothing was handed out.
+fn crawl_round(f: &Frontier, now: u64, max: usize, got: &mut Vec<String>) -> bool {
+    let items = f.next_batch(now, max).unwrap();
+    if items.is_empty() {
+        return false;
+    }
+    let mut done = Vec::new();
+    for w in items {
+        if let WorkItem::Page(p) = w {
+            got.push(p.url.clone());
+            done.push((p.id, PageOutcome::Done { response_ms: 1 }));
+        }
+    }
+    f.complete_batch(&done, now).unwrap();
+    true
 }
 
 #[test]
@@ -308,27 +317,21 @@ fn a_log_quiet_for_a_minute_is_folded_while_the_crawl_drains_it() {
     assert!(f.inner.lock().intake.bytes >= crate::seen::QUIET_FOLD_MIN_BYTES);
     robots_known(&f, hosts);
     let mut got = Vec::new();
-    let mut crawl_one_round = |f: &Frontier, now: u64| {
-        let items = f.next_batch(now, 2000).unwrap();
-        let mut done = Vec::new();
-        for w in items {
-            if let WorkItem::Page(p) = w {
-                got.push(p.url.clone());
-                done.push((p.id, PageOutcome::Done { response_ms: 1 }));
-            }
-        }
-        f.complete_batch(&done, now).unwrap();
-    };
     // a second after the submit: still held
-    crawl_one_round(&f, T0 + 1_000);
+    crawl_round(&f, T0 + 1_000, 2000, &mut got);
     assert!(segment_keys(&f).is_empty());
     assert!(held(&f).0 > 0);
     // a minute after it: folded by the completion
-    crawl_one_round(&f, T0 + crate::seen::QUIET_FOLD_AFTER_MS);
+    crawl_round(&f, T0 + crate::seen::QUIET_FOLD_AFTER_MS, 2000, &mut got);
     assert_eq!(held(&f), (0, 0), "entries and hashes left memory");
     assert!(segment_keys(&f).len() >= hosts - 2000);
     for t in 1..100 {
-        crawl_one_round(&f, T0 + crate::seen::QUIET_FOLD_AFTER_MS + t);
+        crawl_round(
+            &f,
+            T0 + crate::seen::QUIET_FOLD_AFTER_MS + t,
+            2000,
+            &mut got,
+        );
     }
     let mut want = urls.clone();
     let mut sorted = got.clone();
