@@ -24,16 +24,6 @@ pub fn robots_holds(kind: RobotsStateKind) -> bool {
     matches!(kind, K::Unknown | K::Stale | K::ServerErrorDisallow)
 }
 
-/// Whether an origin belongs to a politeness key (a host, a registrable domain, or, with
-/// `politeness.key = "origin"`, the origin itself).
-pub fn origin_in_key(origin: &str, key: &str) -> bool {
-    let host = url::Url::parse(origin)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_default();
-    origin == key || host == key || host.ends_with(&format!(".{key}"))
-}
-
 /// The robots summary of one host's origins.
 pub fn robots_summary(kinds: &[RobotsStateKind]) -> RobotsSummary {
     let mut robots_states = std::collections::BTreeMap::new();
@@ -119,6 +109,10 @@ fn origin_view(origin: String, st: &RobotsStatus, sitemaps: Vec<String>) -> Orig
 /// `GET /v1/hosts`: at most `limit` hosts, those with an origin in robots state `state`
 /// when given ("unknown" also matches a host none of whose origins has a record), in key
 /// order, or with `sort` the hosts in memory ranked by it, highest first.
+///
+/// In key order the hosts come a page at a time, each page's robots states from one walk
+/// of the frontier's robots census: with a million hosts an answer costs a few pages, not
+/// every host against every origin.
 pub fn hosts(
     frontier: &Frontier,
     state: Option<&str>,
@@ -126,28 +120,60 @@ pub fn hosts(
     sort: Option<frontier::HostRank>,
     now_ms: u64,
 ) -> Result<HostsAnswer, FrontierError> {
-    let states: Vec<(String, RobotsStateKind)> = frontier
-        .origins(now_ms)?
-        .into_iter()
-        .map(|o| (o.origin, o.status.kind))
-        .collect();
+    /// The largest page of hosts read at once while looking for `state`.
+    const MAX_PAGE: usize = 1 << 18;
     let mut hosts = Vec::new();
-    let listed = match sort {
+    if limit == 0 {
+        return Ok(HostsAnswer { hosts });
+    }
+    match sort {
         // ranked: the hosts in memory; with a state to match, all of them, then the first
-        Some(by) => frontier.hosts_ranked(by, if state.is_some() { usize::MAX } else { limit }),
-        None => frontier.hosts(None, usize::MAX)?,
-    };
+        Some(by) => {
+            let listed =
+                frontier.hosts_ranked(by, if state.is_some() { usize::MAX } else { limit });
+            push_matching(frontier, &listed, state, limit, now_ms, &mut hosts)?;
+        }
+        None => {
+            // a state may match few hosts: pages grow until enough are found
+            let mut page = if state.is_some() {
+                limit.max(1024)
+            } else {
+                limit
+            };
+            let mut after: Option<String> = None;
+            loop {
+                let listed = frontier.hosts(after.as_deref(), page)?;
+                let last_page = listed.len() < page;
+                push_matching(frontier, &listed, state, limit, now_ms, &mut hosts)?;
+                after = listed.last().map(|(key, _)| key.clone());
+                if last_page || hosts.len() >= limit || after.is_none() {
+                    break;
+                }
+                page = page.saturating_mul(2).min(MAX_PAGE);
+            }
+        }
+    }
+    Ok(HostsAnswer { hosts })
+}
+
+/// Add to `out` (up to `limit`) the hosts of `listed` with an origin in `state`, if given.
+fn push_matching(
+    frontier: &Frontier,
+    listed: &[(String, HostRecord)],
+    state: Option<&str>,
+    limit: usize,
+    now_ms: u64,
+    out: &mut Vec<HostView>,
+) -> Result<(), FrontierError> {
+    let keys: Vec<&str> = listed.iter().map(|(key, _)| key.as_str()).collect();
+    // every origin of a host, not only the first: one held origin next to good ones is
+    // what an operator needs to see
+    let kinds = frontier.robots_kinds_under(&keys, now_ms)?;
     for (key, rec) in listed {
-        if hosts.len() >= limit {
+        if out.len() >= limit {
             break;
         }
-        // every origin of the host, not only the first: one held origin next to good ones
-        // is what an operator needs to see
-        let kinds: Vec<RobotsStateKind> = states
-            .iter()
-            .filter(|(o, _)| origin_in_key(o, &key))
-            .map(|(_, k)| *k)
-            .collect();
+        let kinds = kinds.get(key).map(Vec::as_slice).unwrap_or_default();
         if let Some(want) = state {
             let matched =
                 kinds.iter().any(|k| k.as_str() == want) || (kinds.is_empty() && want == "unknown");
@@ -155,9 +181,9 @@ pub fn hosts(
                 continue;
             }
         }
-        hosts.push(host_view(frontier, &key, &rec, &kinds, now_ms));
+        out.push(host_view(frontier, key, rec, kinds, now_ms));
     }
-    Ok(HostsAnswer { hosts })
+    Ok(())
 }
 
 /// `GET /v1/hosts/{host}`: one politeness key in detail, None if the frontier has no record
@@ -212,15 +238,6 @@ pub fn ip_groups(frontier: &Frontier, now_ms: u64) -> IpGroupsAnswer {
 mod tests {
     use super::*;
     use robots_policy::state::RobotsStateKind as K;
-
-    #[test]
-    fn origins_belong_to_their_host_and_domain_keys_only() {
-        assert!(origin_in_key("https://a.example", "a.example"));
-        assert!(origin_in_key("https://www.a.example:8443", "a.example"));
-        assert!(origin_in_key("https://a.example", "https://a.example"));
-        assert!(!origin_in_key("https://ba.example", "a.example"));
-        assert!(!origin_in_key("https://a.example.org", "a.example"));
-    }
 
     #[test]
     fn the_summary_counts_held_origins_and_names_a_shared_state() {

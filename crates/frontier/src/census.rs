@@ -183,6 +183,14 @@ impl RobotsCensus {
         RobotsStateKind::ALL.get(slot.kind as usize).copied()
     }
 
+    /// Every origin counted, with its state at the last look (in no particular order).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, RobotsStateKind)> + '_ {
+        self.slots.iter().filter_map(|s| {
+            let origin = std::str::from_utf8(text(&self.arena, s)).ok()?;
+            Some((origin, *RobotsStateKind::ALL.get(s.kind as usize)?))
+        })
+    }
+
     /// Origins per state (states with none left out).
     pub(crate) fn counts(&self) -> BTreeMap<&'static str, u64> {
         RobotsStateKind::ALL
@@ -193,7 +201,6 @@ impl RobotsCensus {
             .collect()
     }
 
-    /// Origins in the census, and those left out (too long, or past its arena's limit).
     /// Origins in the census, and those left out (too long, or past its arena's limit).
     #[cfg(test)]
     pub(crate) fn len(&self) -> (usize, u64) {

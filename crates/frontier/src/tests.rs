@@ -109,6 +109,24 @@ fn journal_and_checkpoints_keep_host_records() {
         }
         let f = open(dir.path(), false);
         assert_eq!(f.hosts(Some("j5.test"), 3).unwrap().len(), 3);
+        // page by page from the start, records stored, journaled and in memory alike: the
+        // same hosts in the same order as one listing, each once
+        let all: Vec<(String, u64)> = f
+            .hosts(None, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|(k, r)| (k, r.id))
+            .collect();
+        assert_eq!(all.len(), hosts.len());
+        let (mut paged, mut after) = (Vec::new(), None::<String>);
+        loop {
+            let page = f.hosts(after.as_deref(), 3).unwrap();
+            assert!(page.len() <= 3);
+            let Some((last, _)) = page.last() else { break };
+            after = Some(last.clone());
+            paged.extend(page.into_iter().map(|(k, r)| (k, r.id)));
+        }
+        assert_eq!(paged, all);
     }
 }
 

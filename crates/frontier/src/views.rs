@@ -145,38 +145,88 @@ impl Frontier {
     }
 
     /// Politeness keys (in key order) with their records, up to `limit`, starting after
-    /// `after` when given.
+    /// `after` when given. Reads `limit` stored records from `after` on, and walks the
+    /// hosts in memory keeping only the first `limit`: a page of a million hosts costs a
+    /// page, not a million.
     pub fn hosts(&self, after: Option<&str>, limit: usize) -> Result<Vec<(String, HostRecord)>> {
         // held throughout: a checkpoint moves records from the journal to `H`
         let inner = self.inner.lock();
         let wanted = |key: &str| after.is_none_or(|a| key > a);
         let mut out: std::collections::BTreeMap<String, HostRecord> = Default::default();
         // the first `limit` stored keys after `after` ...
-        let mut from_store = 0usize;
-        for kv in self.store.scan_prefix(b"H") {
-            if from_store >= limit {
-                break;
+        let from = match after {
+            // the key just after `after`'s own
+            Some(a) => {
+                let mut k = keys::host(a);
+                k.push(0);
+                k
             }
+            None => b"H".to_vec(),
+        };
+        for kv in self.store.scan_prefix_from(b"H", &from).take(limit) {
             let (k, v) = kv?;
             let key = String::from_utf8_lossy(&k[1..]).into_owned();
-            if !wanted(&key) {
-                continue;
+            if wanted(&key) {
+                out.insert(key, HostRecord::decode(&v)?);
             }
-            from_store += 1;
-            out.insert(key, HostRecord::decode(&v)?);
         }
-        // ... merged with the records that are newer than `H` (in memory, or journaled)
-        for (key, v) in &inner.journal.evicted {
-            if wanted(key) {
-                out.insert(key.to_string(), HostRecord::decode(v)?);
+        // ... merged with the records that are newer than `H` (in memory, or journaled),
+        // keeping the first `limit` keys
+        let mut merge = |key: &str, rec: HostRecord| {
+            if !wanted(key) || limit == 0 {
+                return;
             }
+            if out.len() >= limit
+                && out
+                    .last_key_value()
+                    .is_some_and(|(last, _)| key > last.as_str())
+            {
+                return;
+            }
+            out.insert(key.to_string(), rec);
+            if out.len() > limit {
+                out.pop_last();
+            }
+        };
+        for (key, v) in &inner.journal.evicted {
+            merge(key, HostRecord::decode(v)?);
         }
         for h in inner.sched.hosts().map(|(_, h)| h) {
-            if wanted(&h.key) {
-                out.insert(h.key.to_string(), h.rec);
+            merge(&h.key, h.rec);
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// The robots states of the origins under each of `keys`, by the rule of
+    /// [`Frontier::origins_of`], at `now_ms`: one walk of the robots census (kept in
+    /// memory; built at the first question), no record decoded but those whose state time
+    /// alone has changed. A key with no origin is left out.
+    pub fn robots_kinds_under(
+        &self,
+        keys: &[&str],
+        now_ms: u64,
+    ) -> Result<std::collections::HashMap<String, Vec<robots_policy::state::RobotsStateKind>>> {
+        let wanted: std::collections::HashSet<&str> = keys.iter().copied().collect();
+        let mut out: std::collections::HashMap<String, Vec<_>> = Default::default();
+        let mut guard = self.inner.lock();
+        self.refresh_census(&mut guard, now_ms)?;
+        for (origin, kind) in guard.census.entries() {
+            // an IPv6 host keeps its brackets (as the URL parser gives it); any other is a
+            // slice of the origin, not a parse of it
+            let host: std::borrow::Cow<str> = if origin.contains('[') {
+                host_of_origin(origin).into()
+            } else {
+                crate::resolve::host_of_origin(origin).into()
+            };
+            // the origin itself (origin keys), its host, and each domain above it
+            let suffixes = host.match_indices('.').map(|(i, _)| &host[i + 1..]);
+            for key in [origin, host.as_ref()].into_iter().chain(suffixes) {
+                if let Some(k) = wanted.get(key) {
+                    out.entry(k.to_string()).or_default().push(kind);
+                }
             }
         }
-        Ok(out.into_iter().take(limit).collect())
+        Ok(out)
     }
 
     /// Every origin with a robots record, in origin order, decoded at `now_ms`.

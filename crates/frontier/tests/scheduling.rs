@@ -792,6 +792,36 @@ fn events_and_origin_views() {
         vec!["http://a.com", "https://www.a.com"],
         "subdomains are under their domain"
     );
+    // the census answers the same for many keys in one walk (the admin API's host list)
+    let keys = [
+        "a.com",
+        "www.a.com",
+        "b.com",
+        "http://b.com:8080",
+        "com",
+        "d.com",
+    ];
+    let kinds = f.robots_kinds_under(&keys, T0).unwrap();
+    assert_eq!(kinds.get("a.com").map(Vec::len), Some(2), "{kinds:?}");
+    assert!(
+        !kinds.contains_key("d.com"),
+        "a key with no origin is left out"
+    );
+    for key in keys {
+        let mut want: Vec<&str> = f
+            .origins_of(key, T0)
+            .unwrap()
+            .iter()
+            .map(|o| o.status.kind.as_str())
+            .collect();
+        let mut got: Vec<&str> = kinds
+            .get(key)
+            .map(|v| v.iter().map(|k| k.as_str()).collect())
+            .unwrap_or_default();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "{key}");
+    }
     let counts = f.robots_state_counts(T0 + 20).unwrap();
     assert_eq!(counts.get("fresh"), Some(&3));
     assert_eq!(counts.values().sum::<u64>(), 3);

@@ -89,6 +89,22 @@ impl Store for MemStore {
         Box::new(items.into_iter().map(Ok))
     }
 
+    fn scan_prefix_from<'a>(
+        &'a self,
+        prefix: &[u8],
+        from: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
+        // a snapshot, as scan_prefix
+        let items: Vec<Kv> = self
+            .map
+            .read()
+            .range(prefix_range(prefix))
+            .filter(|(k, _)| k.as_slice() >= from)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Box::new(items.into_iter().map(Ok))
+    }
+
     fn visit_prefix(
         &self,
         prefix: &[u8],

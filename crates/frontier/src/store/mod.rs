@@ -216,6 +216,19 @@ pub trait Store: Send + Sync {
         &'a self,
         prefix: &[u8],
     ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a>;
+    /// The pairs whose key starts with `prefix` and is at least `from`, in key order (a
+    /// page of a long listing, without walking the keys before it).
+    fn scan_prefix_from<'a>(
+        &'a self,
+        prefix: &[u8],
+        from: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
+        let from = from.to_vec();
+        Box::new(
+            self.scan_prefix(prefix)
+                .filter(move |kv| kv.as_ref().map_or(true, |(k, _)| *k >= from)),
+        )
+    }
     /// Visit the pairs whose key starts with `prefix`, in key order, without copying them
     /// (a scan at open that needs only keys or a value's header).
     fn visit_prefix(

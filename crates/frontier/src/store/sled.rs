@@ -127,6 +127,23 @@ impl Store for SledStore {
         }))
     }
 
+    fn scan_prefix_from<'a>(
+        &'a self,
+        prefix: &[u8],
+        from: &[u8],
+    ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
+        let prefix = prefix.to_vec();
+        Box::new(
+            self.db
+                .range(from.to_vec()..)
+                .take_while(move |r| r.as_ref().map_or(true, |(k, _)| k.starts_with(&prefix)))
+                .map(|r| {
+                    r.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                        .map_err(|e| StoreError::sled("scan", e))
+                }),
+        )
+    }
+
     fn visit_prefix(
         &self,
         prefix: &[u8],
