@@ -179,12 +179,6 @@ allow = ["127.0.0.0/8"]
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 
-    /// GET an admin API path (one request, Connection: close).
-    pub fn get(&self, path: &str) -> Result<serde_json::Value> {
-        let body = self.get_text(path)?;
-        serde_json::from_str(&body).with_context(|| format!("{path} is not JSON: {body:.200}"))
-    }
-
     /// GET an admin API path, the body as text.
     pub fn get_text(&self, path: &str) -> Result<String> {
         let (status, body) = self.request("GET", path, None)?;
@@ -440,6 +434,68 @@ pub struct CrawlAfter {
     pub vm_hwm: u64,
     pub vm_rss: u64,
     pub open_fds: usize,
+    /// Completed WARC files deleted meanwhile (`ship_warc`), and their bytes.
+    pub warc_shipped: (u64, u64),
+    /// The store's bytes on disk at the end (the data dir without WARC files and the crawl
+    /// log).
+    pub store_bytes: u64,
+}
+
+/// The crawl after an ingest ([`ingest`]): until robots.txt is known for `hosts` hosts and
+/// a checkpoint ended, at least `at_least`, at most `limit`.
+#[derive(Clone, Copy)]
+pub struct CrawlAfterPlan {
+    pub hosts: u64,
+    pub limit: Duration,
+    pub at_least: Duration,
+    /// Delete each completed WARC file as an operator's shipper would, so that a crawl of
+    /// tens of millions of pages fits on the disk (the `.open` file being written stays).
+    pub ship_warc: bool,
+}
+
+/// Delete the completed WARC files under `dir` (not the `.open` one being written):
+/// (files, bytes).
+fn ship_warc_files(dir: &Path) -> (u64, u64) {
+    let (mut files, mut bytes) = (0, 0);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            let (f, b) = ship_warc_files(&path);
+            files += f;
+            bytes += b;
+        } else if path.to_string_lossy().ends_with(".warc.gz") {
+            let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+            if fs::remove_file(&path).is_ok() {
+                files += 1;
+                bytes += len;
+            }
+        }
+    }
+    (files, bytes)
+}
+
+/// Bytes of the files under `dir`, but WARC files and the crawl log.
+fn store_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            let name = path.to_string_lossy();
+            if path.is_dir() {
+                store_bytes(&path)
+            } else if name.contains(".warc") || name.contains("crawl.log") {
+                0
+            } else {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            }
+        })
+        .sum()
 }
 
 /// `frontierd submit` of the list to a freshly started daemon (crawling meanwhile).
@@ -448,7 +504,7 @@ pub fn ingest(
     list: &Path,
     lines: u64,
     perf_out: Option<(&Path, &str)>,
-    then_crawl: Option<(u64, Duration, Duration)>,
+    then_crawl: Option<CrawlAfterPlan>,
 ) -> Result<IngestRun> {
     let d = Daemon::start(cfg, None)?;
     let pid = d.pid();
@@ -479,31 +535,44 @@ pub fn ingest(
     let vm_hwm = procfs::vm_hwm(pid).unwrap_or(0);
     let mut tail = LogTail::new(d.crawl_log());
     tail.poll()?;
-    let stats = d.get("/v1/stats")?;
-    let accepted = stats["accepted"].as_u64().unwrap_or(0);
-    let robots_fetches = stats["robots_fetches"].as_u64().unwrap_or(0);
+    // from /metrics, which answers whatever the frontier is doing (/v1/stats waits for
+    // it, and a fold of millions of hosts can hold it past the admin API's 10 s)
+    let metrics = d.get_text("/metrics")?;
+    let accepted = metric_sum(&metrics, &["urls_accepted_total"]);
+    let robots_fetches = metric_sum(&metrics, &["robots_fetches_total"]);
     let pages_during = tail.fetched;
     // memory is judged while crawling with robots.txt known for every host: crawl on until
     // each host's robots.txt was fetched (or the time is up)
     let after = match then_crawl {
         None => None,
-        Some((hosts, limit, at_least)) => {
+        Some(CrawlAfterPlan {
+            hosts,
+            limit,
+            at_least,
+            ship_warc,
+        }) => {
             // ... and on until a checkpoint of the host journal (every host record
             // changed meanwhile rewritten) has ended: at 1M hosts it is the crawl's
             // largest single step, so its memory belongs in the figure
             let t1 = Instant::now();
             let mut robots = robots_fetches;
             let (mut checkpoints, mut checkpoint_hosts) = (0, 0);
+            let mut shipped = (0, 0);
             while (robots < hosts || checkpoints == 0 || t1.elapsed() < at_least)
                 && t1.elapsed() < limit
             {
                 std::thread::sleep(Duration::from_secs(1));
-                robots = d.get("/v1/stats")?["robots_fetches"]
-                    .as_u64()
-                    .unwrap_or(robots);
-                let metrics = d.get_text("/metrics")?;
+                // a slow answer is not the end of an hour's run: asked again next second
+                let Ok(metrics) = d.get_text("/metrics") else {
+                    continue;
+                };
+                robots = metric_sum(&metrics, &["robots_fetches_total"]);
                 checkpoints = metric_sum(&metrics, &["store_journal_checkpoints_total"]);
                 checkpoint_hosts = metric_sum(&metrics, &["store_journal_checkpoint_hosts_total"]);
+                if ship_warc {
+                    let (f, b) = ship_warc_files(d.dir.path());
+                    shipped = (shipped.0 + f, shipped.1 + b);
+                }
             }
             tail.poll()?;
             Some(CrawlAfter {
@@ -517,6 +586,8 @@ pub fn ingest(
                 open_fds: fs::read_dir(format!("/proc/{pid}/fd"))
                     .map(|d| d.count())
                     .unwrap_or(0),
+                warc_shipped: shipped,
+                store_bytes: store_bytes(&d.dir.path().join("data")),
             })
         }
     };

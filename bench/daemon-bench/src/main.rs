@@ -97,6 +97,11 @@ struct Cli {
     /// every host (memory over a longer crawl: more checkpoints, more hosts done).
     #[arg(long, value_parser = humantime::parse_duration)]
     crawl_at_least: Option<Duration>,
+    /// With --then-crawl: delete each completed WARC file as it is rotated (as an
+    /// operator's shipper would), so that a crawl of tens of millions of pages fits on the
+    /// disk.
+    #[arg(long)]
+    ship_warc: bool,
     /// Scheduled mode: POST the N URLs to a fresh daemon (first --workers value) as JSON
     /// objects with `refetch_at` 30 days ahead, and report VmHWM/VmRSS idle (baseline),
     /// after the submit and after --after more seconds, with the fetches seen meanwhile
@@ -344,8 +349,12 @@ fn run_ingest(
         list,
         cli.urls,
         perf_out.as_deref().map(|o| (o, cli.perf_args.as_str())),
-        cli.then_crawl
-            .map(|limit| (hosts, limit, cli.crawl_at_least.unwrap_or_default())),
+        cli.then_crawl.map(|limit| daemon::CrawlAfterPlan {
+            hosts,
+            limit,
+            at_least: cli.crawl_at_least.unwrap_or_default(),
+            ship_warc: cli.ship_warc,
+        }),
     )?;
     print_ingest(&r, hosts, w, load_start);
     Ok(())
@@ -407,6 +416,18 @@ fn print_ingest(r: &daemon::IngestRun, hosts: u64, w: usize, load_start: &str) {
             "| open file descriptors at the end of that crawl | {} |",
             a.open_fds
         );
+        println!(
+            "| the store on disk at the end (no WARC, no crawl log) | {:.0} MB ({:.0} bytes a URL accepted) |",
+            mb(a.store_bytes),
+            a.store_bytes as f64 / r.accepted.max(1) as f64
+        );
+        if a.warc_shipped.0 > 0 {
+            println!(
+                "| completed WARC files deleted as they came (--ship-warc) | {} ({:.0} MB) |",
+                a.warc_shipped.0,
+                mb(a.warc_shipped.1)
+            );
+        }
     }
     println!("| load average start / end | {load_start} / {load_end} |");
 }
