@@ -112,7 +112,8 @@ fn origin_view(origin: String, st: &RobotsStatus, sitemaps: Vec<String>) -> Orig
 ///
 /// In key order the hosts come a page at a time, each page's robots states from one walk
 /// of the frontier's robots census: with a million hosts an answer costs a few pages, not
-/// every host against every origin.
+/// every host against every origin. A state few origins are in is answered from those
+/// origins' hosts.
 pub fn hosts(
     frontier: &Frontier,
     state: Option<&str>,
@@ -122,6 +123,8 @@ pub fn hosts(
 ) -> Result<HostsAnswer, FrontierError> {
     /// The largest page of hosts read at once while looking for `state`.
     const MAX_PAGE: usize = 1 << 18;
+    /// At most this many origins in `state`: the hosts are found from them.
+    const RARE_STATE_ORIGINS: usize = 1 << 16;
     let mut hosts = Vec::new();
     if limit == 0 {
         return Ok(HostsAnswer { hosts });
@@ -134,6 +137,19 @@ pub fn hosts(
             push_matching(frontier, &listed, state, limit, now_ms, &mut hosts)?;
         }
         None => {
+            // a state few origins are in (5xx-disallow, say): its hosts found from those
+            // origins, not by walking a million hosts for a handful
+            let rare = state
+                .and_then(|want| RobotsStateKind::ALL.iter().find(|k| k.as_str() == want))
+                .filter(|k| **k != RobotsStateKind::Unknown);
+            if let Some(kind) = rare {
+                if let Some(listed) =
+                    frontier.hosts_with_origin_in(*kind, now_ms, RARE_STATE_ORIGINS)?
+                {
+                    push_matching(frontier, &listed, state, limit, now_ms, &mut hosts)?;
+                    return Ok(HostsAnswer { hosts });
+                }
+            }
             // a state may match few hosts: pages grow until enough are found
             let mut page = if state.is_some() {
                 limit.max(1024)

@@ -211,22 +211,50 @@ impl Frontier {
         let mut guard = self.inner.lock();
         self.refresh_census(&mut guard, now_ms)?;
         for (origin, kind) in guard.census.entries() {
-            // an IPv6 host keeps its brackets (as the URL parser gives it); any other is a
-            // slice of the origin, not a parse of it
-            let host: std::borrow::Cow<str> = if origin.contains('[') {
-                host_of_origin(origin).into()
-            } else {
-                crate::resolve::host_of_origin(origin).into()
-            };
-            // the origin itself (origin keys), its host, and each domain above it
-            let suffixes = host.match_indices('.').map(|(i, _)| &host[i + 1..]);
-            for key in [origin, host.as_ref()].into_iter().chain(suffixes) {
+            keys_over(origin, |key| {
                 if let Some(k) = wanted.get(key) {
                     out.entry(k.to_string()).or_default().push(kind);
                 }
-            }
+            });
         }
         Ok(out)
+    }
+
+    /// The hosts (in key order, with their records) with an origin in robots state `kind`
+    /// at `now_ms`, found from the census's origins in that state; None if more than
+    /// `max_origins` are in it (walking the hosts is then the cheaper way).
+    pub fn hosts_with_origin_in(
+        &self,
+        kind: robots_policy::state::RobotsStateKind,
+        now_ms: u64,
+        max_origins: usize,
+    ) -> Result<Option<Vec<(String, HostRecord)>>> {
+        let mut origins = Vec::new();
+        {
+            let mut guard = self.inner.lock();
+            self.refresh_census(&mut guard, now_ms)?;
+            for (origin, k) in guard.census.entries() {
+                if k == kind {
+                    if origins.len() >= max_origins {
+                        return Ok(None);
+                    }
+                    origins.push(origin.to_string());
+                }
+            }
+        }
+        let mut keys = std::collections::BTreeSet::new();
+        for origin in &origins {
+            keys_over(origin, |key| {
+                keys.insert(key.to_string());
+            });
+        }
+        let mut out = Vec::new();
+        for key in keys {
+            if let Some(rec) = self.host_record(&key)? {
+                out.push((key, rec));
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Every origin with a robots record, in origin order, decoded at `now_ms`.
@@ -384,4 +412,21 @@ pub enum HostRank {
     Slowest,
     /// URLs queued.
     Queued,
+}
+
+/// Each politeness key `origin` can be under (the rule of [`Frontier::origins_of`]): the
+/// origin itself (origin keys), its host, and each domain above the host.
+fn keys_over(origin: &str, mut f: impl FnMut(&str)) {
+    // an IPv6 host keeps its brackets (as the URL parser gives it); any other is a slice
+    // of the origin, not a parse of it
+    let host: std::borrow::Cow<str> = if origin.contains('[') {
+        host_of_origin(origin).into()
+    } else {
+        crate::resolve::host_of_origin(origin).into()
+    };
+    f(origin);
+    f(&host);
+    for (i, _) in host.match_indices('.') {
+        f(&host[i + 1..]);
+    }
 }

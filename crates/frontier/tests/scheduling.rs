@@ -822,6 +822,32 @@ fn events_and_origin_views() {
         got.sort_unstable();
         assert_eq!(got, want, "{key}");
     }
+    // the hosts with an origin in a state, found from the census, are those a walk of every
+    // host finds; and none is found that way once more origins are in it than allowed
+    let fresh = robots_policy::state::RobotsStateKind::Fresh;
+    let found: Vec<String> = f
+        .hosts_with_origin_in(fresh, T0, 100)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let all: Vec<String> = f
+        .hosts(None, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let kinds = f.robots_kinds_under(&all_refs, T0).unwrap();
+    let walked: Vec<String> = all
+        .iter()
+        .filter(|k| kinds.get(k.as_str()).is_some_and(|v| v.contains(&fresh)))
+        .cloned()
+        .collect();
+    assert!(!walked.is_empty());
+    assert_eq!(found, walked);
+    assert!(f.hosts_with_origin_in(fresh, T0, 1).unwrap().is_none());
     let counts = f.robots_state_counts(T0 + 20).unwrap();
     assert_eq!(counts.get("fresh"), Some(&3));
     assert_eq!(counts.values().sum::<u64>(), 3);
