@@ -265,10 +265,10 @@ impl Frontier {
     /// The origins under a politeness key: the key itself (origin keys), its host, or a
     /// subdomain of it (host and domain keys), decoded at `now_ms`.
     pub fn origins_of(&self, key: &str, now_ms: u64) -> Result<Vec<OriginView>> {
-        let suffix = format!(".{key}");
         self.origins_where(now_ms, |origin| {
-            let host = host_of_origin(origin);
-            origin == key || host == key || host.ends_with(&suffix)
+            let mut under = false;
+            keys_over(origin, |k| under |= k == key);
+            under
         })
     }
 
