@@ -162,7 +162,7 @@ pub fn hosts(
                 let last_page = listed.len() < page;
                 push_matching(frontier, &listed, state, limit, now_ms, &mut hosts)?;
                 after = listed.last().map(|(key, _)| key.clone());
-                if last_page || hosts.len() >= limit || after.is_none() {
+                if last_page || hosts.len() >= limit {
                     break;
                 }
                 page = page.saturating_mul(2).min(MAX_PAGE);

@@ -430,3 +430,32 @@ fn keys_over(origin: &str, mut f: impl FnMut(&str)) {
         f(&host[i + 1..]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::keys_over;
+
+    fn keys(origin: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        keys_over(origin, |k| out.push(k.to_string()));
+        out
+    }
+
+    /// An origin is under itself, its host and each domain above it; never under a name
+    /// that only ends like its host, nor under a longer one.
+    #[test]
+    fn an_origin_is_under_its_host_and_the_domains_above_it_only() {
+        assert_eq!(
+            keys("https://www.a.example:8443"),
+            [
+                "https://www.a.example:8443",
+                "www.a.example",
+                "a.example",
+                "example"
+            ]
+        );
+        assert!(!keys("https://ba.example").contains(&"a.example".to_string()));
+        assert!(!keys("https://a.example.org").contains(&"a.example".to_string()));
+        assert!(keys("http://[::1]:8080").contains(&"[::1]".to_string()));
+    }
+}

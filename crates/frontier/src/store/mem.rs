@@ -79,14 +79,7 @@ impl Store for MemStore {
         &'a self,
         prefix: &[u8],
     ) -> Box<dyn Iterator<Item = Result<Kv, StoreError>> + 'a> {
-        // a snapshot: the caller may write while it iterates
-        let items: Vec<Kv> = self
-            .map
-            .read()
-            .range(prefix_range(prefix))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        Box::new(items.into_iter().map(Ok))
+        self.scan_prefix_from(prefix, prefix)
     }
 
     fn scan_prefix_from<'a>(
