@@ -552,6 +552,10 @@ fn a_url_given_up_is_not_asked_again_by_its_shards_next_holder() {
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     assert!(moved > 0, "no host of n1 crawled on by n0");
+    if asked != 12 {
+        show_logs(&envs);
+        show_refetched(&all);
+    }
     assert_eq!(asked, 12, "a failing URL given up was asked again");
 }
 

@@ -34,6 +34,30 @@ pub struct Appended {
 /// under a recrawl schedule).
 type Fetched = (u64, u32, u64, Option<u64>);
 
+/// Entries taken for an append and not yet stored, per shard in order: put back first in
+/// the waiting list when dropped (an error, or the append's future dropped).
+struct Unstored<'a> {
+    waiting: &'a Mutex<Vec<(u32, LogEntry)>>,
+    shards: std::collections::VecDeque<(u32, Vec<LogEntry>)>,
+}
+
+impl Drop for Unstored<'_> {
+    fn drop(&mut self) {
+        if self.shards.is_empty() {
+            return;
+        }
+        let back: Vec<(u32, LogEntry)> = self
+            .shards
+            .drain(..)
+            .flat_map(|(s, es)| es.into_iter().map(move |e| (s, e)))
+            .collect();
+        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let later = std::mem::take(&mut *w);
+        *w = back;
+        w.extend(later);
+    }
+}
+
 /// The shard logs as this node writes and reads them.
 pub struct Journal {
     pub log: ShardLog,
@@ -135,8 +159,9 @@ impl Journal {
         }
     }
 
-    /// Append every waiting entry, in order, each to its shard's log; on an error the
-    /// entries not known to be stored wait again, first. Returns how many were appended.
+    /// Append every waiting entry, in order, each to its shard's log; on an error, or when
+    /// the call is dropped before it returns (cancel-safe), the entries not known to be
+    /// stored wait again, first. Returns how many were appended.
     ///
     /// Queued URLs of a shard not held inside its fence are not appended: its next holder
     /// may have read the log already, and the URLs are still queued here, so the hand-off
@@ -197,20 +222,16 @@ impl Journal {
                 (_, e) => entries.push(e),
             }
         }
-        for (i, (shard, entries)) in by_shard.iter().enumerate() {
-            if let Err(e) = self.log.append(*shard, entries).await {
-                // this shard's entries and the later shards' wait again (appending twice
-                // what was stored is harmless: the fold is idempotent)
-                let back: Vec<(u32, LogEntry)> = by_shard[i..]
-                    .iter()
-                    .flat_map(|(s, es)| es.iter().cloned().map(move |e| (*s, e)))
-                    .collect();
-                let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-                let later = std::mem::take(&mut *w);
-                *w = back;
-                w.extend(later);
-                return Err(e);
-            }
+        // what is not known to be stored waits again, first, also when this call is
+        // dropped at an await (the daemon's stop aborts the task appending): appending twice
+        // what was stored is harmless, the fold is idempotent
+        let mut unstored = Unstored {
+            waiting: &self.waiting,
+            shards: by_shard.into(),
+        };
+        while let Some((shard, entries)) = unstored.shards.front() {
+            self.log.append(*shard, entries).await?;
+            unstored.shards.pop_front();
         }
         Ok(Appended {
             entries: n,

@@ -110,6 +110,41 @@ async fn a_pages_done_entry_waits_for_the_links_it_found_to_leave_the_outbox() {
     assert!(log.read(shard).await.unwrap().done.contains(&url_key(page)));
 }
 
+/// The daemon's stop aborts the task appending: the entries it had taken are not lost with
+/// it, the stop's last append stores them (else their pages' next holder fetches them
+/// again).
+#[tokio::test]
+async fn entries_of_an_append_dropped_midway_are_stored_by_the_next() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let (js, map) = streams(&server).await;
+    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
+    let ownership = cluster::Ownership::leased(map);
+    for s in 0..8 {
+        ownership.grant(s, std::time::Duration::ZERO, ownership.now_ms() + 60_000);
+    }
+    let pages: Vec<String> = (0..16)
+        .map(|h| format!("http://h{h}.site.test/fail"))
+        .collect();
+    journal.queued(pages.iter().map(|u| UrlRecord::seed(u)));
+    for p in &pages {
+        journal.done(p, 0);
+    }
+    // polled once, then dropped while it waits for the broker's first acknowledgement
+    let dropped =
+        tokio::time::timeout(std::time::Duration::ZERO, journal.append_waiting(&ownership, 0))
+            .await;
+    assert!(dropped.is_err(), "the append was not dropped midway");
+    journal.append_waiting(&ownership, 0).await.unwrap();
+    let log = ShardLog::new(js);
+    for p in &pages {
+        let f = log.read(map.shard_of_url(p, 2048).unwrap()).await.unwrap();
+        assert!(f.done.contains(&url_key(p)), "{p}: its done entry was lost");
+        assert!(pending(&f).is_empty(), "{p}: pending again");
+    }
+}
+
 #[tokio::test]
 async fn done_entries_appended_after_the_read_stop_a_queued_url_from_being_fetched_here() {
     let Some(server) = NatsServer::start() else {
