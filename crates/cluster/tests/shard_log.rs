@@ -127,14 +127,16 @@ async fn entries_of_an_append_dropped_midway_are_stored_by_the_next() {
     let pages: Vec<String> = (0..16)
         .map(|h| format!("http://h{h}.site.test/fail"))
         .collect();
-    journal.queued(pages.iter().map(|u| UrlRecord::seed(u)));
+    journal.queued(pages.iter().map(UrlRecord::seed));
     for p in &pages {
         journal.done(p, 0);
     }
     // polled once, then dropped while it waits for the broker's first acknowledgement
-    let dropped =
-        tokio::time::timeout(std::time::Duration::ZERO, journal.append_waiting(&ownership, 0))
-            .await;
+    let dropped = tokio::time::timeout(
+        std::time::Duration::ZERO,
+        journal.append_waiting(&ownership, 0),
+    )
+    .await;
     assert!(dropped.is_err(), "the append was not dropped midway");
     journal.append_waiting(&ownership, 0).await.unwrap();
     let log = ShardLog::new(js);
