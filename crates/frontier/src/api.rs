@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     /// URLs an external fetcher reported done for good.
     pub(crate) done: crate::done::DoneSet,
     pub(crate) intake: IntakeLog,
+    /// The intake log's fold under way, if any (fold.rs).
+    pub(crate) folding: Option<crate::fold::Folding>,
     /// Whether any recrawl record may exist (the configuration schedules URLs, or one
     /// was written: `keys::RECRAWL_IN_USE`): otherwise completions skip decoding the
     /// entries of successful fetches.
@@ -172,6 +174,7 @@ impl Frontier {
             seen: SeenSet {
                 starts: vec![0],
                 recent: Default::default(),
+                folding: Vec::new(),
                 legacy: false,
             },
             intake: IntakeLog {
@@ -183,6 +186,7 @@ impl Frontier {
                 hosts: 0,
                 last_logged_ms: 0,
             },
+            folding: None,
         };
         let metadata_in_use = store.first_in_range(b"m", b"n")?.is_some().into();
         let f = Frontier {

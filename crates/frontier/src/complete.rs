@@ -208,9 +208,9 @@ impl Frontier {
                 .settle_hosts(out.dirty, &mut batch, &mut dead);
             inner.done.mark(&mut batch, &out.done_for_good, &[]);
             // a bulk submit's last part is not left in memory while the crawl drains it
-            if inner.intake.quiet_fold_due(now_ms) {
-                self.fold(inner, &mut batch)?;
-            }
+            // (and a fold under way goes on a slice)
+            let quiet = inner.intake.quiet_fold_due(now_ms);
+            self.fold_step(inner, &mut batch, quiet)?;
             self.store.apply(batch)?;
             if inner.done.fold_due() {
                 inner.done.fold(self.store.as_ref())?;

@@ -70,6 +70,10 @@ pub struct FrontierConfig {
     /// 64 MiB). The URLs queued since the last fold are also held in memory, so this
     /// bounds that memory; larger means fewer, fuller segment writes.
     pub intake_buffer_bytes: u64,
+    /// Bytes a fold writes in one call at most, about (default 8 MiB): a fold goes on a
+    /// slice at a time in the enqueues and completions that follow the one that started
+    /// it, the lock given back between slices.
+    pub fold_slice_bytes: usize,
     /// robots.txt fetches handed out and not yet completed, at most, address lookups before
     /// a first robots.txt (`resolve_before_robots`) included; `None`: no cap. While the cap
     /// is reached, hosts that need robots.txt wait in order and hosts whose rules are known
@@ -119,6 +123,7 @@ impl FrontierConfig {
             journal_checkpoint_bytes: 16 * 1024 * 1024,
             journal_checkpoint_slice: 4096,
             intake_buffer_bytes: 64 * 1024 * 1024,
+            fold_slice_bytes: 8 * 1024 * 1024,
             max_robots_in_flight: None,
             max_in_flight_per_ip: 4,
             ip_delay_ms: 250,

@@ -1,4 +1,5 @@
-//! Intake: canonicalize, dedup against the seen-set, queue durably, fold the intake log.
+//! Intake: canonicalize, dedup against the seen-set, queue durably (the intake log's fold:
+//! fold.rs).
 
 use std::sync::Arc;
 
@@ -6,10 +7,9 @@ use crate::api::{Frontier, Inner};
 use crate::canon::{politeness_key_of, CanonicalUrl, Rejection};
 use crate::crawl::canonicalize_stored;
 use crate::error::Result;
-use crate::sched::hosts::{HostMem, SegRef};
+use crate::sched::hosts::HostMem;
 use crate::seen::HashSet128;
 use crate::store::codec::{HostRecord, QueueEntry};
-use crate::store::journal::FOLD_PIECE_BYTES;
 use crate::store::keys;
 use crate::store::packed::{self, IntakeWriter};
 use crate::store::{Batch, Op};
@@ -271,14 +271,14 @@ impl Frontier {
         }
         batch.cut();
         inner.settling().maybe_checkpoint(&mut batch);
-        if inner.intake.fold_due(self.cfg.intake_buffer_bytes) {
-            self.fold(inner, &mut batch)?;
-        }
+        let due = inner.intake.fold_due(self.cfg.intake_buffer_bytes);
+        self.fold_step(inner, &mut batch, due)?;
         self.store.apply(batch)?;
         Ok(())
     }
 
-    /// Which of `hashes` the seen-set holds: queued since the last fold (`recent`), or in
+    /// Which of `hashes` the seen-set holds: in memory (queued since the last fold, or
+    /// being folded), or in
     /// the stored buckets (and per-URL keys of older versions), each bucket read once, in
     /// hash order.
     pub(crate) fn seen_hashes(
@@ -289,7 +289,7 @@ impl Frontier {
         let mut found = HashSet128::default();
         let mut todo: Vec<u128> = Vec::new();
         for h in hashes {
-            if inner.seen.recent.contains(&h) {
+            if inner.seen.holds(h) {
                 found.insert(h);
             } else {
                 todo.push(h);
@@ -332,145 +332,6 @@ impl Frontier {
             i += n;
         }
         Ok(found)
-    }
-
-    /// Fold the intake log: every host's pending entries that may still be needed become
-    /// queue segments, the hashes queued since the last fold are merged into the seen
-    /// buckets, and the log records go, in that order. A crash part way leaves a prefix;
-    /// what is missing is replayed from the log at open, and replay skips what segments
-    /// already hold.
-    ///
-    /// The fold goes to the store in pieces of about [`FOLD_PIECE_BYTES`] as it is built
-    /// (after the caller's `batch`, which it applies first and leaves empty), so its memory
-    /// does not grow with the seen-set it rewrites; the caller's flush makes it durable.
-    pub(crate) fn fold(&self, inner: &mut Inner, batch: &mut Batch) -> Result<()> {
-        const INTAKE_DELETES_PER_CALL: usize = 64;
-        let mut out = std::mem::take(batch);
-        out.cut();
-        let mut held = 0usize;
-        let mut ids: Vec<u64> = inner
-            .sched
-            .hosts()
-            .filter(|(_, h)| !h.pending.is_empty())
-            .map(|(id, _)| id)
-            .collect();
-        ids.sort_unstable();
-        let mut segments = 0usize;
-        let fold = inner.intake.next_fold;
-        inner.intake.next_fold = SegRef::fold_after(fold);
-        for id in ids {
-            let Some(h) = inner.sched.host_mut(id) else {
-                continue;
-            };
-            let from = h.live_from().max(h.pending.first);
-            let entries: Vec<&[u8]> = h.pending.from(from).collect();
-            let mut first = h.pending.end() - entries.len() as u64;
-            let mut bytes = 0;
-            let chunks = packed::chunk_by_size(
-                &entries,
-                packed::SEGMENT_MAX_ENTRIES,
-                packed::VALUE_TARGET_BYTES,
-                |e| e.len() + 4,
-            );
-            for chunk in chunks {
-                let seg = packed::encode_segment(chunk.iter().copied());
-                bytes += seg.len();
-                let at = SegRef {
-                    first,
-                    // at most SEGMENT_MAX_ENTRIES
-                    len: chunk.len() as u32,
-                    fold,
-                };
-                out.put(crate::store::keys::segment_key(&at, id), seg);
-                crate::sched::pending::grow_gently(&mut h.segs, 1);
-                h.segs.push(at);
-                first += chunk.len() as u64;
-                segments += 1;
-            }
-            out.cut();
-            let end = h.pending.end();
-            h.pending.reset(end);
-            self.spill(&mut out, &mut held, bytes)?;
-        }
-        let hashes = self.merge_recent_hashes(inner, &mut out, &mut held)?;
-        self.store.apply(out)?;
-        // the log, off the lock: thousands of small records now, and sled reads each one
-        // it deletes back from disk. Deleted after the fold in sled's log, so never
-        // durable without it; a delete lost in a crash leaves records whose entries the
-        // replay at open finds in segments already (and hashes merged twice are stored
-        // once). Calls of 64: sled holds every leaf a call touches until it returns.
-        let log: Vec<Vec<u8>> = (inner.intake.first_seq..inner.intake.next_seq)
-            .map(keys::intake)
-            .collect();
-        for chunk in log.chunks(INTAKE_DELETES_PER_CALL) {
-            self.reclaimer.delete(chunk.to_vec());
-        }
-        tracing::debug!(
-            segments,
-            hashes,
-            log_bytes = inner.intake.bytes,
-            "intake log folded"
-        );
-        inner.intake.first_seq = inner.intake.next_seq;
-        inner.intake.bytes = 0;
-        inner.intake.entries = 0;
-        inner.intake.hosts = 0;
-        Ok(())
-    }
-
-    /// Apply `out` once it holds a fold piece's worth ([`FOLD_PIECE_BYTES`]) with `more`.
-    fn spill(&self, out: &mut Batch, held: &mut usize, more: usize) -> Result<()> {
-        *held += more;
-        if *held >= FOLD_PIECE_BYTES {
-            self.store.apply(std::mem::take(out))?;
-            *held = 0;
-        }
-        Ok(())
-    }
-
-    /// Merge the hashes queued since the last fold into the stored seen buckets (splitting
-    /// those that grow too big), through `out`; `recent` is left empty. Returns how many.
-    fn merge_recent_hashes(
-        &self,
-        inner: &mut Inner,
-        out: &mut Batch,
-        held: &mut usize,
-    ) -> Result<usize> {
-        let new = inner.seen.recent.take_sorted();
-        let mut added = Vec::new();
-        let mut i = 0;
-        while i < new.len() {
-            let start = inner.seen.bucket_of(new[i]);
-            let next = inner
-                .seen
-                .starts
-                .get(inner.seen.starts.partition_point(|&s| s <= start))
-                .copied();
-            let j = match next {
-                Some(n) => i + new[i..].partition_point(|&h| h < n),
-                None => new.len(),
-            };
-            let old = match self.store.get(&keys::seen_bucket(start))? {
-                Some(v) => packed::decode_bucket(&v)?,
-                None => Vec::new(),
-            };
-            let merged = packed::merge_sorted(&old, &new[i..j]);
-            for (s, part) in packed::split_bucket(start, merged) {
-                let v = packed::encode_bucket(&part);
-                let bytes = v.len();
-                out.put(keys::seen_bucket(s), v);
-                if s != start {
-                    out.put(keys::bucket_start(s), Vec::new());
-                    added.push(s);
-                }
-                out.cut();
-                self.spill(out, held, bytes)?;
-            }
-            i = j;
-        }
-        inner.seen.starts.extend(added);
-        inner.seen.starts.sort_unstable();
-        Ok(new.len())
     }
 
     /// The in-memory id of a politeness key, loading or creating its record.

@@ -30,6 +30,7 @@ mod done;
 mod error;
 pub mod events;
 mod external;
+mod fold;
 mod gauges;
 mod hand_over;
 mod intake;

@@ -33,11 +33,19 @@ pub(crate) struct SeenSet {
     pub(crate) starts: Vec<u128>,
     /// Hashes queued since the last fold (their URLs are in the intake log).
     pub(crate) recent: RecentHashes,
+    /// The hashes of the fold under way, sorted (merged into the buckets a slice at a
+    /// time; held until its last slice).
+    pub(crate) folding: Vec<u128>,
     /// The store has per-URL `S` keys from an older version.
     pub(crate) legacy: bool,
 }
 
 impl SeenSet {
+    /// Whether `hash` is held in memory: queued since the last fold, or being folded.
+    pub(crate) fn holds(&self, hash: u128) -> bool {
+        self.recent.contains(&hash) || self.folding.binary_search(&hash).is_ok()
+    }
+
     pub(crate) fn bucket_of(&self, hash: u128) -> u128 {
         let i = self.starts.partition_point(|&s| s <= hash);
         self.starts[i.saturating_sub(1)]
@@ -110,7 +118,7 @@ pub(crate) struct IntakeLog {
     pub(crate) next_seq: u64,
     /// Oldest `W` record not yet folded.
     pub(crate) first_seq: u64,
-    /// Bytes written to `W` records since the last fold.
+    /// Bytes written to `W` records since the last fold started.
     pub(crate) bytes: u64,
     /// Number of the next fold (the first part of its segments' keys).
     pub(crate) next_fold: u32,
