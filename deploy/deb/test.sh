@@ -17,10 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# dpkg's standard error, less deb-systemd-helper's notes on the links it makes and removes:
-# anything left is an error of a maintainer script.
+# dpkg's standard error, less deb-systemd-helper's notes on the links it makes and removes
+# and systemd-sysusers' on the user and group it creates (a machine that never had the
+# package): anything left is an error of a maintainer script.
 dpkg_errors() {
-  grep -v -e '^Created symlink ' -e '^Removed "\?/etc/systemd/' "$1" || true
+  grep -v -e '^Created symlink ' -e '^Removed "\?/etc/systemd/' \
+    -e "^Creating group 'frontierd' with GID [0-9]*\.\$" \
+    -e "^Creating user 'frontierd' (.*) with UID [0-9]* and GID [0-9]*\.\$" "$1" || true
 }
 
 fail() {
