@@ -203,10 +203,19 @@ impl Frontier {
                 .starts
                 .get(seen.starts.partition_point(|&s| s <= start))
                 .copied();
-            let j = match next {
+            let mut j = match next {
                 Some(n) => i + new[i..].partition_point(|&h| h < n),
                 None => new.len(),
             };
+            // a bucket taking more than the slice's worth (the first fold of a store puts
+            // every hash into its one bucket) takes a slice's worth now: the pieces it is
+            // split into are found by the next slice's lookups (their starts below, the
+            // pieces applied by the caller in between)
+            let room = ((budget - written) / std::mem::size_of::<u128>()).max(1);
+            let capped = j - i > room;
+            if capped {
+                j = i + room;
+            }
             let old = match self.store.get(&keys::seen_bucket(start))? {
                 Some(v) => packed::decode_bucket(&v)?,
                 None => Vec::new(),
@@ -225,6 +234,9 @@ impl Frontier {
                 self.spill(out, held, bytes)?;
             }
             i = j;
+            if capped {
+                break;
+            }
         }
         f.next_hash = i;
         // buckets split in this slice: their starts are in the store with them (applied

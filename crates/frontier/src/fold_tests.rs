@@ -371,9 +371,10 @@ fn a_fold_in_slices_answers_between_them_and_a_stop_midway_loses_and_doubles_not
         let mut c = FrontierConfig::new(dir).without_gaps();
         c.seed = Some(5);
         // the submit below (about 200 KB of log) starts a fold; each call then writes
-        // a host's segment or a bucket
+        // a host's segment, or merges 16 hashes into the store's one bucket (split as it
+        // grows)
         c.intake_buffer_bytes = 100 << 10;
-        c.fold_slice_bytes = 1;
+        c.fold_slice_bytes = 256;
         c.max_in_flight_per_host = 64;
         Frontier::open(c).unwrap()
     };
@@ -404,13 +405,20 @@ fn a_fold_in_slices_answers_between_them_and_a_stop_midway_loses_and_doubles_not
     for t in 0..2000 {
         if f.folding() {
             rounds_while_folding += 1;
+            // submitted again between slices (hosts or hashes being folded): duplicates
+            let k = (t as usize * 37) % urls.len();
+            let again = f.enqueue_batch(&urls[k..(k + 3).min(urls.len())], T0 + 10 + t);
+            assert!(again
+                .unwrap()
+                .iter()
+                .all(|r| *r == EnqueueResult::Duplicate));
         }
-        if !crawl_round(&f, T0 + 10 + t, 20, &mut got) {
+        if !crawl_round(&f, T0 + 10 + t, 5, &mut got) {
             break;
         }
     }
     assert!(
-        rounds_while_folding > 50,
+        rounds_while_folding > 100,
         "the fold went on over {rounds_while_folding} calls"
     );
     assert!(!f.folding(), "the fold finished");
