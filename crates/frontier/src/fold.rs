@@ -33,6 +33,9 @@ pub(crate) struct Folding {
     log_end: u64,
     /// Segments written so far.
     segments: usize,
+    /// Slices done so far, and when it started (for its log line).
+    slices: u32,
+    started: std::time::Instant,
 }
 
 impl Frontier {
@@ -78,6 +81,8 @@ impl Frontier {
             next_hash: 0,
             log_end: inner.intake.next_seq,
             segments: 0,
+            slices: 0,
+            started: std::time::Instant::now(),
         });
         inner.intake.bytes = 0;
         inner.intake.entries = 0;
@@ -95,6 +100,7 @@ impl Frontier {
             self.store.apply(out)?;
             return Ok(());
         };
+        f.slices += 1;
         let mut held = 0usize;
         let mut written = 0usize;
         while f.next_host < f.hosts.len() && written < budget {
@@ -127,6 +133,8 @@ impl Frontier {
             segments = f.segments,
             hashes = inner.seen.folding.len(),
             log_records = log.len(),
+            slices = f.slices,
+            elapsed_ms = f.started.elapsed().as_millis() as u64,
             "intake log folded"
         );
         inner.intake.first_seq = f.log_end;
