@@ -27,6 +27,19 @@ async fn streams(server: &NatsServer) -> (cluster::JetStream, cluster::ShardMap)
     (js, settings.shard_map)
 }
 
+/// A journal on the 8 shards' logs, and leases on all of them for a minute.
+fn journal_holding_every_shard(
+    js: &cluster::JetStream,
+    map: cluster::ShardMap,
+) -> (cluster::Journal, cluster::Ownership) {
+    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
+    let ownership = cluster::Ownership::leased(map);
+    for s in 0..8 {
+        ownership.grant(s, std::time::Duration::ZERO, ownership.now_ms() + 60_000);
+    }
+    (journal, ownership)
+}
+
 #[tokio::test]
 async fn a_log_reads_back_folded_and_compaction_keeps_the_fold_and_later_entries() {
     let Some(server) = NatsServer::start() else {
@@ -84,11 +97,7 @@ async fn a_pages_done_entry_waits_for_the_links_it_found_to_leave_the_outbox() {
         return;
     };
     let (js, map) = streams(&server).await;
-    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
-    let ownership = cluster::Ownership::leased(map);
-    for s in 0..8 {
-        ownership.grant(s, std::time::Duration::ZERO, ownership.now_ms() + 60_000);
-    }
+    let (journal, ownership) = journal_holding_every_shard(&js, map);
     let page = "http://a.site.test/p";
     let shard = map.shard_of_url(page, 2048).unwrap();
     // the page found links for other nodes, outbox sequence numbers 3..5: its done entry
@@ -119,11 +128,7 @@ async fn entries_of_an_append_dropped_midway_are_stored_by_the_next() {
         return;
     };
     let (js, map) = streams(&server).await;
-    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
-    let ownership = cluster::Ownership::leased(map);
-    for s in 0..8 {
-        ownership.grant(s, std::time::Duration::ZERO, ownership.now_ms() + 60_000);
-    }
+    let (journal, ownership) = journal_holding_every_shard(&js, map);
     let pages: Vec<String> = (0..16)
         .map(|h| format!("http://h{h}.site.test/fail"))
         .collect();
