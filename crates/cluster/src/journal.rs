@@ -2,7 +2,8 @@
 //! waiting to be appended (links queued here, pages fetched for good), appended in the
 //! order they happened, a page's done entry only once the links it found for other nodes
 //! left the outbox; and per shard held, the done keys its log had when this node took
-//! it, so a URL the last holder fetched is not queued again here, and those appended
+//! it, so a URL the last holder fetched is neither queued again here nor fetched if this
+//! node still had it queued (from its own store, after a restart), and those appended
 //! late (the last holder could not reach the broker in time), so a URL of them already
 //! queued here is not fetched.
 
@@ -77,11 +78,14 @@ pub struct Journal {
     pub kick: Notify,
     /// Per shard held: the done keys of its log when this node took it.
     inherited: Mutex<HashMap<u32, HashSet<u64>>>,
-    /// Per shard held: done keys that reached its log after this node read it (its last
-    /// holder could not append them in time), whose URLs may be queued here already.
-    late: Mutex<HashMap<u32, HashSet<u64>>>,
-    /// Whether `late` holds any key (the check before each fetch costs nothing otherwise).
-    any_late: AtomicBool,
+    /// Whether `inherited` holds any key (the check before each fetch costs nothing
+    /// otherwise).
+    any_inherited: AtomicBool,
+    /// Per shard whose log is watched for late done entries: the pages this node fetched
+    /// since it read the log, whose done entries are this node's own, not late ones.
+    own_watched: Mutex<HashMap<u32, HashSet<u64>>>,
+    /// Whether `own_watched` names any shard (the note per page costs nothing otherwise).
+    any_watched: AtomicBool,
 }
 
 impl Journal {
@@ -95,8 +99,9 @@ impl Journal {
             appending: tokio::sync::Mutex::new(()),
             kick: Notify::new(),
             inherited: Mutex::new(HashMap::new()),
-            late: Mutex::new(HashMap::new()),
-            any_late: AtomicBool::new(false),
+            any_inherited: AtomicBool::new(false),
+            own_watched: Mutex::new(HashMap::new()),
+            any_watched: AtomicBool::new(false),
         }
     }
 
@@ -143,8 +148,15 @@ impl Journal {
 
     fn fetched(&self, url: &str, outbox_next: u64, visited_ms: Option<u64>) {
         if let Some((url, shard)) = self.place(url) {
+            let key = url_key(&url);
+            if self.any_watched.load(Ordering::Acquire) {
+                let mut own = self.own_watched.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(keys) = own.get_mut(&shard) {
+                    keys.insert(key);
+                }
+            }
             let mut d = self.done_waiting.lock().unwrap_or_else(|e| e.into_inner());
-            d.push_back((outbox_next, shard, url_key(&url), visited_ms));
+            d.push_back((outbox_next, shard, key, visited_ms));
         }
     }
 
@@ -242,60 +254,79 @@ impl Journal {
     /// A shard taken: remember the done keys of its log ([`crate::Folded::done`], with the visited
     /// URLs this node does not revisit).
     pub fn inherit(&self, shard: u32, done: HashSet<u64>) {
-        self.inherited
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(shard, done);
+        let mut inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        inherited.insert(shard, done);
+        self.any_inherited
+            .store(inherited.values().any(|d| !d.is_empty()), Ordering::Release);
+    }
+
+    /// `shard`'s log is watched for late done entries from now on (until
+    /// [`Journal::end_late_watch`]): the pages this node fetches meanwhile are noted, so
+    /// that their done entries are not taken for late ones of the last holder.
+    pub fn start_late_watch(&self, shard: u32) {
+        let mut own = self.own_watched.lock().unwrap_or_else(|e| e.into_inner());
+        own.insert(shard, HashSet::new());
+        self.any_watched.store(true, Ordering::Release);
+    }
+
+    /// The late-done watch of `shard` is over.
+    pub fn end_late_watch(&self, shard: u32) {
+        let mut own = self.own_watched.lock().unwrap_or_else(|e| e.into_inner());
+        own.remove(&shard);
+        self.any_watched.store(!own.is_empty(), Ordering::Release);
     }
 
     /// Done keys that reached `shard`'s log after this node read it: kept with the
     /// inherited ones, and a URL of them queued here is not fetched
-    /// ([`Journal::fetched_elsewhere`]). Returns how many were new.
+    /// ([`Journal::fetched_elsewhere`]). This node's own done entries (pages fetched here
+    /// while the log is watched) are not late ones. Returns how many were new.
     pub fn inherit_late(&self, shard: u32, keys: HashSet<u64>) -> usize {
+        let keys: Vec<u64> = {
+            let own = self.own_watched.lock().unwrap_or_else(|e| e.into_inner());
+            match own.get(&shard) {
+                Some(mine) => keys.into_iter().filter(|k| !mine.contains(k)).collect(),
+                None => keys.into_iter().collect(),
+            }
+        };
         let mut inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
         let Some(known) = inherited.get_mut(&shard) else {
             // not (or no longer) held here
             return 0;
         };
-        let new: Vec<u64> = keys.into_iter().filter(|k| known.insert(*k)).collect();
-        if !new.is_empty() {
-            let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
-            late.entry(shard).or_default().extend(&new);
-            self.any_late.store(true, Ordering::Release);
+        let new = keys.into_iter().filter(|k| known.insert(*k)).count();
+        if new > 0 {
+            self.any_inherited.store(true, Ordering::Release);
         }
-        new.len()
+        new
     }
 
-    /// Whether `url`, about to be fetched, is one a late done entry of its shard's log says
-    /// the last holder fetched (then it is forgotten: the answer is given once).
+    /// Whether `url`, about to be fetched, is one its shard's log says the last holder
+    /// fetched: a done entry the log had when this node took the shard (the URL was queued
+    /// here from before: this node's own store, after a restart, kept it) or one appended
+    /// late, whose URL this node had queued meanwhile.
     pub fn fetched_elsewhere(&self, url: &str) -> bool {
-        if !self.any_late.load(Ordering::Acquire) {
+        if !self.any_inherited.load(Ordering::Acquire) {
             return false;
         }
         let Some((url, shard)) = self.place(url) else {
             return false;
         };
-        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(keys) = late.get_mut(&shard) else {
-            return false;
-        };
-        let was = keys.remove(&url_key(&url));
-        if keys.is_empty() {
-            late.remove(&shard);
-            self.any_late.store(!late.is_empty(), Ordering::Release);
-        }
-        was
+        let key = url_key(&url);
+        let inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        inherited
+            .get(&shard)
+            .is_some_and(|done| done.contains(&key))
     }
 
     /// A shard lost or given up: forget its done keys.
     pub fn forget(&self, shard: u32) {
-        self.inherited
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&shard);
-        let mut late = self.late.lock().unwrap_or_else(|e| e.into_inner());
-        late.remove(&shard);
-        self.any_late.store(!late.is_empty(), Ordering::Release);
+        {
+            let mut inherited = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+            inherited.remove(&shard);
+            self.any_inherited
+                .store(inherited.values().any(|d| !d.is_empty()), Ordering::Release);
+        }
+        self.end_late_watch(shard);
     }
 
     /// Take out of `items` the URLs a shard's last holder fetched (its log said so when this

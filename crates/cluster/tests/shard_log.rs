@@ -153,53 +153,86 @@ async fn entries_of_an_append_dropped_midway_are_stored_by_the_next() {
 }
 
 #[tokio::test]
-async fn done_entries_appended_after_the_read_stop_a_queued_url_from_being_fetched_here() {
+async fn done_entries_of_the_log_stop_a_url_queued_here_from_being_fetched_and_own_ones_are_not_late(
+) {
     let Some(server) = NatsServer::start() else {
         return;
     };
     let (js, map) = streams(&server).await;
     let log = ShardLog::new(js.clone());
-    let (early, late, other) = (
+    let (early, late, other, mine) = (
         "http://b.site.test/early",
         "http://b.site.test/late",
         "http://b.site.test/other",
+        "http://b.site.test/mine",
     );
     let shard = map.shard_of_url(early, 2048).unwrap();
-    // the last holder's log when this node reads it: three URLs queued, one done
-    let entries: Vec<LogEntry> = [early, late, other].iter().map(|u| queued(u)).collect();
+    // the last holder's log when this node reads it: four URLs queued, one done
+    let entries: Vec<LogEntry> = [early, late, other, mine]
+        .iter()
+        .map(|u| queued(u))
+        .collect();
     log.append(shard, &entries).await.unwrap();
     log.append(shard, &[LogEntry::Done(vec![url_key(early)])])
         .await
         .unwrap();
-    let journal = cluster::Journal::new(ShardLog::new(js.clone()), map, 2048);
+    let (journal, ownership) = journal_holding_every_shard(&js, map);
+    assert!(!journal.fetched_elsewhere(early), "nothing inherited yet");
     let read = log.read(shard).await.unwrap();
     journal.inherit(shard, read.done.clone());
-    assert_eq!(pending(&read), [late, other]);
+    journal.start_late_watch(shard);
+    assert_eq!(pending(&read), [late, other, mine]);
+    // this node had `early` queued from before (its own store, kept over a restart): the
+    // last holder fetched it, so it is not fetched here
+    assert!(
+        journal.fetched_elsewhere(early),
+        "done when the log was read"
+    );
     let (none, at) = log.done_after(shard, read.last_sequence).await.unwrap();
     assert!(none.is_empty());
     assert_eq!(at, read.last_sequence, "nothing after the read");
     assert!(!journal.fetched_elsewhere(late), "no late entry yet");
 
-    // the last holder reaches the broker again and appends its last page's done entry
+    // this node fetches `mine`; the last holder reaches the broker again and appends its
+    // last page's done entry
+    journal.done(mine, 0);
+    journal.append_waiting(&ownership, u64::MAX).await.unwrap();
     log.append(shard, &[LogEntry::Done(vec![url_key(late)])])
         .await
         .unwrap();
     let (keys, at) = log.done_after(shard, read.last_sequence).await.unwrap();
     assert!(at > read.last_sequence);
-    assert_eq!(journal.inherit_late(shard, keys.clone()), 1);
+    assert_eq!(keys.len(), 2, "this node's done entry and the late one");
+    assert_eq!(
+        journal.inherit_late(shard, keys.clone()),
+        1,
+        "only the last holder's entry is late"
+    );
     assert_eq!(journal.inherit_late(shard, keys), 0, "known already");
     assert!(
         journal.fetched_elsewhere(late),
         "fetched by the last holder"
     );
     assert!(!journal.fetched_elsewhere(other));
-    assert!(!journal.fetched_elsewhere(late), "answered once");
+    assert!(
+        journal.fetched_elsewhere(late),
+        "asked again, the same answer"
+    );
     // and a link to it found here later is not queued again
     let mut links = vec![late.to_string(), other.to_string()];
     assert_eq!(journal.drop_done(&mut links, |u| u.as_str()), 1);
     assert_eq!(links, [other]);
+    // once the watch is over, a done entry of this node's counts as new (the watch is what
+    // tells them apart)
+    journal.end_late_watch(shard);
+    let own_again: std::collections::HashSet<u64> = [url_key(mine)].into();
+    assert_eq!(journal.inherit_late(shard, own_again), 1);
     // a shard given up forgets them
     journal.forget(shard);
+    assert!(
+        !journal.fetched_elsewhere(early),
+        "forgotten with the shard"
+    );
     let again: std::collections::HashSet<u64> = [url_key(other)].into();
     assert_eq!(journal.inherit_late(shard, again), 0, "not held");
 }

@@ -160,8 +160,9 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         hops: &lease.hops,
     };
     if fetched_elsewhere(sh, &lease.url) {
-        // its done entry reached the shard's log after this node took the shard: completed
-        // without a request (the last holder wrote its crawl log line and WARC record)
+        // its shard's log says the last holder fetched it (this node had it queued from
+        // before, or its done entry came late): completed without a request (the last holder
+        // wrote its crawl log line and WARC record)
         QueuedUrlFetchedElsewhere { url: &lease.url }.emit(&sh.metrics);
         complete(sh, &lease, PageOutcome::Done { response_ms: 0 }, None, None).await;
         return;

@@ -554,8 +554,9 @@ impl InternalEvent for ShardLogLateDone {
     }
 }
 
-/// A queued URL not fetched: a late done entry of its shard's log says the shard's last
-/// holder fetched it. Its lease is completed without a request.
+/// A queued URL not fetched: a done entry of its shard's log (read when this node took the
+/// shard, or appended late) says the last holder fetched it. Its lease is completed without
+/// a request.
 pub struct QueuedUrlFetchedElsewhere<'a> {
     pub url: &'a str,
 }

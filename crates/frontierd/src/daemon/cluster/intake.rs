@@ -220,6 +220,9 @@ async fn watch_late_done(sh: Arc<Shared>, node: Arc<Node>, shard: u32, mut after
         tokio::time::sleep(LATE_DONE_EVERY).await;
         late_done(&sh, &node, shard, &mut after, &mut backoff).await;
     }
+    if let Some(j) = &node.journal {
+        j.end_late_watch(shard);
+    }
 }
 
 /// What [`read_log`] read.
@@ -372,6 +375,10 @@ async fn read_log(
         }
     }
     journal.inherit(shard, done);
+    if replay {
+        // watched for late done entries from here on (watch_late_done)
+        journal.start_late_watch(shard);
+    }
     ShardLogRead {
         shard,
         folded: &folded,
