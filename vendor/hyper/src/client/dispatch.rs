@@ -29,6 +29,9 @@ pub struct TrySendError<T> {
 }
 
 pub(crate) fn channel<T, U>() -> (Sender<T, U>, Receiver<T, U>) {
+    // frontierd patch: the envelopes go boxed, so the channel's first block (32 slots,
+    // allocated with the channel and kept for the connection's life) is 32 pointers, not
+    // 32 requests: about 8 KiB less in every kept connection (vendor/hyper/PATCH.md)
     let (tx, rx) = mpsc::unbounded_channel();
     let (giver, taker) = want::new();
     let tx = Sender {
@@ -57,7 +60,7 @@ pub(crate) struct Sender<T, U> {
     /// for more.
     giver: want::Giver,
     /// Actually bounded by the Giver, plus `buffered_once`.
-    inner: mpsc::UnboundedSender<Envelope<T, U>>,
+    inner: mpsc::UnboundedSender<Box<Envelope<T, U>>>,
 }
 
 /// An unbounded version.
@@ -68,7 +71,7 @@ pub(crate) struct Sender<T, U> {
 pub(crate) struct UnboundedSender<T, U> {
     /// Only used for `is_closed`, since `mpsc::UnboundedSender` cannot be checked.
     giver: want::SharedGiver,
-    inner: mpsc::UnboundedSender<Envelope<T, U>>,
+    inner: mpsc::UnboundedSender<Box<Envelope<T, U>>>,
 }
 
 impl<T, U> Sender<T, U> {
@@ -110,7 +113,7 @@ impl<T, U> Sender<T, U> {
         }
         let (tx, rx) = oneshot::channel();
         self.inner
-            .send(Envelope(Some((val, Callback::Retry(Some(tx))))))
+            .send(Box::new(Envelope(Some((val, Callback::Retry(Some(tx)))))))
             .map(move |()| rx)
             .map_err(|mut e| (e.0).0.take().expect("envelope not dropped").0)
     }
@@ -122,7 +125,7 @@ impl<T, U> Sender<T, U> {
         }
         let (tx, rx) = oneshot::channel();
         self.inner
-            .send(Envelope(Some((val, Callback::NoRetry(Some(tx))))))
+            .send(Box::new(Envelope(Some((val, Callback::NoRetry(Some(tx)))))))
             .map(move |()| rx)
             .map_err(|mut e| (e.0).0.take().expect("envelope not dropped").0)
     }
@@ -149,7 +152,7 @@ impl<T, U> UnboundedSender<T, U> {
     pub(crate) fn try_send(&mut self, val: T) -> Result<RetryPromise<T, U>, T> {
         let (tx, rx) = oneshot::channel();
         self.inner
-            .send(Envelope(Some((val, Callback::Retry(Some(tx))))))
+            .send(Box::new(Envelope(Some((val, Callback::Retry(Some(tx)))))))
             .map(move |()| rx)
             .map_err(|mut e| (e.0).0.take().expect("envelope not dropped").0)
     }
@@ -157,7 +160,7 @@ impl<T, U> UnboundedSender<T, U> {
     pub(crate) fn send(&mut self, val: T) -> Result<Promise<U>, T> {
         let (tx, rx) = oneshot::channel();
         self.inner
-            .send(Envelope(Some((val, Callback::NoRetry(Some(tx))))))
+            .send(Box::new(Envelope(Some((val, Callback::NoRetry(Some(tx)))))))
             .map(move |()| rx)
             .map_err(|mut e| (e.0).0.take().expect("envelope not dropped").0)
     }
@@ -174,7 +177,7 @@ impl<T, U> Clone for UnboundedSender<T, U> {
 }
 
 pub(crate) struct Receiver<T, U> {
-    inner: mpsc::UnboundedReceiver<Envelope<T, U>>,
+    inner: mpsc::UnboundedReceiver<Box<Envelope<T, U>>>,
     taker: want::Taker,
 }
 

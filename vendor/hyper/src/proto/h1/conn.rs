@@ -467,7 +467,8 @@ where
             return Poll::Ready(Err(crate::Error::new_unexpected_message()));
         }
 
-        let num_read = ready!(self.force_io_read(cx)).map_err(crate::Error::new_io)?;
+        // frontierd patch: idle, so read with a small buffer (Buffered::poll_read_idle)
+        let num_read = ready!(self.force_idle_read(cx)).map_err(crate::Error::new_io)?;
 
         if num_read == 0 {
             let ret = if self.should_error_on_eof() {
@@ -509,6 +510,18 @@ where
         }
     }
 
+    /// [`Conn::force_io_read`] on an idle connection (frontierd patch).
+    fn force_idle_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        debug_assert!(!self.state.is_read_closed());
+
+        let result = ready!(self.io.poll_read_idle(cx));
+        Poll::Ready(result.map_err(|e| {
+            trace!(error = %e, "force_idle_read; io error");
+            self.state.close();
+            e
+        }))
+    }
+
     fn force_io_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         debug_assert!(!self.state.is_read_closed());
 
@@ -540,7 +553,14 @@ where
 
         if !self.io.is_read_blocked() {
             if self.io.read_buf().is_empty() {
-                match self.io.poll_read_from_io(cx) {
+                // frontierd patch: an idle connection reads with a small buffer
+                // (Buffered::poll_read_idle)
+                let read = if self.state.is_idle() {
+                    self.io.poll_read_idle(cx)
+                } else {
+                    self.io.poll_read_from_io(cx)
+                };
+                match read {
                     Poll::Ready(Ok(n)) => {
                         if n == 0 {
                             trace!("maybe_notify; read eof");

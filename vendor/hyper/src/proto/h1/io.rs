@@ -17,6 +17,9 @@ pub(crate) const INIT_BUFFER_SIZE: usize = 8192;
 /// The minimum value that can be set to max buffer size.
 pub(crate) const MINIMUM_MAX_BUFFER_SIZE: usize = INIT_BUFFER_SIZE;
 
+/// What an idle connection's read reserves (frontierd patch: [`Buffered::poll_read_idle`]).
+const IDLE_READ_BUF_SIZE: usize = 64;
+
 /// The default maximum read buffer size. If the buffer gets this big and
 /// a message is still not complete, a `TooLarge` error is triggered.
 // Note: if this changes, update server::conn::Http::max_buf_size docs.
@@ -257,6 +260,41 @@ where
                     self.read_buf.advance_mut(n);
                 }
                 self.read_buf_strategy.record(n);
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending => {
+                self.read_blocked = true;
+                Poll::Pending
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        }
+    }
+
+    /// Read on an idle connection, where only EOF (or an unexpected message) can arrive: the
+    /// buffer grown for the last message is given back first, and the read reserves
+    /// [`IDLE_READ_BUF_SIZE`] bytes only. (frontierd patch: a crawler keeps thousands of
+    /// idle connections, each of which held 8-16 KiB here; vendor/hyper/PATCH.md.)
+    pub(crate) fn poll_read_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.read_buf.is_empty() && self.read_buf.capacity() > IDLE_READ_BUF_SIZE {
+            self.read_buf = BytesMut::new();
+        }
+        self.read_blocked = false;
+        if self.read_buf_remaining_mut() < IDLE_READ_BUF_SIZE {
+            self.read_buf.reserve(IDLE_READ_BUF_SIZE);
+        }
+        // SAFETY: ReadBuf and poll_read promise not to set any uninitialized
+        // bytes onto `dst`.
+        let dst = unsafe { self.read_buf.chunk_mut().as_uninit_slice_mut() };
+        let mut buf = ReadBuf::uninit(dst);
+        match Pin::new(&mut self.io).poll_read(cx, buf.unfilled()) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                trace!("received {} bytes while idle", n);
+                // Safety: we just read that many bytes into the
+                // uninitialized part of the buffer, so this is okay.
+                unsafe {
+                    self.read_buf.advance_mut(n);
+                }
                 Poll::Ready(Ok(n))
             }
             Poll::Pending => {
@@ -535,7 +573,9 @@ pub(super) struct WriteBuf<B> {
 impl<B: Buf> WriteBuf<B> {
     fn new(strategy: WriteStrategy) -> WriteBuf<B> {
         WriteBuf {
-            headers: Cursor::new(Vec::with_capacity(INIT_BUFFER_SIZE)),
+            // frontierd patch: grown on first use to what the heads need (a request head is
+            // a few hundred bytes), not 8 KiB up front in every connection
+            headers: Cursor::new(Vec::new()),
             max_buf_size: DEFAULT_MAX_BUFFER_SIZE,
             queue: BufList::new(),
             strategy,
