@@ -5,6 +5,10 @@
 use crate::exposure::is_loopback;
 use crate::Settings;
 
+/// Files the daemon holds open besides its sockets to sites: the store, WARC files, the
+/// crawl log, listeners and their clients, the broker.
+const OPEN_FILES_BESIDES_SITES: u64 = 512;
+
 /// The contact part of the default user agent: a placeholder nobody can be reached at.
 const PLACEHOLDER_CONTACTS: [&str; 3] = ["example.org", "example.com", "example.net"];
 
@@ -54,6 +58,31 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Files the daemon may hold open at once: a socket for each worker's fetch, the kept
+    /// connections (`fetch.max_pooled_connections`, and as many again after a burst), and
+    /// a margin for the rest.
+    pub fn open_files_wanted(&self) -> u64 {
+        let f = &self.raw.fetch;
+        2 * u64::from(f.workers) + u64::from(f.max_pooled_connections) + OPEN_FILES_BESIDES_SITES
+    }
+
+    /// A warning when `limit`, the open-files limit the daemon runs with (its soft limit,
+    /// raised to the hard one at start), is below [`Settings::open_files_wanted`]: past it,
+    /// connects fail with "too many open files" and pages are retried as network errors.
+    pub fn open_files_warning(&self, limit: u64) -> Option<String> {
+        let wanted = self.open_files_wanted();
+        (limit < wanted).then(|| {
+            format!(
+                "the open-files limit is {limit}, below the {wanted} files fetch.workers = {} \
+                 and fetch.max_pooled_connections = {} may hold open: raise it (LimitNOFILE= \
+                 in the systemd unit, ulimit -Hn in a shell) or lower those",
+                self.raw.fetch.workers, self.raw.fetch.max_pooled_connections
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::Config;
@@ -97,5 +126,27 @@ mod tests {
         assert!(!warned("mybot/1.0 (+https://crawl.archive.test/bot)"));
         assert!(!warned("mybot/1.0 (ops@archive.test)"));
         assert!(!warned("mybot/1.0 (+https://myexample.org/bot)"));
+    }
+
+    #[test]
+    fn an_open_files_limit_below_what_the_fetch_settings_may_open_is_warned_about() {
+        let s = Config::parse(
+            "[fetch]\nworkers = 256\nmax_pooled_connections = 16384\n",
+            "t.toml",
+        )
+        .unwrap()
+        .check(None)
+        .unwrap();
+        assert_eq!(s.open_files_wanted(), 2 * 256 + 16384 + 512);
+        let w = s
+            .open_files_warning(1024)
+            .expect("a shell's usual 1 024 is too few");
+        assert!(w.contains("1024") && w.contains("17408"), "{w}");
+        assert!(w.contains("LimitNOFILE"), "{w}");
+        assert_eq!(
+            s.open_files_warning(65536),
+            None,
+            "the systemd unit's limit"
+        );
     }
 }

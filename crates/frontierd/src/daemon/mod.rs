@@ -18,6 +18,7 @@ pub mod cluster;
 pub mod disk;
 pub mod intake;
 pub mod offer;
+pub mod open_files;
 pub mod progress;
 pub mod run;
 pub mod shared;

@@ -20,6 +20,27 @@ impl InternalEvent for ConfigWarning<'_> {
     }
 }
 
+/// The open-files limit at start, after raising the soft limit to the hard one
+/// (daemon/open_files.rs).
+pub struct OpenFilesLimit {
+    pub before: u64,
+    pub now: u64,
+}
+
+impl InternalEvent for OpenFilesLimit {
+    fn emit(self, _: &Metrics) {
+        if self.now > self.before {
+            tracing::info!(
+                before = self.before,
+                limit = self.now,
+                "open-files limit raised to the hard limit"
+            );
+        } else {
+            tracing::info!(limit = self.now, "open-files limit");
+        }
+    }
+}
+
 /// A WARC file an earlier run left `.open` was recovered at start.
 pub struct WarcRecovered<'a> {
     pub result: &'a dyn Display,
