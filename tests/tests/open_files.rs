@@ -37,8 +37,9 @@ fn the_daemon_raises_its_open_files_limit_to_the_hard_one_and_warns_below_what_i
     lim.rlim_cur = 1024;
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
 
-    // 4 workers: the default of 16 384 kept connections wants 16 384 + 2 x 4 + 512 files;
-    // the most the config takes, 1 048 576, more than any hard limit here
+    // 4 workers: 16 384 kept connections (a cap raised for a crawl of slow hosts) want
+    // 16 384 + 2 x 4 + 512 files; the most the config takes, 1 048 576, more than any hard
+    // limit here
     let wanted = |pooled: u64| pooled + 2 * 4 + 512;
     for pooled in [16_384, 1 << 20] {
         let warned = hard < wanted(pooled);

@@ -21,10 +21,11 @@ pub const DEFAULT_MAX_DECODED_BYTES: usize = 10 * 1024 * 1024;
 /// Redirect hops a robots.txt fetch follows (the spec asks for at least 5).
 pub const DEFAULT_ROBOTS_MAX_REDIRECTS: u32 = 5;
 
-/// Default [`FetcherConfig::max_pooled_connections`]: about 60 MiB of kept connections at
-/// most (a kept connection holds about 4 KiB of heap: vendor/hyper/PATCH.md), enough for
-/// a crawl that goes round 10 000 hosts to find each one's connection still open.
-pub const DEFAULT_MAX_POOLED_CONNECTIONS: usize = 16384;
+/// Default [`FetcherConfig::max_pooled_connections`]. A kept connection holds about 4 KiB
+/// of heap (vendor/hyper/PATCH.md), but 16 384 of them made a crawl over 100 000 hosts a
+/// quarter slower and 140 MB larger (docs/benchmarks.md, "Many slow hosts"): a crawl that
+/// goes round fewer, slower hosts raises it.
+pub const DEFAULT_MAX_POOLED_CONNECTIONS: usize = 1024;
 
 /// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.
 #[derive(Debug, Clone)]
@@ -60,7 +61,7 @@ pub struct FetcherConfig {
     /// while this many open ones serve no fetch serves its one request and closes.
     /// Connections busy with a fetch do not count. Bounds idle keep-alive sockets when a
     /// crawl touches many hosts (after a burst they can reach this plus the fetches that
-    /// were in flight, until `pool_idle_timeout`). Default 16 384.
+    /// were in flight, until `pool_idle_timeout`). Default 1024.
     pub max_pooled_connections: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
     /// or a test server's self-signed certificate). Default empty.
