@@ -151,7 +151,7 @@ worker_processes {workers};
 worker_rlimit_nofile 65536;
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;
-events {{ worker_connections 16384; multi_accept on; }}
+events {{ worker_connections 65536; multi_accept on; }}
 http {{
     access_log off;
     client_body_temp_path {d}/tmp/body;
