@@ -56,9 +56,7 @@ impl Settings {
         out.extend(self.raw.sitemaps.warnings());
         out
     }
-}
 
-impl Settings {
     /// Files the daemon may hold open at once: a socket for each worker's fetch, the kept
     /// connections (`fetch.max_pooled_connections`, and as many again after a burst), and
     /// a margin for the rest.

@@ -5,14 +5,10 @@
 
 use std::io;
 
-/// The soft limit before and after [`raise_to_hard_limit`].
-#[derive(Debug, Clone, Copy)]
-pub struct OpenFilesLimit {
-    pub before: u64,
-    pub now: u64,
-}
+use crate::internal_events::daemon::OpenFilesLimit;
 
-/// Raise the soft open-files limit to the hard one (or as near as the kernel allows).
+/// Raise the soft open-files limit to the hard one (or as near as the kernel allows); the
+/// limit before and after, as the event that logs them.
 pub fn raise_to_hard_limit() -> io::Result<OpenFilesLimit> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -19,8 +19,8 @@ use crate::config::Settings;
 use crate::daemon::shared::Shared;
 use crate::internal_events::cluster::ClusterJoined;
 use crate::internal_events::daemon::{
-    ConfigWarning, FrontierCallFailed, LeasesAbandoned, Listening, OpenFilesLimit, Running,
-    StopCause, Stopped, Stopping, StoreClosed, StoreOpenWaiting, WarcClosed, WarcRecovered,
+    ConfigWarning, FrontierCallFailed, LeasesAbandoned, Listening, Running, StopCause, Stopped,
+    Stopping, StoreClosed, StoreOpenWaiting, WarcClosed, WarcRecovered,
 };
 use crate::internal_events::fetch::CompletionsApplied;
 use crate::internal_events::InternalEvent;
@@ -38,13 +38,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     }
     // every socket is a file: before the first one
     match crate::daemon::open_files::raise_to_hard_limit() {
-        Ok(l) => {
-            OpenFilesLimit {
-                before: l.before,
-                now: l.now,
-            }
-            .emit(&metrics);
-            if let Some(warning) = settings.open_files_warning(l.now) {
+        Ok(limit) => {
+            let now = limit.now;
+            limit.emit(&metrics);
+            if let Some(warning) = settings.open_files_warning(now) {
                 ConfigWarning { warning: &warning }.emit(&metrics);
             }
         }

@@ -22,6 +22,7 @@ impl InternalEvent for ConfigWarning<'_> {
 
 /// The open-files limit at start, after raising the soft limit to the hard one
 /// (daemon/open_files.rs).
+#[derive(Debug, Clone, Copy)]
 pub struct OpenFilesLimit {
     pub before: u64,
     pub now: u64,
