@@ -62,5 +62,13 @@ fn the_daemon_raises_its_open_files_limit_to_the_hard_one_and_warns_below_what_i
             "max_pooled_connections = {pooled}, hard limit {hard}:\n{log}"
         );
         assert!(warned || pooled == "16384", "a hard limit above 1 049 096");
+        if warned {
+            // the pool gives way so that the workers' fetches keep their sockets
+            let kept = hard - 2 * 4 - 512;
+            assert!(
+                log.contains(&format!("at most {kept} connections are kept for reuse")),
+                "max_pooled_connections = {pooled}, hard limit {hard}:\n{log}"
+            );
+        }
     }
 }

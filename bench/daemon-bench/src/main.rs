@@ -53,6 +53,12 @@ struct Cli {
     /// nginx worker processes / hyper server threads.
     #[arg(long, default_value_t = 1)]
     server_threads: usize,
+    /// Loopback ports the server listens on; host k is served on port k mod N. On one
+    /// port every connection has the same destination address and port, and once some
+    /// 10 000 are open or in TIME_WAIT the kernel spends most of a connect() looking for
+    /// a free source port among its 28 000: a real crawl's hosts are on many addresses.
+    #[arg(long, default_value_t = 64)]
+    server_ports: usize,
     /// Threads of the bare client's runtime.
     #[arg(long, default_value_t = 2)]
     client_threads: usize,
@@ -139,8 +145,8 @@ enum Sub {
     /// The hyper server (started by the bench itself as a child process).
     #[command(hide = true)]
     Serve {
-        #[arg(long)]
-        port: u16,
+        #[arg(long, value_delimiter = ',')]
+        ports: Vec<u16>,
         #[arg(long, value_parser = humantime::parse_duration)]
         latency: Duration,
         #[arg(long, default_value_t = 1)]
@@ -152,10 +158,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
         Some(Sub::Serve {
-            port,
+            ports,
             latency,
             threads,
-        }) => server::serve(port, latency, threads),
+        }) => server::serve(&ports, latency, threads),
         None => bench(&cli),
     };
     match r {
@@ -238,7 +244,11 @@ fn bench(cli: &Cli) -> Result<()> {
     }
     let urls: Arc<Vec<String>> = Arc::new(
         (0..cli.urls)
-            .map(|k| format!("http://h{}.test:{port}/p/{k}", k % hosts))
+            .map(|k| {
+                let host = k % hosts;
+                let port = server::port_of(&srv.ports, host);
+                format!("http://h{host}.test:{port}/p/{k}")
+            })
             .collect(),
     );
     let work = tempfile::Builder::new().prefix("daemon-bench-").tempdir()?;
@@ -306,11 +316,17 @@ fn start_server(cli: &Cli) -> Result<server::Server> {
         true => ServerKind::Hyper,
         false => cli.server,
     };
-    let srv = server::start(server_kind, cli.latency, cli.server_threads)?;
+    let srv = server::start(
+        server_kind,
+        cli.latency,
+        cli.server_threads,
+        cli.server_ports,
+    )?;
     println!(
-        "server: {} on 127.0.0.1:{} (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
+        "server: {} on 127.0.0.1:{} and {} more ports (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
         srv.kind,
         srv.port,
+        srv.ports.len() - 1,
         srv.pid(),
         cli.server_threads,
         cli.latency,

@@ -49,7 +49,10 @@ pub enum ServerKind {
 /// A running server child; killed on drop.
 pub struct Server {
     pub kind: &'static str,
+    /// The first of `ports`: the one the bench's own requests (readiness, counters) use.
     pub port: u16,
+    /// Every port it listens on (127.0.0.1); host `k` is served on `ports[k % len]`.
+    pub ports: Vec<u16>,
     child: Child,
     _dir: tempfile::TempDir,
 }
@@ -78,9 +81,20 @@ impl Drop for Server {
     }
 }
 
-pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
-    Ok(l.local_addr()?.port())
+/// `n` distinct free loopback ports (all bound at once, then released).
+pub fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners = (0..n.max(1))
+        .map(|_| TcpListener::bind("127.0.0.1:0").context("binding a loopback port"))
+        .collect::<Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// The port host `host` (`h<host>.test`) is served on.
+pub fn port_of(ports: &[u16], host: u64) -> u16 {
+    ports[(host % ports.len() as u64) as usize]
 }
 
 pub fn find_nginx() -> Option<PathBuf> {
@@ -90,8 +104,13 @@ pub fn find_nginx() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// Start the chosen server and wait until it answers.
-pub fn start(kind: ServerKind, latency: Duration, threads: usize) -> Result<Server> {
+/// Start the chosen server on `n_ports` loopback ports and wait until it answers.
+pub fn start(
+    kind: ServerKind,
+    latency: Duration,
+    threads: usize,
+    n_ports: usize,
+) -> Result<Server> {
     let kind = match kind {
         ServerKind::Auto if latency.is_zero() && find_nginx().is_some() => ServerKind::Nginx,
         ServerKind::Auto => ServerKind::Hyper,
@@ -104,16 +123,22 @@ pub fn start(kind: ServerKind, latency: Duration, threads: usize) -> Result<Serv
         .prefix("daemon-bench-server-")
         .tempdir()
         .context("creating the server's temp dir")?;
-    let port = free_port()?;
+    let ports = free_ports(n_ports)?;
+    let port = ports[0];
+    let port_list = ports
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let (name, child) = match kind {
-        ServerKind::Nginx => ("nginx", start_nginx(dir.path(), port, threads)?),
+        ServerKind::Nginx => ("nginx", start_nginx(dir.path(), &ports, threads)?),
         _ => {
             let exe = std::env::current_exe().context("finding this binary")?;
             let child = Command::new(exe)
                 .args([
                     "serve",
-                    "--port",
-                    &port.to_string(),
+                    "--ports",
+                    &port_list,
                     "--latency",
                     &humantime::format_duration(latency).to_string(),
                     "--threads",
@@ -128,6 +153,7 @@ pub fn start(kind: ServerKind, latency: Duration, threads: usize) -> Result<Serv
     let server = Server {
         kind: name,
         port,
+        ports,
         child,
         _dir: dir,
     };
@@ -136,7 +162,7 @@ pub fn start(kind: ServerKind, latency: Duration, threads: usize) -> Result<Serv
     Ok(server)
 }
 
-fn start_nginx(dir: &Path, port: u16, workers: usize) -> Result<Child> {
+fn start_nginx(dir: &Path, ports: &[u16], workers: usize) -> Result<Child> {
     let nginx = find_nginx().context("nginx not found: apt-get install -y nginx-light")?;
     let www = dir.join("www");
     fs::create_dir_all(&www)?;
@@ -144,6 +170,10 @@ fn start_nginx(dir: &Path, port: u16, workers: usize) -> Result<Child> {
     fs::write(www.join("page.html"), page_html())?;
     fs::write(www.join("robots.txt"), ROBOTS_TXT)?;
     let d = dir.display();
+    let listen: String = ports
+        .iter()
+        .map(|port| format!("        listen 127.0.0.1:{port} backlog=4096;\n"))
+        .collect();
     let conf = format!(
         r#"daemon off;
 master_process on;
@@ -163,8 +193,7 @@ http {{
     tcp_nopush on;
     open_file_cache max=16;
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        server_name _;
+{listen}        server_name _;
         root {d}/www;
         location = /robots.txt {{ default_type text/plain; }}
         location / {{ default_type text/html; try_files /page.html =404; }}
@@ -245,18 +274,32 @@ fn counter(port: u16, path: &str) -> Result<u64> {
         .with_context(|| format!("no request count from the server: {text:.200}"))
 }
 
-/// `daemon-bench serve`: the hyper server (runs in its own process, like nginx).
-pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
+/// `daemon-bench serve`: the hyper server (runs in its own process, like nginx), one
+/// accept loop a port.
+pub fn serve(ports: &[u16], latency: Duration, threads: usize) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
-        let page = Bytes::from(page_html());
-        let robots = Bytes::from_static(ROBOTS_TXT.as_bytes());
+        let mut loops = tokio::task::JoinSet::new();
+        for &port in ports {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+            loops.spawn(accept_loop(listener, latency));
+        }
+        while let Some(done) = loops.join_next().await {
+            done?;
+        }
+        Ok(())
+    })
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, latency: Duration) {
+    let page = Bytes::from(page_html());
+    let robots = Bytes::from_static(ROBOTS_TXT.as_bytes());
+    {
         loop {
             let (stream, _) = match listener.accept().await {
                 Ok(s) => s,
@@ -306,7 +349,7 @@ pub fn serve(port: u16, latency: Duration, threads: usize) -> Result<()> {
                     .await;
             });
         }
-    })
+    }
 }
 
 /// Requests/s of `wrk -t1 -cN -d3s` against one host of the server, if wrk is installed.

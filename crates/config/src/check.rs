@@ -42,12 +42,9 @@ impl Config {
             0,
             warc::MAX_GZIP_LEVEL.into(),
         )?;
-        range_u64(
-            "fetch.max_pooled_connections",
-            c.fetch.max_pooled_connections.into(),
-            0,
-            1 << 20,
-        )?;
+        if let Some(max) = c.fetch.max_pooled_connections {
+            range_u64("fetch.max_pooled_connections", max.into(), 0, 1 << 20)?;
+        }
         range_dur(
             "fetch.pool_idle_timeout",
             c.fetch.pool_idle_timeout,

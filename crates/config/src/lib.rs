@@ -94,7 +94,8 @@ pub struct FetchSection {
     pub max_decoded_bytes: u64,
     pub robots_max_redirects: u32,
     pub shutdown_grace: Dur,
-    pub max_pooled_connections: u32,
+    /// Unset: [`Settings::max_pooled_connections`] scales it with `workers`.
+    pub max_pooled_connections: Option<u32>,
     pub pool_idle_timeout: Dur,
 }
 
@@ -110,7 +111,7 @@ impl Default for FetchSection {
             max_decoded_bytes: fetcher::DEFAULT_MAX_DECODED_BYTES as u64,
             robots_max_redirects: fetcher::DEFAULT_ROBOTS_MAX_REDIRECTS,
             shutdown_grace: Dur(Duration::from_secs(30)),
-            max_pooled_connections: fetcher::DEFAULT_MAX_POOLED_CONNECTIONS as u32,
+            max_pooled_connections: None,
             pool_idle_timeout: Dur(Duration::from_secs(90)),
         }
     }
@@ -585,7 +586,7 @@ impl Settings {
                 )
             })?,
             robots_max_redirects: f.robots_max_redirects,
-            max_pooled_connections: f.max_pooled_connections as usize,
+            max_pooled_connections: self.max_pooled_connections() as usize,
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             dns: self.raw.dns.fetcher_config(),
@@ -605,3 +606,4 @@ mod recrawl;
 #[cfg(test)]
 mod tests;
 mod warnings;
+pub use warnings::POOLED_CONNECTIONS_PER_WORKER;

@@ -144,6 +144,32 @@ fn pool_keys_reach_the_fetcher() {
     assert!(e.contains("fetch.max_pooled_connections"), "{e}");
 }
 
+/// Unset, the kept-connection cap grows with the workers (a crawl's rotation of hosts
+/// does), never below the fetcher's default; set, it is what it says.
+#[test]
+fn the_kept_connection_cap_follows_the_workers_unless_set() {
+    let pooled = |text: &str| {
+        Config::parse(text, "t")
+            .unwrap()
+            .check(None)
+            .unwrap()
+            .fetcher_config()
+            .unwrap()
+            .max_pooled_connections
+    };
+    assert_eq!(pooled("[fetch]\nworkers = 1000\n"), 16_000);
+    assert_eq!(pooled("[fetch]\nworkers = 256\n"), 4_096);
+    assert_eq!(pooled("[fetch]\nworkers = 16\n"), 1_024);
+    assert_eq!(
+        pooled("[fetch]\nworkers = 1000\nmax_pooled_connections = 512\n"),
+        512
+    );
+    assert_eq!(
+        pooled("[fetch]\nworkers = 8\nmax_pooled_connections = 0\n"),
+        0
+    );
+}
+
 #[test]
 fn ip_politeness_and_dns_keys_reach_the_frontier_and_fetcher() {
     let s = Config::parse(

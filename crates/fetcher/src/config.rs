@@ -22,9 +22,8 @@ pub const DEFAULT_MAX_DECODED_BYTES: usize = 10 * 1024 * 1024;
 pub const DEFAULT_ROBOTS_MAX_REDIRECTS: u32 = 5;
 
 /// Default [`FetcherConfig::max_pooled_connections`]. A kept connection holds about 4 KiB
-/// of heap (vendor/hyper/PATCH.md), but with 16 384 of them a crawl over 100 000 hosts
-/// fetched a quarter to a third fewer pages (docs/benchmarks.md, "Many slow hosts"): a
-/// crawl that goes round fewer, slower hosts raises it.
+/// of heap (vendor/hyper/PATCH.md); a crawl going round more hosts than this at once
+/// raises it (the daemon's configuration scales it with its workers).
 pub const DEFAULT_MAX_POOLED_CONNECTIONS: usize = 1024;
 
 /// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.

@@ -36,6 +36,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     for warning in settings.warnings() {
         ConfigWarning { warning: &warning }.emit(&metrics);
     }
+    let mut fetcher_config = settings.fetcher_config()?;
     // every socket is a file: before the first one
     match crate::daemon::open_files::raise_to_hard_limit() {
         Ok(limit) => {
@@ -44,6 +45,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
             if let Some(warning) = settings.open_files_warning(now) {
                 ConfigWarning { warning: &warning }.emit(&metrics);
             }
+            fetcher_config.max_pooled_connections = settings.max_pooled_within(now);
         }
         Err(e) => {
             let warning = format!("the open-files limit could not be read: {e}");
@@ -65,7 +67,7 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
     let frontier = open_frontier_when_writable(&settings, &admin_listener, &metrics).await?;
     // what a crash lost includes gaps just started: every host waits its gap from now
     frontier.hold_hosts_after_restart(crate::daemon::now_ms());
-    let fetcher = Fetcher::new(settings.fetcher_config()?).context("building the HTTP client")?;
+    let fetcher = Fetcher::new(fetcher_config).context("building the HTTP client")?;
     let warc = WarcWriter::new(settings.warc_config()).context("opening the WARC writer")?;
     let data_dir = settings.data_dir.clone();
     let cluster = match &settings.cluster {
