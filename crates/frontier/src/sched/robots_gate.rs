@@ -71,7 +71,11 @@ pub enum RobotsVerdict {
 }
 
 /// Bounded cache of decoded origin states (approximate LRU with two generations: when the
-/// hot map reaches half the capacity it becomes the cold map; a cold hit is promoted).
+/// hot map reaches the capacity it becomes the cold map; a cold hit is promoted). It holds
+/// the `cap` origins used last, and up to as many again from the generation before. A
+/// crawl goes round its hosts in turn, and a cache that held fewer than a turn missed on
+/// every lease: with generations of half the capacity, 10 000 hosts in turn with a
+/// capacity of 10 000 read and compiled a robots.txt for every page.
 pub struct RobotsCache {
     backend: Arc<RobotsEngine>,
     agent: String,
@@ -81,7 +85,7 @@ pub struct RobotsCache {
 }
 
 impl RobotsCache {
-    /// New cache holding about `cap` origins.
+    /// New cache holding at least the `cap` origins used last (at most twice as many).
     pub fn new(backend: Arc<RobotsEngine>, agent: &str, cap: usize) -> RobotsCache {
         RobotsCache {
             backend,
@@ -127,7 +131,7 @@ impl RobotsCache {
                     CachedOrigin::new(state)
                 }
             };
-            if self.hot.len() >= self.cap / 2 {
+            if self.hot.len() >= self.cap {
                 self.cold = std::mem::take(&mut self.hot);
             }
             self.hot.insert(origin.to_string(), entry);
@@ -142,7 +146,7 @@ impl RobotsCache {
     /// Replace the state of `origin` (after a durable apply).
     pub fn put(&mut self, origin: &str, state: OriginState) {
         self.cold.remove(origin);
-        if self.hot.len() >= self.cap / 2 && !self.hot.contains_key(origin) {
+        if self.hot.len() >= self.cap && !self.hot.contains_key(origin) {
             self.cold = std::mem::take(&mut self.hot);
         }
         self.hot
@@ -318,6 +322,45 @@ impl OriginState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Origins taken in turn, as a crawl goes round its hosts: with as many origins as the
+    /// capacity, each is read from the store once, in the first turn only.
+    #[test]
+    fn a_turn_over_as_many_origins_as_the_capacity_reads_each_once() {
+        let engine = Arc::new(RobotsEngine::default());
+        let stored = engine.unknown().encode();
+        let mut cache = RobotsCache::new(engine, "frontierd/0.1", 1000);
+        let mut loads = 0;
+        for turn in 0..4 {
+            for o in 0..1000 {
+                cache
+                    .entry::<DecodeError>(&format!("http://h{o}.test"), || {
+                        loads += 1;
+                        Ok(Some(stored.clone()))
+                    })
+                    .unwrap();
+            }
+            assert_eq!(
+                loads, 1000,
+                "turn {turn}: every origin read once, in turn 0"
+            );
+        }
+        assert!(cache.len() <= 2000);
+        // a turn over more than twice the capacity misses every time: the bound holds
+        let mut loads = 0;
+        for _ in 0..2 {
+            for o in 0..2500 {
+                cache
+                    .entry::<DecodeError>(&format!("http://w{o}.test"), || {
+                        loads += 1;
+                        Ok(Some(stored.clone()))
+                    })
+                    .unwrap();
+            }
+        }
+        assert_eq!(loads, 5000);
+        assert!(cache.len() <= 2000, "{} origins held", cache.len());
+    }
 
     #[test]
     fn engine_roundtrip() {
