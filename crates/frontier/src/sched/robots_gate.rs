@@ -323,42 +323,42 @@ impl OriginState {
 mod tests {
     use super::*;
 
+    /// Takes `n` origins named `prefix<k>` in turn, `turns` times; returns how many
+    /// were read from the store.
+    fn go_round(cache: &mut RobotsCache, prefix: &str, n: usize, turns: usize) -> usize {
+        let stored = cache.backend().unknown().encode();
+        let mut loads = 0;
+        for _ in 0..turns {
+            for o in 0..n {
+                cache
+                    .entry::<DecodeError>(&format!("http://{prefix}{o}.test"), || {
+                        loads += 1;
+                        Ok(Some(stored.clone()))
+                    })
+                    .unwrap();
+            }
+        }
+        loads
+    }
+
     /// Origins taken in turn, as a crawl goes round its hosts: with as many origins as the
     /// capacity, each is read from the store once, in the first turn only.
     #[test]
     fn a_turn_over_as_many_origins_as_the_capacity_reads_each_once() {
-        let engine = Arc::new(RobotsEngine::default());
-        let stored = engine.unknown().encode();
-        let mut cache = RobotsCache::new(engine, "frontierd/0.1", 1000);
-        let mut loads = 0;
-        for turn in 0..4 {
-            for o in 0..1000 {
-                cache
-                    .entry::<DecodeError>(&format!("http://h{o}.test"), || {
-                        loads += 1;
-                        Ok(Some(stored.clone()))
-                    })
-                    .unwrap();
-            }
-            assert_eq!(
-                loads, 1000,
-                "turn {turn}: every origin read once, in turn 0"
-            );
-        }
+        let mut cache = RobotsCache::new(Arc::new(RobotsEngine::default()), "frontierd/0.1", 1000);
+        assert_eq!(
+            go_round(&mut cache, "h", 1000, 1),
+            1000,
+            "the first turn reads each"
+        );
+        assert_eq!(
+            go_round(&mut cache, "h", 1000, 3),
+            0,
+            "the next turns read none"
+        );
         assert!(cache.len() <= 2000);
         // a turn over more than twice the capacity misses every time: the bound holds
-        let mut loads = 0;
-        for _ in 0..2 {
-            for o in 0..2500 {
-                cache
-                    .entry::<DecodeError>(&format!("http://w{o}.test"), || {
-                        loads += 1;
-                        Ok(Some(stored.clone()))
-                    })
-                    .unwrap();
-            }
-        }
-        assert_eq!(loads, 5000);
+        assert_eq!(go_round(&mut cache, "w", 2500, 2), 5000);
         assert!(cache.len() <= 2000, "{} origins held", cache.len());
     }
 
