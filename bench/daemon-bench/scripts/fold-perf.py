@@ -5,7 +5,15 @@ frontierd/frontier/sled/fetcher frame, so kernel time (context switches, futex, 
 charged to the Rust code that caused it.
 
     perf script -i perf-64.data | python3 fold-perf.py
+
+With --where: where a page's CPU goes instead, each sample charged to the first of
+CATEGORIES that any frame of its stack matches, in that order, and with --us-per-page (the
+daemon's CPU per page in the same run) in microseconds a page (the table in
+docs/benchmarks.md, "Daemon throughput").
+
+    perf script -i perf-256.data | python3 fold-perf.py --where --us-per-page 61
 """
+import argparse
 import collections
 import re
 import sys
@@ -30,11 +38,31 @@ def leaf_class(frames):
     return "user"
 
 
-def main():
+# (category, pattern on any frame of the stack); the first match wins, so the narrower
+# ones come first (deflate and SHA-1 run inside the WARC writer, the fetcher inside a
+# worker).
+CATEGORIES = [
+    ("WARC: deflate (libdeflate)", re.compile(r"deflate|libdeflate")),
+    ("WARC: SHA-1 digests", re.compile(r"sha1")),
+    ("WARC: the rest (record, file write)", re.compile(r"\bwarc::|warc_output")),
+    ("crawl log line", re.compile(r"crawl_log|CrawlLog|crawllog")),
+    ("frontier: lease calls (dispatcher)", re.compile(r"next_batch|dispatch_loop")),
+    ("frontier: completions (completer, store)", re.compile(r"complete_loop|frontier::complete|apply_robots")),
+    ("sled (its own threads, flushes)", re.compile(r"\bsled::")),
+    ("fetch: hyper's connection task (sockets, parsing)",
+     re.compile(r"hyper::proto|UpgradeableConnection|hyper::client::conn|hyper_util::client::legacy::pool|hyper_util::rt::tokio")),
+    ("fetch: the fetcher (request, body, timeouts, records)", re.compile(r"\bfetcher::")),
+    ("worker: the rest of a page (events, outcome, parse)", re.compile(r"frontierd::daemon::worker|frontierd_pipeline|crawl::")),
+]
+REST = "runtime: scheduling, wake-ups, idle, the rest"
+
+
+def read_samples(lines):
+    """(thread name, frames innermost first) of each sample of `perf script` output."""
     samples = []
     comm = None
     frames = []
-    for line in sys.stdin:
+    for line in lines:
         if not line.strip():
             if comm is not None:
                 samples.append((comm, frames))
@@ -56,6 +84,38 @@ def main():
         frames.append(sym)
     if comm is not None:
         samples.append((comm, frames))
+    return samples
+
+
+def print_where(samples, us_per_page):
+    counts = collections.Counter()
+    for _, frames in samples:
+        name = next(
+            (c for c, pat in CATEGORIES if any(pat.search(f) for f in frames)), REST
+        )
+        counts[name] += 1
+    total = len(samples)
+    print(f"{total} samples")
+    print("| where | share | us a page |")
+    print("| --- | ---: | ---: |")
+    for name in [c for c, _ in CATEGORIES] + [REST]:
+        share = counts[name] / total
+        us = f"{share * us_per_page:.1f}" if us_per_page else "-"
+        print(f"| {name} | {100 * share:.1f} % | {us} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--where", action="store_true", help="the table of where a page's CPU goes")
+    ap.add_argument("--us-per-page", type=float, default=None,
+                    help="with --where: the daemon's CPU per page in the same run")
+    args = ap.parse_args()
+    samples = read_samples(sys.stdin)
+    if not samples:
+        sys.exit("no samples")
+    if args.where:
+        print_where(samples, args.us_per_page)
+        return
     n = len(samples)
     print(f"{n} samples")
 

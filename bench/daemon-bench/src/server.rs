@@ -299,56 +299,54 @@ pub fn serve(ports: &[u16], latency: Duration, threads: usize) -> Result<()> {
 async fn accept_loop(listener: tokio::net::TcpListener, latency: Duration) {
     let page = Bytes::from(page_html());
     let robots = Bytes::from_static(ROBOTS_TXT.as_bytes());
-    {
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(s) => s,
-                Err(e) => {
-                    // EMFILE and the like: back off instead of spinning
-                    eprintln!("daemon-bench serve: accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            let (page, robots) = (page.clone(), robots.clone());
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (page, robots) = (page.clone(), robots.clone());
-                    async move {
-                        if req.uri().path() == REQUESTS_PATH {
-                            let n = REQUESTS.load(Ordering::Relaxed).to_string();
-                            return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
-                        }
-                        if req.uri().path() == IN_FLIGHT_PATH {
-                            let n = IN_FLIGHT.load(Ordering::Relaxed).to_string();
-                            return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
-                        }
-                        REQUESTS.fetch_add(1, Ordering::Relaxed);
-                        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-                        if !latency.is_zero() {
-                            tokio::time::sleep(latency).await;
-                        }
-                        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-                        let (body, ctype) = if req.uri().path() == "/robots.txt" {
-                            (robots, "text/plain")
-                        } else {
-                            (page, "text/html")
-                        };
-                        let resp = Response::builder()
-                            .header("content-type", ctype)
-                            .body(Full::new(body))
-                            .unwrap_or_default();
-                        Ok::<_, Infallible>(resp)
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                // EMFILE and the like: back off instead of spinning
+                eprintln!("daemon-bench serve: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (page, robots) = (page.clone(), robots.clone());
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let (page, robots) = (page.clone(), robots.clone());
+                async move {
+                    if req.uri().path() == REQUESTS_PATH {
+                        let n = REQUESTS.load(Ordering::Relaxed).to_string();
+                        return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
                     }
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(io, svc)
-                    .await;
+                    if req.uri().path() == IN_FLIGHT_PATH {
+                        let n = IN_FLIGHT.load(Ordering::Relaxed).to_string();
+                        return Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(n))));
+                    }
+                    REQUESTS.fetch_add(1, Ordering::Relaxed);
+                    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+                    if !latency.is_zero() {
+                        tokio::time::sleep(latency).await;
+                    }
+                    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+                    let (body, ctype) = if req.uri().path() == "/robots.txt" {
+                        (robots, "text/plain")
+                    } else {
+                        (page, "text/html")
+                    };
+                    let resp = Response::builder()
+                        .header("content-type", ctype)
+                        .body(Full::new(body))
+                        .unwrap_or_default();
+                    Ok::<_, Infallible>(resp)
+                }
             });
-        }
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(io, svc)
+                .await;
+        });
     }
 }
 

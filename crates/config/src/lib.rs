@@ -606,4 +606,3 @@ mod recrawl;
 #[cfg(test)]
 mod tests;
 mod warnings;
-pub use warnings::POOLED_CONNECTIONS_PER_WORKER;

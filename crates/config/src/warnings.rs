@@ -10,9 +10,9 @@ use crate::Settings;
 const OPEN_FILES_BESIDES_SITES: u64 = 512;
 
 /// Kept connections a worker when `fetch.max_pooled_connections` is unset: a host comes
-/// back after the others in rotation, and with slow hosts (100 ms) 1 000 workers go round
-/// 10 000 of them in about 1.3 s; 16 a worker keeps one for each host in such a rotation.
-pub const POOLED_CONNECTIONS_PER_WORKER: u32 = 16;
+/// back after the others in its turn, and the hosts a crawl goes round grow with its
+/// workers (docs/benchmarks.md, "Many slow hosts": 1 000 workers over 10 000 slow hosts).
+const POOLED_CONNECTIONS_PER_WORKER: u32 = 16;
 
 /// The contact part of the default user agent: a placeholder nobody can be reached at.
 const PLACEHOLDER_CONTACTS: [&str; 3] = ["example.org", "example.com", "example.net"];
@@ -63,7 +63,7 @@ impl Settings {
     }
 
     /// Idle connections the pool keeps at most: `fetch.max_pooled_connections`, or when
-    /// unset [`POOLED_CONNECTIONS_PER_WORKER`] a worker and never below the fetcher's
+    /// unset 16 a worker and never below the fetcher's
     /// default (1 024), so that a crawl's rotation of hosts, which grows with its workers,
     /// finds its connections again (a kept one holds about 4 KiB).
     pub fn max_pooled_connections(&self) -> u32 {
@@ -79,19 +79,21 @@ impl Settings {
     /// connections (`fetch.max_pooled_connections`, and as many again after a burst), and
     /// a margin for the rest.
     pub fn open_files_wanted(&self) -> u64 {
-        let f = &self.raw.fetch;
-        2 * u64::from(f.workers)
-            + u64::from(self.max_pooled_connections())
-            + OPEN_FILES_BESIDES_SITES
+        self.open_files_besides_pool() + u64::from(self.max_pooled_connections())
+    }
+
+    /// Files besides the kept connections: a socket for each worker's fetch, as many idle
+    /// ones after a burst, and the margin.
+    fn open_files_besides_pool(&self) -> u64 {
+        2 * u64::from(self.raw.fetch.workers) + OPEN_FILES_BESIDES_SITES
     }
 
     /// Kept connections the open-files limit `limit` leaves room for: at most
-    /// `fetch.max_pooled_connections`, and no more than the limit minus a socket for each
-    /// worker's fetch, as many idle ones after a burst, and the margin. Kept connections
-    /// only save connects; fetches need their sockets, so the pool gives way first.
+    /// `fetch.max_pooled_connections`, and no more than what the other files leave. Kept
+    /// connections only save connects; fetches need their sockets, so the pool gives way
+    /// first.
     pub fn max_pooled_within(&self, limit: u64) -> usize {
-        let f = &self.raw.fetch;
-        let room = limit.saturating_sub(2 * u64::from(f.workers) + OPEN_FILES_BESIDES_SITES);
+        let room = limit.saturating_sub(self.open_files_besides_pool());
         usize::try_from(room.min(u64::from(self.max_pooled_connections()))).unwrap_or(usize::MAX)
     }
 
@@ -102,30 +104,22 @@ impl Settings {
     /// are retried as network errors.
     pub fn open_files_warning(&self, limit: u64) -> Option<String> {
         let wanted = self.open_files_wanted();
-        let f = &self.raw.fetch;
-        let kept = self.max_pooled_within(limit);
-        let consequence = if kept > 0 {
-            format!(
-                "at most {kept} connections are kept for reuse instead of {}",
-                self.max_pooled_connections()
-            )
-        } else {
-            format!(
+        if limit >= wanted {
+            return None;
+        }
+        let (workers, pooled) = (self.raw.fetch.workers, self.max_pooled_connections());
+        let consequence = match self.max_pooled_within(limit) {
+            0 => format!(
                 "no connection is kept for reuse, and fetches may fail with \"too many open \
-                 files\" (fetch.workers = {})",
-                f.workers
-            )
+                 files\" (fetch.workers = {workers})"
+            ),
+            kept => format!("at most {kept} connections are kept for reuse instead of {pooled}"),
         };
-        (limit < wanted).then(|| {
-            format!(
-                "the open-files limit is {limit}, below the {wanted} files fetch.workers = {} \
-                 and fetch.max_pooled_connections = {} may hold open: {consequence}; raise \
-                 the limit (LimitNOFILE= in the systemd unit, ulimit -Hn in a shell) or \
-                 lower those",
-                f.workers,
-                self.max_pooled_connections()
-            )
-        })
+        Some(format!(
+            "the open-files limit is {limit}, below the {wanted} files fetch.workers = {workers} \
+             and fetch.max_pooled_connections = {pooled} may hold open: {consequence}; raise \
+             the limit (LimitNOFILE= in the systemd unit, ulimit -Hn in a shell) or lower those"
+        ))
     }
 }
 
