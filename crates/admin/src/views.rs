@@ -61,14 +61,14 @@ fn host_view(
             .flatten()
             .map(|ip| ip.to_string()),
         queued: c.queued,
-        in_flight: rec.in_flight,
+        in_flight: rec.in_flight.into(),
         paused: frontier.is_paused(key),
         next_allowed: rfc3339_ms(rec.next_allowed_ms),
         next_allowed_in_ms: rec.next_allowed_ms.saturating_sub(now_ms),
-        backoff_level: rec.backoff_level,
+        backoff_level: rec.backoff_level.into(),
         backoff_until: (rec.backoff_until_ms > now_ms).then(|| rfc3339_ms(rec.backoff_until_ms)),
-        crawl_delay_ms: rec.crawl_delay_ms,
-        last_response_ms: rec.last_response_ms,
+        crawl_delay_ms: rec.crawl_delay_ms.into(),
+        last_response_ms: rec.last_response_ms.into(),
         skipped: rec.skipped != 0,
         counters: HostCounters {
             enqueued: c.enqueued,

@@ -6,6 +6,7 @@ use crate::sched::aside::Delayed;
 use crate::sched::failure::{host_backoff_ms, retry_wait_ms, FailureScope, PageOutcome};
 use crate::sched::hosts::HostMem;
 use crate::sched::politeness;
+use crate::sched::records::to_u32;
 use crate::sched::recrawl::Visit;
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::keys;
@@ -101,7 +102,7 @@ impl Frontier {
         batch.cut();
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         h.rec.counters.completed += 1;
-        h.rec.last_response_ms = *response_ms;
+        h.rec.last_response_ms = to_u32(*response_ms);
         h.rec.backoff_level = 0;
         tracing::debug!(host = %h.key, seq, now_ms, "late report of an expired lease: completed");
     }
@@ -406,7 +407,7 @@ impl Frontier {
             batch.del(keys::retry(id, seq));
         }
         batch.cut();
-        h.rec.last_response_ms = response_ms;
+        h.rec.last_response_ms = to_u32(response_ms);
         h.rec.backoff_level = 0;
         h.rec.counters.completed += 1;
         h.rec.next_allowed_ms = h
@@ -428,7 +429,7 @@ impl Frontier {
         now_ms: u64,
     ) -> FailureScope {
         if let PageOutcome::Throttled { response_ms, .. } = outcome {
-            h.rec.last_response_ms = *response_ms;
+            h.rec.last_response_ms = to_u32(*response_ms);
         }
         if matches!(outcome, PageOutcome::TimedOut { .. }) && !h.aside().timeouts.contains(&seq) {
             h.aside_mut().timeouts.push(seq);
@@ -438,7 +439,7 @@ impl Frontier {
             .unwrap_or(FailureScope::Url);
         if scope == FailureScope::Host {
             h.rec.backoff_level += 1;
-            let wait = host_backoff_ms(outcome, &self.cfg, h.rec.backoff_level, jitter);
+            let wait = host_backoff_ms(outcome, &self.cfg, h.rec.backoff_level.into(), jitter);
             h.rec.backoff_until_ms = now_ms + wait;
             tracing::info!(host = %h.key, level = h.rec.backoff_level, wait_ms = wait, %why, "host backs off");
         }

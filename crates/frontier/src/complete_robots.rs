@@ -6,6 +6,7 @@ use crate::config::CrawlDelayOverCap;
 use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
 use crate::sched::politeness;
+use crate::sched::records::to_u32;
 use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
 use crate::store::keys;
 use crate::store::Batch;
@@ -162,10 +163,10 @@ impl Frontier {
         let Some(h) = inner.sched.host_mut(id) else {
             return false;
         };
-        if delay <= h.rec.crawl_delay_ms {
+        if delay <= u64::from(h.rec.crawl_delay_ms) {
             return false;
         }
-        h.rec.crawl_delay_ms = delay;
+        h.rec.crawl_delay_ms = to_u32(delay);
         if clamped {
             h.rec.counters.crawl_delay_clamped += 1;
             inner.stats.crawl_delay_clamped += 1;
@@ -202,7 +203,7 @@ impl Frontier {
             return false;
         }
         if let Some(h) = inner.sched.host_mut(lease.host_id) {
-            h.rec.last_response_ms = response_ms;
+            h.rec.last_response_ms = to_u32(response_ms);
             // (a longer crawl-delay is already in the record, see note_crawl_delay; a
             // shorter one is set when the next page is handed out, as for every page)
             let gap = politeness::gap_ms(&self.cfg, &h.rec).max(crawl_delay.unwrap_or(0));
@@ -243,7 +244,7 @@ impl Frontier {
         inner
             .sched
             .host(lease.host_id)
-            .and_then(|h| h.robots_pending.as_deref())
+            .and_then(|h| h.robots_pending.as_deref().map(String::as_str))
             == Some(lease.origin.as_str())
     }
 

@@ -11,7 +11,8 @@ use crate::resolve::{host_of_origin, ResolveRequest};
 use crate::sched;
 use crate::sched::aside::Source;
 use crate::sched::dispatch::{Budget, Refusal, RobotsFirst, Step};
-use crate::sched::hosts::HostMem;
+use crate::sched::hosts::{DueAt, HostMem};
+use crate::sched::records::to_u32;
 use crate::sched::robots_gate::{RobotsCache, RobotsDecision, RobotsVerdict};
 use crate::store::codec::{DropReason, DropRecord, QueueEntry};
 use crate::store::journal::UNSETTLED_MAX;
@@ -170,7 +171,7 @@ impl Frontier {
         id: u64,
     ) -> Result<Then> {
         if let Some(h) = inner.sched.host_mut(id) {
-            h.scheduled = None;
+            h.scheduled = DueAt::NEVER;
         }
         call.budget.start_visit();
         self.release_parked(inner, id, call.now_ms)?;
@@ -275,8 +276,13 @@ impl Frontier {
             return Then::NextHost;
         };
         let set_aside = call.budget.set_aside();
-        let step =
-            sched::dispatch::decide(verdict, &self.cfg, h.rec.crawl_delay_ms, set_aside, now_ms);
+        let step = sched::dispatch::decide(
+            verdict,
+            &self.cfg,
+            h.rec.crawl_delay_ms.into(),
+            set_aside,
+            now_ms,
+        );
         match step {
             Step::Sleep { until_ms } => {
                 // enough set aside for one visit: look again later
@@ -343,7 +349,7 @@ impl Frontier {
                     h.rec.counters.crawl_delay_clamped += 1;
                     inner.stats.crawl_delay_clamped += 1;
                 }
-                h.rec.crawl_delay_ms = crawl_delay_ms;
+                h.rec.crawl_delay_ms = to_u32(crawl_delay_ms);
                 h.rec.skipped = 0;
                 if !self.quota_ok(inner, now_ms) {
                     inner.sched.keep_turn(ready, id);

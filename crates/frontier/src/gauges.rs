@@ -74,7 +74,7 @@ impl Frontier {
         for h in inner.sched.hosts().map(|(_, h)| h) {
             let queued = h.rec.counters.queued;
             totals.queued += queued;
-            totals.in_flight += h.rec.in_flight;
+            totals.in_flight += u64::from(h.rec.in_flight);
             if h.rec.backoff_until_ms > now_ms {
                 totals.in_backoff += 1;
             }
@@ -97,7 +97,7 @@ impl Frontier {
             let delayed = (h.aside().delayed.len() as u64).min(rest);
             out.politeness += delayed;
             rest -= delayed;
-            let blocking_origin = h.robots_pending.as_deref().or_else(|| {
+            let blocking_origin = h.robots_pending.as_deref().map(String::as_str).or_else(|| {
                 h.aside()
                     .held_origin
                     .as_deref()
@@ -111,7 +111,10 @@ impl Frontier {
             let ip_busy = h.ip.is_some_and(|ip| {
                 inner.sched.ip_gate(ip, now_ms) != crate::sched::ipgroup::IpGate::Go
             });
-            if ready > now_ms || ip_busy || h.rec.in_flight >= self.cfg.max_in_flight_per_host {
+            if ready > now_ms
+                || ip_busy
+                || u64::from(h.rec.in_flight) >= self.cfg.max_in_flight_per_host
+            {
                 out.politeness += rest;
             } else {
                 out.eligible += rest;

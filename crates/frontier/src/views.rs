@@ -102,7 +102,7 @@ impl Frontier {
         };
         for h in inner.sched.hosts().map(|(_, h)| h) {
             t.queued += h.rec.counters.queued;
-            t.in_flight += h.rec.in_flight;
+            t.in_flight += u64::from(h.rec.in_flight);
             if h.rec.backoff_until_ms > now_ms {
                 t.in_backoff += 1;
             }
@@ -117,7 +117,7 @@ impl Frontier {
         let inner = self.inner.lock();
         let score = |r: &HostRecord| match by {
             HostRank::Completed => r.counters.completed,
-            HostRank::Slowest => r.last_response_ms,
+            HostRank::Slowest => r.last_response_ms.into(),
             HostRank::Queued => r.counters.queued,
         };
         // the best `n` so far in a min-heap of `n`: one pass, no list of every host, since

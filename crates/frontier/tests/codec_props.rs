@@ -31,11 +31,12 @@ fn host_record() -> impl Strategy<Value = HostRecord> {
     prop::collection::vec(field(), 19).prop_map(|f| HostRecord {
         id: f[0],
         next_allowed_ms: f[1],
-        in_flight: f[2],
-        backoff_level: f[3],
+        // (a u32 in memory: every value of it)
+        in_flight: f[2] as u32,
+        backoff_level: f[3] as u32,
         backoff_until_ms: f[4],
-        crawl_delay_ms: f[5],
-        last_response_ms: f[6],
+        crawl_delay_ms: f[5] as u32,
+        last_response_ms: f[6] as u32,
         skipped: f[7],
         counters: HostCounters {
             enqueued: f[8],

@@ -15,5 +15,5 @@ impl FrontierConfig {
 pub fn gap_ms(cfg: &FrontierConfig, rec: &HostRecord) -> u64 {
     let by_response = (cfg.delay_factor * rec.last_response_ms as f64) as u64;
     let base = cfg.min_delay_ms.max(by_response).min(cfg.max_delay_ms);
-    base.max(rec.crawl_delay_ms)
+    base.max(rec.crawl_delay_ms.into())
 }

@@ -28,21 +28,24 @@ pub struct HostCounters {
 
 /// The persisted per-host (per politeness key) record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+// The four u32 fields keep a host in memory within 256 bytes (sched/hosts.rs): each is a
+// count or a span in ms far below 2^32; the store keeps u64 (codec.rs) and reads them back
+// saturated.
 pub struct HostRecord {
     /// Numeric id used in queue keys.
     pub id: u64,
     /// Earliest instant (unix ms) of the next request.
     pub next_allowed_ms: u64,
     /// Leases in flight (reset to 0 on recovery, when leases return to the queue).
-    pub in_flight: u64,
+    pub in_flight: u32,
     /// Back-off level (0 = none); reset after a success.
-    pub backoff_level: u64,
+    pub backoff_level: u32,
     /// No request before this instant (unix ms) because of back-off or Retry-After.
     pub backoff_until_ms: u64,
     /// Crawl-delay in force in ms (after capping), 0 = none.
-    pub crawl_delay_ms: u64,
+    pub crawl_delay_ms: u32,
     /// Last response time in ms.
-    pub last_response_ms: u64,
+    pub last_response_ms: u32,
     /// 1 if the host is skipped (crawl-delay above the cap with `skip` configured).
     pub skipped: u64,
     /// Counters.
@@ -90,4 +93,10 @@ impl QueueControl {
     pub fn is_empty(&self) -> bool {
         self.delay_ms == 0 && self.blocked_until_ms == 0
     }
+}
+
+/// A count or a span in ms into one of the record's u32 fields, saturated (none comes near
+/// 2^32: a crawl-delay is capped, a response times out).
+pub(crate) fn to_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
 }

@@ -16,7 +16,7 @@ use rand::Rng;
 use crate::config::FrontierConfig;
 use crate::sched::gate::DispatchGate;
 use crate::sched::host_table::HostTable;
-use crate::sched::hosts::{self, HostMem, ReadyHeap};
+use crate::sched::hosts::{self, DueAt, HostMem, ReadyHeap};
 use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits, Resolve};
 use crate::sched::lease::LeaseClock;
 use crate::sched::politeness;
@@ -214,7 +214,9 @@ impl Scheduler {
         }
         let hosts = &self.hosts;
         let due = self.ip_groups.due(now_ms, |ready, id| {
-            hosts.get(id).is_some_and(|h| h.scheduled == Some(ready))
+            hosts
+                .get(id)
+                .is_some_and(|h| h.scheduled.get() == Some(ready))
         });
         for (ready, id) in due {
             self.heap.push(Reverse((ready, id)));
@@ -224,7 +226,7 @@ impl Scheduler {
     fn is_scheduled_at(&self, id: u64, ready: u64) -> bool {
         self.hosts
             .get(id)
-            .is_some_and(|h| h.scheduled == Some(ready))
+            .is_some_and(|h| h.scheduled.get() == Some(ready))
     }
 
     /// The host to visit next and its ready time: the heap's first, if it is ready at
@@ -246,17 +248,17 @@ impl Scheduler {
             }
             self.heap.pop();
             let ip = match self.hosts.get_mut(id) {
-                Some(h) if h.scheduled == Some(ready) => {
+                Some(h) if h.scheduled.get() == Some(ready) => {
                     if let Some(wait) = self.gate.as_ref().and_then(|g| g.closed_for(&h.key)) {
                         // not this node's to fetch now: its place, later (politeness untouched)
                         let at = now_ms.saturating_add(wait.max(1));
-                        h.scheduled = Some(at);
+                        h.scheduled = DueAt::at(at);
                         self.heap.push(Reverse((at, id)));
                         continue;
                     }
                     if let Some(accept) = accept.as_mut() {
                         if !accept(&h.key) {
-                            h.scheduled = None;
+                            h.scheduled = DueAt::NEVER;
                             skipped.push(id);
                             continue;
                         }
@@ -292,7 +294,7 @@ impl Scheduler {
     pub(crate) fn keep_turn(&mut self, ready: u64, id: u64) {
         self.heap.push(Reverse((ready, id)));
         if let Some(h) = self.hosts.get_mut(id) {
-            h.scheduled = Some(ready);
+            h.scheduled = DueAt::at(ready);
         }
     }
 
@@ -368,7 +370,7 @@ impl Scheduler {
     pub(crate) fn wait_for_robots_slot(&mut self, ready: u64, id: u64) {
         // its line entry holds while `scheduled` is `ready` (as for heap entries)
         if let Some(h) = self.hosts.get_mut(id) {
-            h.scheduled = Some(ready);
+            h.scheduled = DueAt::at(ready);
         }
         self.robots_waiting.push_back((ready, id));
     }
@@ -379,7 +381,7 @@ impl Scheduler {
         let Some(h) = self.hosts.get_mut(id) else {
             return false;
         };
-        h.robots_pending = Some(origin.into());
+        h.robots_pending = Some(Box::new(origin.into()));
         h.rec.in_flight += 1;
         if let Some(ip) = h.ip {
             self.ip_groups.charge(ip, now_ms);
@@ -499,7 +501,7 @@ impl Scheduler {
     pub(crate) fn pause(&mut self, key: &str) -> bool {
         let added = self.paused.insert(Arc::from(key));
         if let Some(h) = self.id_of(key).and_then(|id| self.hosts.get_mut(id)) {
-            h.scheduled = None;
+            h.scheduled = DueAt::NEVER;
         }
         added
     }
@@ -581,7 +583,7 @@ impl Scheduler {
     ) -> Option<(Arc<str>, Option<IpAddr>)> {
         let h = self.hosts.get_mut(id)?;
         let before = h.ip;
-        let in_flight = h.rec.in_flight;
+        let in_flight = u64::from(h.rec.in_flight);
         if before == Some(ip) {
             // same group: only its gap may start later
             self.ip_groups.join(ip, id, in_flight, started_ms);

@@ -115,17 +115,22 @@ pub(crate) fn stored_host(
 const ADDRESS_V4: u8 = 4;
 const ADDRESS_V6: u8 = 6;
 
+/// A stored u64 in a u32 field of the record in memory (no real value comes near 2^32).
+fn saturated(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
 impl HostRecord {
     fn fields(&self) -> [u64; 19] {
         let c = &self.counters;
         [
             self.id,
             self.next_allowed_ms,
-            self.in_flight,
-            self.backoff_level,
+            u64::from(self.in_flight),
+            u64::from(self.backoff_level),
             self.backoff_until_ms,
-            self.crawl_delay_ms,
-            self.last_response_ms,
+            u64::from(self.crawl_delay_ms),
+            u64::from(self.last_response_ms),
             self.skipped,
             c.enqueued,
             c.queued,
@@ -145,11 +150,11 @@ impl HostRecord {
         HostRecord {
             id: f[0],
             next_allowed_ms: f[1],
-            in_flight: f[2],
-            backoff_level: f[3],
+            in_flight: saturated(f[2]),
+            backoff_level: saturated(f[3]),
             backoff_until_ms: f[4],
-            crawl_delay_ms: f[5],
-            last_response_ms: f[6],
+            crawl_delay_ms: saturated(f[5]),
+            last_response_ms: saturated(f[6]),
             skipped: f[7],
             counters: HostCounters {
                 enqueued: f[8],

@@ -64,7 +64,7 @@ impl UrlFrontierService {
                 crawl: DEFAULT_CRAWL.to_string(),
                 key: k,
                 queued: rec.counters.queued,
-                in_flight: rec.in_flight,
+                in_flight: rec.in_flight.into(),
                 completed: rec.counters.completed,
                 limit: 0,
             })
