@@ -144,4 +144,5 @@ def main():
         print(f"{100*v/n:6.2f}%  {k:18} {site[:110]}  [{cls}]")
 
 
-main()
+if __name__ == "__main__":
+    main()
