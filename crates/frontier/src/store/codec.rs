@@ -11,6 +11,7 @@
 
 use std::net::IpAddr;
 
+use crate::sched::records::to_u32;
 pub use crate::sched::records::{DropReason, HostCounters, HostRecord};
 use crate::sched::recrawl::RevisitRecord;
 use crate::store::revisit;
@@ -115,11 +116,6 @@ pub(crate) fn stored_host(
 const ADDRESS_V4: u8 = 4;
 const ADDRESS_V6: u8 = 6;
 
-/// A stored u64 in a u32 field of the record in memory (no real value comes near 2^32).
-fn saturated(v: u64) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
-}
-
 impl HostRecord {
     fn fields(&self) -> [u64; 19] {
         let c = &self.counters;
@@ -150,11 +146,11 @@ impl HostRecord {
         HostRecord {
             id: f[0],
             next_allowed_ms: f[1],
-            in_flight: saturated(f[2]),
-            backoff_level: saturated(f[3]),
+            in_flight: to_u32(f[2]),
+            backoff_level: to_u32(f[3]),
             backoff_until_ms: f[4],
-            crawl_delay_ms: saturated(f[5]),
-            last_response_ms: saturated(f[6]),
+            crawl_delay_ms: to_u32(f[5]),
+            last_response_ms: to_u32(f[6]),
             skipped: f[7],
             counters: HostCounters {
                 enqueued: f[8],
