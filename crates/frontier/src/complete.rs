@@ -438,7 +438,7 @@ impl Frontier {
             .scope(h.aside().timeouts.len())
             .unwrap_or(FailureScope::Url);
         if scope == FailureScope::Host {
-            // (u32 now: a host failing without end must not wrap to no back-off)
+            // (a host failing without end must not wrap round to no back-off)
             h.rec.backoff_level = h.rec.backoff_level.saturating_add(1);
             let wait = host_backoff_ms(outcome, &self.cfg, h.rec.backoff_level.into(), jitter);
             h.rec.backoff_until_ms = now_ms + wait;

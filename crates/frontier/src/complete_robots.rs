@@ -5,6 +5,7 @@ use crate::api::{Frontier, Inner};
 use crate::config::CrawlDelayOverCap;
 use crate::error::{FrontierError, Result};
 use crate::events::FrontierEvent;
+use crate::sched::hosts::HostMem;
 use crate::sched::politeness;
 use crate::sched::records::to_u32;
 use crate::sched::robots_gate::{OriginState, RobotsCache, RobotsFetchOutcome};
@@ -244,7 +245,7 @@ impl Frontier {
         inner
             .sched
             .host(lease.host_id)
-            .and_then(|h| h.robots_pending.as_deref().map(String::as_str))
+            .and_then(HostMem::robots_pending_origin)
             == Some(lease.origin.as_str())
     }
 

@@ -97,7 +97,7 @@ impl Frontier {
             let delayed = (h.aside().delayed.len() as u64).min(rest);
             out.politeness += delayed;
             rest -= delayed;
-            let blocking_origin = h.robots_pending.as_deref().map(String::as_str).or_else(|| {
+            let blocking_origin = h.robots_pending_origin().or_else(|| {
                 h.aside()
                     .held_origin
                     .as_deref()

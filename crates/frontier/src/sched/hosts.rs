@@ -138,6 +138,11 @@ impl DueAt {
 }
 
 impl HostMem {
+    /// The origin whose robots.txt fetch is out for it, if one is.
+    pub(crate) fn robots_pending_origin(&self) -> Option<&str> {
+        self.robots_pending.as_deref().map(String::as_str)
+    }
+
     /// A host with an empty queue whose head is `rec.head_seq`.
     pub(crate) fn empty(key: Arc<str>, rec: HostRecord) -> HostMem {
         HostMem {

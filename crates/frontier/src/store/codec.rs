@@ -574,6 +574,34 @@ impl DropRecord {
 mod tests {
     use super::*;
 
+    /// The store keeps u64 where a host in memory has u32 (sched/records.rs): a stored value
+    /// past 2^32 reads back as the largest u32, not wrapped to a small one.
+    #[test]
+    fn a_stored_value_past_a_u32_field_reads_back_saturated() {
+        let mut v2 = vec![2u8];
+        for f in [
+            7u64,
+            99,
+            u64::MAX,
+            1 << 40,
+            0,
+            5_000_000_000,
+            u64::from(u32::MAX) + 1,
+        ] {
+            v2.extend_from_slice(&f.to_le_bytes());
+        }
+        let d = HostRecord::decode(&v2).unwrap();
+        assert_eq!(
+            (
+                d.in_flight,
+                d.backoff_level,
+                d.crawl_delay_ms,
+                d.last_response_ms
+            ),
+            (u32::MAX, u32::MAX, u32::MAX, u32::MAX)
+        );
+    }
+
     #[test]
     fn host_record_roundtrip_and_compat() {
         let mut r = HostRecord {
