@@ -37,7 +37,7 @@ fn give_up(
     batch.put(keys::dropped(hash), rec.encode());
     batch.put(keys::unlogged(hash), Vec::new());
     batch.cut();
-    h.rec.counters.given_up += 1;
+    crate::sched::records::bump(&mut h.rec.counters.given_up);
     rec
 }
 
@@ -101,7 +101,7 @@ impl Frontier {
         }
         batch.cut();
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
-        h.rec.counters.completed += 1;
+        crate::sched::records::bump(&mut h.rec.counters.completed);
         h.rec.last_response_ms = to_u32(*response_ms);
         h.rec.backoff_level = 0;
         tracing::debug!(host = %h.key, seq, now_ms, "late report of an expired lease: completed");
@@ -156,7 +156,7 @@ impl Frontier {
             expired: true,
         });
         h.rec.counters.queued += 1;
-        h.rec.counters.retried += 1;
+        crate::sched::records::bump(&mut h.rec.counters.retried);
         inner.stats.retried += 1;
         Ok(true)
     }
@@ -320,7 +320,7 @@ impl Frontier {
                 expired: false,
             });
             h.rec.counters.queued += 1;
-            h.rec.counters.retried += 1;
+            crate::sched::records::bump(&mut h.rec.counters.retried);
             inner.stats.retried += 1;
         }
         out.dirty.push(id);
@@ -409,7 +409,7 @@ impl Frontier {
         batch.cut();
         h.rec.last_response_ms = to_u32(response_ms);
         h.rec.backoff_level = 0;
-        h.rec.counters.completed += 1;
+        crate::sched::records::bump(&mut h.rec.counters.completed);
         h.rec.next_allowed_ms = h
             .rec
             .next_allowed_ms

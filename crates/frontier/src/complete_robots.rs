@@ -169,7 +169,7 @@ impl Frontier {
         }
         h.rec.crawl_delay_ms = to_u32(delay);
         if clamped {
-            h.rec.counters.crawl_delay_clamped += 1;
+            crate::sched::records::bump(&mut h.rec.counters.crawl_delay_clamped);
             inner.stats.crawl_delay_clamped += 1;
         }
         true

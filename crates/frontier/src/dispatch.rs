@@ -310,7 +310,7 @@ impl Frontier {
             Step::Drop { reason, detail } => {
                 if reason == DropReason::CrawlDelayTooLong {
                     h.rec.skipped = 1;
-                    h.rec.counters.crawl_delay_skipped += 1;
+                    crate::sched::records::bump(&mut h.rec.counters.crawl_delay_skipped);
                     inner.stats.crawl_delay_skipped += 1;
                 }
                 let rec = Self::drop_entry(
@@ -346,7 +346,7 @@ impl Frontier {
                 clamped,
             } => {
                 if clamped {
-                    h.rec.counters.crawl_delay_clamped += 1;
+                    crate::sched::records::bump(&mut h.rec.counters.crawl_delay_clamped);
                     inner.stats.crawl_delay_clamped += 1;
                 }
                 h.rec.crawl_delay_ms = to_u32(crawl_delay_ms);
@@ -522,8 +522,8 @@ impl Frontier {
         batch.put(keys::unlogged(hash), Vec::new());
         batch.cut();
         match reason {
-            DropReason::GaveUp => h.rec.counters.given_up += 1,
-            _ => h.rec.counters.dropped += 1,
+            DropReason::GaveUp => crate::sched::records::bump(&mut h.rec.counters.given_up),
+            _ => crate::sched::records::bump(&mut h.rec.counters.dropped),
         }
         rec
     }

@@ -209,7 +209,7 @@ impl Frontier {
         }
         inner.intake.entries += 1;
         let seq = h.pending.end();
-        h.rec.counters.enqueued += 1;
+        crate::sched::records::bump(&mut h.rec.counters.enqueued);
         h.rec.counters.queued += 1;
         buf.clear();
         entry.encode_into(buf);

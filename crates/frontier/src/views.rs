@@ -116,7 +116,7 @@ impl Frontier {
     pub fn hosts_ranked(&self, by: HostRank, n: usize) -> Vec<(String, HostRecord)> {
         let inner = self.inner.lock();
         let score = |r: &HostRecord| match by {
-            HostRank::Completed => r.counters.completed,
+            HostRank::Completed => u64::from(r.counters.completed),
             HostRank::Slowest => r.last_response_ms.into(),
             HostRank::Queued => r.counters.queued,
         };

@@ -3,27 +3,36 @@
 
 /// Per-host counters, persisted with the host record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+// The running totals are u32 in memory (the store keeps u64, codec.rs reads them back
+// saturated, and they count up saturating): 32 bytes less a host keeps one in memory within
+// 224 bytes (sched/hosts.rs). At one request a second a host takes 136 years to pass 2^32.
+// `queued` stays u64: it is the queue's own accounting, not a total.
 pub struct HostCounters {
     /// URLs ever queued for this host.
-    pub enqueued: u64,
+    pub enqueued: u32,
     /// URLs currently queued (not in flight).
     pub queued: u64,
     /// Page leases handed out.
-    pub dispatched: u64,
+    pub dispatched: u32,
     /// Page leases completed.
-    pub completed: u64,
+    pub completed: u32,
     /// URLs dropped (robots rules, skipped host).
-    pub dropped: u64,
+    pub dropped: u32,
     /// URLs given up after too many attempts.
-    pub given_up: u64,
+    pub given_up: u32,
     /// Retries scheduled (429/503/transient failures).
-    pub retried: u64,
+    pub retried: u32,
     /// Times a crawl-delay above the cap was clamped.
-    pub crawl_delay_clamped: u64,
+    pub crawl_delay_clamped: u32,
     /// Times the host was skipped because its crawl-delay was above the cap.
-    pub crawl_delay_skipped: u64,
+    pub crawl_delay_skipped: u32,
     /// robots.txt fetches handed out.
-    pub robots_fetches: u64,
+    pub robots_fetches: u32,
+}
+
+/// One more on a running total (saturating: see [`HostCounters`]).
+pub(crate) fn bump(total: &mut u32) {
+    *total = total.saturating_add(1);
 }
 
 /// The persisted per-host (per politeness key) record.

@@ -386,7 +386,7 @@ impl Scheduler {
         if let Some(ip) = h.ip {
             self.ip_groups.charge(ip, now_ms);
         }
-        h.rec.counters.robots_fetches += 1;
+        crate::sched::records::bump(&mut h.rec.counters.robots_fetches);
         h.rec.next_allowed_ms = now_ms + politeness::gap_ms(&self.cfg, &h.rec);
         self.robots_in_flight += 1;
         true
@@ -431,7 +431,7 @@ impl Scheduler {
         }
         h.rec.counters.queued = h.rec.counters.queued.saturating_sub(1);
         let last_queued = h.rec.counters.queued == 0;
-        h.rec.counters.dispatched += 1;
+        crate::sched::records::bump(&mut h.rec.counters.dispatched);
         h.rec.next_allowed_ms = now_ms
             + crate::sched::lease::gap_with_client_delay(
                 politeness::gap_ms(&self.cfg, &h.rec),

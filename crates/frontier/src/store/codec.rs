@@ -128,16 +128,16 @@ impl HostRecord {
             u64::from(self.crawl_delay_ms),
             u64::from(self.last_response_ms),
             self.skipped,
-            c.enqueued,
+            u64::from(c.enqueued),
             c.queued,
-            c.dispatched,
-            c.completed,
-            c.dropped,
-            c.given_up,
-            c.retried,
-            c.crawl_delay_clamped,
-            c.crawl_delay_skipped,
-            c.robots_fetches,
+            u64::from(c.dispatched),
+            u64::from(c.completed),
+            u64::from(c.dropped),
+            u64::from(c.given_up),
+            u64::from(c.retried),
+            u64::from(c.crawl_delay_clamped),
+            u64::from(c.crawl_delay_skipped),
+            u64::from(c.robots_fetches),
             self.head_seq,
         ]
     }
@@ -153,16 +153,16 @@ impl HostRecord {
             last_response_ms: to_u32(f[6]),
             skipped: f[7],
             counters: HostCounters {
-                enqueued: f[8],
+                enqueued: to_u32(f[8]),
                 queued: f[9],
-                dispatched: f[10],
-                completed: f[11],
-                dropped: f[12],
-                given_up: f[13],
-                retried: f[14],
-                crawl_delay_clamped: f[15],
-                crawl_delay_skipped: f[16],
-                robots_fetches: f[17],
+                dispatched: to_u32(f[10]),
+                completed: to_u32(f[11]),
+                dropped: to_u32(f[12]),
+                given_up: to_u32(f[13]),
+                retried: to_u32(f[14]),
+                crawl_delay_clamped: to_u32(f[15]),
+                crawl_delay_skipped: to_u32(f[16]),
+                robots_fetches: to_u32(f[17]),
             },
             head_seq: f[18],
         }
@@ -600,6 +600,29 @@ mod tests {
             ),
             (u32::MAX, u32::MAX, u32::MAX, u32::MAX)
         );
+        // a version-3 record's running totals past 2^32 saturate too; `queued` is kept whole
+        let big = 5_000_000_000u64;
+        let mut v3 = vec![HOST_V3];
+        for f in [[1, 2, 3, 4, 5, 6, 7, 0].as_slice(), &[big; 10], &[11]].concat() {
+            put_varint(&mut v3, f);
+        }
+        let d = HostRecord::decode(&v3).unwrap();
+        let c = d.counters;
+        assert_eq!(c.queued, big);
+        for total in [
+            c.enqueued,
+            c.dispatched,
+            c.completed,
+            c.dropped,
+            c.given_up,
+            c.retried,
+            c.crawl_delay_clamped,
+            c.crawl_delay_skipped,
+            c.robots_fetches,
+        ] {
+            assert_eq!(total, u32::MAX);
+        }
+        assert_eq!(d.head_seq, 11);
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl UrlFrontierService {
                 key: k,
                 queued: rec.counters.queued,
                 in_flight: rec.in_flight.into(),
-                completed: rec.counters.completed,
+                completed: rec.counters.completed.into(),
                 limit: 0,
             })
             .collect())
