@@ -149,6 +149,7 @@ impl Settling<'_> {
             // Written in key order: sled grows many times the bytes written when a call's
             // keys land on leaves all over its tree (500k records in scattered order took
             // 1.5 GB, in key order 150 MB), as each leaf then keeps a chain of small updates.
+            let evicted = journal.evicted.len();
             let mut keys: Vec<Arc<str>> = journal.evicted.keys().cloned().collect();
             keys.extend(
                 journal
@@ -160,6 +161,7 @@ impl Settling<'_> {
             keys.dedup();
             tracing::debug!(
                 hosts = keys.len(),
+                evicted,
                 journal_bytes = journal.bytes,
                 "host journal checkpoint begun"
             );
