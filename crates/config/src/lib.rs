@@ -76,7 +76,7 @@ impl Default for StoreSection {
         StoreSection {
             data_dir: String::new(),
             path: String::new(),
-            cache_bytes: 64 * 1024 * 1024,
+            cache_bytes: 32 * 1024 * 1024,
             intake_buffer_bytes: 64 * 1024 * 1024,
         }
     }

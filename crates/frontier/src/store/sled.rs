@@ -17,7 +17,7 @@ pub struct SledConfig {
 impl Default for SledConfig {
     fn default() -> Self {
         SledConfig {
-            cache_bytes: 64 * 1024 * 1024,
+            cache_bytes: 32 * 1024 * 1024,
             // every durable promise flushes explicitly; sled's background flusher would
             // only add write amplification, a thread, and a database handle that outlives
             // `drop` (so a quick reopen could fail on the file lock)
