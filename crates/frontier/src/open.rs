@@ -402,8 +402,8 @@ fn rebuild_host(
     // enqueues since the record was last written are not in its counters yet
     let stored = stored_queued + leased.len() as u64;
     if queued > stored {
-        h.rec.counters.enqueued = (h.rec.counters.enqueued)
-            .saturating_add(crate::sched::records::to_u32(queued - stored));
+        let unrecorded = crate::sched::records::to_u32(queued - stored);
+        h.rec.counters.enqueued = h.rec.counters.enqueued.saturating_add(unrecorded);
     }
     // the journal is kept as it is (no checkpoint at open: that would be one write per
     // host); what differs from the stored record is journaled by the host's next change,
