@@ -69,7 +69,7 @@ fn host_view(
         backoff_until: (rec.backoff_until_ms > now_ms).then(|| rfc3339_ms(rec.backoff_until_ms)),
         crawl_delay_ms: rec.crawl_delay_ms.into(),
         last_response_ms: rec.last_response_ms.into(),
-        skipped: rec.skipped != 0,
+        skipped: rec.skipped,
         counters: HostCounters {
             enqueued: c.enqueued.into(),
             dispatched: c.dispatched.into(),

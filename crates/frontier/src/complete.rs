@@ -56,7 +56,7 @@ fn check_leases(inner: &Inner, done: &[(LeaseId, PageOutcome)]) -> Result<()> {
     let mut given = std::collections::HashSet::with_capacity(done.len());
     for (lease, _) in done {
         let known = inner.sched.host(lease.host_id).is_some_and(|h| {
-            h.leased.contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
+            h.leased().contains(&lease.seq) || h.expired_waiting(lease.seq).is_some()
         });
         if !known || !given.insert(*lease) {
             return Err(FrontierError::UnknownLease(*lease));
@@ -123,7 +123,7 @@ impl Frontier {
         let Some(h) = inner.sched.host(id) else {
             return Ok(false);
         };
-        let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
+        let Some(pos) = h.leased().iter().position(|&s| s == seq) else {
             return Ok(false);
         };
         let entry = self.entry_bytes(id, h, seq)?;
@@ -239,7 +239,7 @@ impl Frontier {
         let Some(h) = inner.sched.host_mut(id) else {
             return Err(FrontierError::UnknownLease(lease));
         };
-        let Some(pos) = h.leased.iter().position(|&s| s == seq) else {
+        let Some(pos) = h.leased().iter().position(|&s| s == seq) else {
             // a report of a lease that expired and has not been handed out again (a fetch
             // slower than its lease): it completes the URL, no refetch
             let Some(at) = h.expired_waiting(seq) else {

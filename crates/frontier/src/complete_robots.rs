@@ -209,7 +209,7 @@ impl Frontier {
             // shorter one is set when the next page is handed out, as for every page)
             let gap = politeness::gap_ms(&self.cfg, &h.rec).max(crawl_delay.unwrap_or(0));
             h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
-            h.hold_until_ms = 0;
+            h.set_hold_until(0);
         }
         true
     }
@@ -223,9 +223,10 @@ impl Frontier {
             return;
         }
         if let Some(h) = inner.sched.host_mut(lease.host_id) {
-            h.hold_until_ms = h
-                .hold_until_ms
+            let until_ms = h
+                .hold_until_ms()
                 .max(now_ms + ROBOTS_RETRY_AFTER_STORE_ERROR_MS);
+            h.set_hold_until(until_ms);
         }
         inner.sched.schedule(lease.host_id);
     }

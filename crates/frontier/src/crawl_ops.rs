@@ -288,8 +288,8 @@ impl Frontier {
         let Some(h) = inner.sched.host_of_key(key) else {
             return Ok((queued, Vec::new()));
         };
-        let mut leased = Vec::with_capacity(h.leased.len());
-        for &seq in &h.leased {
+        let mut leased = Vec::with_capacity(h.leased().len());
+        for &seq in h.leased() {
             if let Some(b) = self.entry_bytes(h.rec.id, h, seq)? {
                 leased.push(crate::store::codec::QueueEntry::decode(&b)?.url);
             }
@@ -318,7 +318,7 @@ impl Frontier {
             let parked = h.aside.as_deref_mut().map(|a| &mut a.parked);
             if let Some(p) = parked.and_then(|p| p.get_mut(name.as_str())) {
                 p.until_ms = 0;
-                h.hold_until_ms = 0;
+                h.set_hold_until(0);
             }
         }
     }

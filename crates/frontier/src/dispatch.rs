@@ -199,7 +199,7 @@ impl Frontier {
     fn nothing_to_hand_out(h: &mut HostMem, call: &mut Call<'_>, id: u64) -> Then {
         match h.set_aside_wake() {
             Some(wake) => {
-                h.hold_until_ms = wake.max(call.now_ms + 1);
+                h.set_hold_until(wake.max(call.now_ms + 1));
                 Then::Reschedule
             }
             None => {
@@ -286,7 +286,7 @@ impl Frontier {
         match step {
             Step::Sleep { until_ms } => {
                 // enough set aside for one visit: look again later
-                h.hold_until_ms = until_ms;
+                h.set_hold_until(until_ms);
                 h.aside_mut().held_origin = Some(Arc::from(origin.as_str()));
                 Then::Reschedule
             }
@@ -309,7 +309,7 @@ impl Frontier {
             }
             Step::Drop { reason, detail } => {
                 if reason == DropReason::CrawlDelayTooLong {
-                    h.rec.skipped = 1;
+                    h.rec.skipped = true;
                     crate::sched::records::bump(&mut h.rec.counters.crawl_delay_skipped);
                     inner.stats.crawl_delay_skipped += 1;
                 }
@@ -350,7 +350,7 @@ impl Frontier {
                     inner.stats.crawl_delay_clamped += 1;
                 }
                 h.rec.crawl_delay_ms = to_u32(crawl_delay_ms);
-                h.rec.skipped = 0;
+                h.rec.skipped = false;
                 if !self.quota_ok(inner, now_ms) {
                     inner.sched.keep_turn(ready, id);
                     call.dirty.push(id);

@@ -101,7 +101,7 @@ impl Frontier {
                 h.aside()
                     .held_origin
                     .as_deref()
-                    .filter(|_| h.hold_until_ms > now_ms)
+                    .filter(|_| h.hold_until_ms() > now_ms)
             });
             if let Some(origin) = blocking_origin {
                 held_by_robots(origin, rest, &mut out);

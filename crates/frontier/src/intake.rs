@@ -202,7 +202,7 @@ impl Frontier {
         }
         // a host asleep because only set-aside URLs were left has work again
         if h.aside().held_origin.is_none() {
-            h.hold_until_ms = 0;
+            h.set_hold_until(0);
         }
         if h.pending.is_empty() {
             inner.intake.hosts += 1;

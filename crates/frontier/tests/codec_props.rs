@@ -33,11 +33,11 @@ fn host_record() -> impl Strategy<Value = HostRecord> {
         next_allowed_ms: f[1],
         // (a u32 in memory: every value of it)
         in_flight: f[2] as u32,
-        backoff_level: f[3] as u32,
+        backoff_level: f[3] as u16,
         backoff_until_ms: f[4],
         crawl_delay_ms: f[5] as u32,
         last_response_ms: f[6] as u32,
-        skipped: f[7],
+        skipped: f[7] != 0,
         counters: HostCounters {
             enqueued: f[8] as u32,
             queued: f[9],

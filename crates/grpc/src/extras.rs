@@ -62,7 +62,7 @@ impl FrontierdQueues for QueuesService {
                 state.delay_ms = own.max(client_delay_ms);
                 state.crawl_delay_ms = rec.crawl_delay_ms.into();
                 state.backoff_until_ms = rec.backoff_until_ms;
-                state.backoff_level = rec.backoff_level;
+                state.backoff_level = rec.backoff_level.into();
                 state.next_allowed_ms = rec.next_allowed_ms.max(control.blocked_until_ms);
                 state.queued = rec.counters.queued;
                 state.in_flight = rec.in_flight.into();

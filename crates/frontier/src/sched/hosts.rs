@@ -39,9 +39,11 @@ impl SegRef {
     }
 }
 
-/// What a host has only after a restart, a failure or a held origin: most hosts never do,
-/// so it is boxed (8 bytes in every host in memory instead of 56: a million hosts are in
-/// memory at once in a large crawl).
+/// What a host has only after a restart, a failure or a held origin, or while it is being
+/// fetched from: most hosts have none of it at a given moment (the hosts with a lease or a
+/// robots.txt fetch out number the fetches in flight, a few thousand at most), so it is
+/// boxed: 8 bytes in every host in memory instead of 88, with a million hosts in memory at
+/// once in a large crawl.
 #[derive(Default)]
 pub(crate) struct SetAside {
     /// Sequences below the head to hand out before it, lowest first: leases returned at
@@ -61,6 +63,14 @@ pub(crate) struct SetAside {
     /// The origin whose robots state held the host's next URL when nothing else could go
     /// (for the queue breakdown).
     pub(crate) held_origin: Option<Arc<str>>,
+    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
+    /// persisted in the host record: a lease costs no write beyond the host record.
+    pub(crate) leased: ThinVec<u64>,
+    /// The origin whose robots.txt fetch is out for it.
+    pub(crate) robots_pending: Option<Box<str>>,
+    /// Not due before this instant (unix ms; 0: no hold): when set-aside URLs may go, or
+    /// a pause after a robots.txt outcome could not be stored.
+    pub(crate) hold_until_ms: u64,
 }
 
 /// A host's [`SetAside`] when it has none.
@@ -71,6 +81,9 @@ static NOTHING_SET_ASIDE: SetAside = SetAside {
     delayed: ThinVec::new(),
     timeouts: ThinVec::new(),
     held_origin: None,
+    leased: ThinVec::new(),
+    robots_pending: None,
+    hold_until_ms: 0,
 };
 
 impl SetAside {
@@ -81,6 +94,9 @@ impl SetAside {
             && self.delayed.is_empty()
             && self.timeouts.is_empty()
             && self.held_origin.is_none()
+            && self.leased.is_empty()
+            && self.robots_pending.is_none()
+            && self.hold_until_ms == 0
     }
 }
 
@@ -97,18 +113,11 @@ pub(crate) struct HostMem {
     pub(crate) segs: ThinVec<SegRef>,
     /// When it is due in the ready heap (its entry there with this time is its live one).
     pub(crate) scheduled: DueAt,
-    pub(crate) hold_until_ms: u64,
-    /// The origin whose robots.txt fetch is out for it (boxed twice: a few hundred hosts at
-    /// once have one, every host in memory pays the word).
-    #[allow(clippy::box_collection)] // the box is the point: 8 bytes where a String is 24
-    pub(crate) robots_pending: Option<Box<String>>,
     /// Since when the host has had a free slot and work (ms): the start of the politeness
     /// wait reported on the next page lease.
     pub(crate) free_since_ms: u64,
-    /// Sequences of the page leases in flight (at most `max_in_flight_per_host`),
-    /// persisted in the host record: a lease costs no write beyond the host record.
-    pub(crate) leased: ThinVec<u64>,
-    /// Returned leases, retries and URLs set aside: None while there are none.
+    /// Leases in flight, a robots.txt fetch out, a hold, returned leases, retries and URLs
+    /// set aside: None while there are none.
     pub(crate) aside: Option<Box<SetAside>>,
     /// The address its fetches last connected to, or its name resolved to before its
     /// first fetch (None until then): the IP group it shares a politeness budget with.
@@ -140,7 +149,56 @@ impl DueAt {
 impl HostMem {
     /// The origin whose robots.txt fetch is out for it, if one is.
     pub(crate) fn robots_pending_origin(&self) -> Option<&str> {
-        self.robots_pending.as_deref().map(String::as_str)
+        self.aside().robots_pending.as_deref()
+    }
+
+    /// A robots.txt fetch for `origin` is out for it (None: it ended).
+    pub(crate) fn set_robots_pending(&mut self, origin: Option<&str>) {
+        match origin {
+            Some(o) => self.aside_mut().robots_pending = Some(Box::from(o)),
+            None => {
+                if let Some(a) = self.aside.as_deref_mut() {
+                    a.robots_pending = None;
+                }
+                self.tidy_aside();
+            }
+        }
+    }
+
+    /// Sequences of the page leases in flight.
+    pub(crate) fn leased(&self) -> &[u64] {
+        &self.aside().leased
+    }
+
+    /// A page lease of `seq` is out.
+    pub(crate) fn push_lease(&mut self, seq: u64) {
+        self.aside_mut().leased.push(seq);
+    }
+
+    /// The lease at position `pos` of [`HostMem::leased`] ended: its sequence.
+    pub(crate) fn take_lease(&mut self, pos: usize) -> Option<u64> {
+        let a = self.aside.as_deref_mut()?;
+        let seq = (pos < a.leased.len()).then(|| a.leased.swap_remove(pos));
+        if a.leased.is_empty() {
+            a.leased = ThinVec::new();
+        }
+        self.tidy_aside();
+        seq
+    }
+
+    /// Not due before `until_ms` (beside its record's times; 0: no hold).
+    pub(crate) fn hold_until_ms(&self) -> u64 {
+        self.aside().hold_until_ms
+    }
+
+    /// Hold it until `until_ms` (0: no hold any more).
+    pub(crate) fn set_hold_until(&mut self, until_ms: u64) {
+        if until_ms != 0 {
+            self.aside_mut().hold_until_ms = until_ms;
+        } else if let Some(a) = self.aside.as_deref_mut() {
+            a.hold_until_ms = 0;
+            self.tidy_aside();
+        }
     }
 
     /// A host with an empty queue whose head is `rec.head_seq`.
@@ -151,10 +209,7 @@ impl HostMem {
             rec,
             segs: ThinVec::new(),
             scheduled: DueAt::NEVER,
-            hold_until_ms: 0,
-            robots_pending: None,
             free_since_ms: 0,
-            leased: ThinVec::new(),
             aside: None,
             ip: None,
             resolve: crate::sched::ipgroup::Resolve::NotAsked,
@@ -182,7 +237,7 @@ impl HostMem {
     /// Sequences below the head that are still owed: leased or in the front.
     pub(crate) fn owed(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self
-            .leased
+            .leased()
             .iter()
             .chain(&self.aside().front)
             .copied()
@@ -198,7 +253,7 @@ impl HostMem {
         if let Some(&f) = self.aside().front.first() {
             live = live.min(f);
         }
-        if let Some(&l) = self.leased.iter().min() {
+        if let Some(&l) = self.leased().iter().min() {
             live = live.min(l);
         }
         live
@@ -368,7 +423,7 @@ pub(crate) type ReadyHeap = BinaryHeap<Reverse<(u64, u64)>>;
 pub(crate) fn ready_at(h: &HostMem, max_in_flight: u64, paused: bool) -> Option<u64> {
     if h.rec.counters.queued == 0
         || u64::from(h.rec.in_flight) >= max_in_flight
-        || h.robots_pending.is_some()
+        || h.robots_pending_origin().is_some()
         || paused
     {
         return None;
@@ -377,7 +432,7 @@ pub(crate) fn ready_at(h: &HostMem, max_in_flight: u64, paused: bool) -> Option<
         h.rec
             .next_allowed_ms
             .max(h.rec.backoff_until_ms)
-            .max(h.hold_until_ms),
+            .max(h.hold_until_ms()),
     )
 }
 
@@ -411,13 +466,13 @@ mod tests {
 
     /// Every host with queued URLs is in memory (a million of them at 10M URLs over 1M
     /// hosts), so what it costs there is budgeted: the record, the queue's bookkeeping and
-    /// one word for what is almost never set aside. 224 is an allocator size class
-    /// (mimalloc's, below 256): a box of 225 bytes costs 256, 32 MB more at a million hosts.
+    /// one word for what is almost never set aside. 192 is an allocator size class
+    /// (mimalloc's, below 224): a box of 193 bytes costs 224, 32 MB more at a million hosts.
     #[test]
     fn a_host_in_memory_stays_within_its_budget() {
         let size = std::mem::size_of::<HostMem>();
         eprintln!("HostMem: {size} bytes");
-        assert!(size <= 224, "HostMem grew to {size} bytes");
+        assert!(size <= 192, "HostMem grew to {size} bytes");
     }
 
     /// Once its last segment is dead a host holds no segment list.

@@ -5,7 +5,7 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 // The running totals are u32 in memory (the store keeps u64, codec.rs reads them back
 // saturated, and they count up saturating): 32 bytes less a host keeps one in memory within
-// 224 bytes (sched/hosts.rs). At one request a second a host takes 136 years to pass 2^32.
+// 192 bytes (sched/hosts.rs). At one request a second a host takes 136 years to pass 2^32.
 // `queued` stays u64: it is the queue's own accounting, not a total.
 pub struct HostCounters {
     /// URLs ever queued for this host.
@@ -37,9 +37,9 @@ pub(crate) fn bump(total: &mut u32) {
 
 /// The persisted per-host (per politeness key) record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-// The four u32 fields keep a host in memory within 256 bytes (sched/hosts.rs): each is a
-// count or a span in ms far below 2^32; the store keeps u64 (codec.rs) and reads them back
-// saturated.
+// The narrow fields keep a host in memory within 192 bytes (sched/hosts.rs): each u32 is a
+// count or a span in ms far below 2^32, the back-off level is a small exponent and
+// `skipped` a flag; the store keeps u64 for each (codec.rs) and reads them back saturated.
 pub struct HostRecord {
     /// Numeric id used in queue keys.
     pub id: u64,
@@ -48,15 +48,15 @@ pub struct HostRecord {
     /// Leases in flight (reset to 0 on recovery, when leases return to the queue).
     pub in_flight: u32,
     /// Back-off level (0 = none); reset after a success.
-    pub backoff_level: u32,
+    pub backoff_level: u16,
     /// No request before this instant (unix ms) because of back-off or Retry-After.
     pub backoff_until_ms: u64,
     /// Crawl-delay in force in ms (after capping), 0 = none.
     pub crawl_delay_ms: u32,
     /// Last response time in ms.
     pub last_response_ms: u32,
-    /// 1 if the host is skipped (crawl-delay above the cap with `skip` configured).
-    pub skipped: u64,
+    /// The host is skipped (crawl-delay above the cap with `skip` configured).
+    pub skipped: bool,
     /// Counters.
     pub counters: HostCounters,
     /// Queue sequence of the next URL to hand out: every sequence below it was handed out
@@ -108,4 +108,10 @@ impl QueueControl {
 /// 2^32: a crawl-delay is capped, a response times out).
 pub(crate) fn to_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// A back-off level into the record's u16, saturated (each level doubles a wait that is
+/// capped long before level 16).
+pub(crate) fn to_u16(v: u64) -> u16 {
+    u16::try_from(v).unwrap_or(u16::MAX)
 }

@@ -381,7 +381,7 @@ impl Scheduler {
         let Some(h) = self.hosts.get_mut(id) else {
             return false;
         };
-        h.robots_pending = Some(Box::new(origin.into()));
+        h.set_robots_pending(Some(origin));
         h.rec.in_flight += 1;
         if let Some(ip) = h.ip {
             self.ip_groups.charge(ip, now_ms);
@@ -399,7 +399,7 @@ impl Scheduler {
         let Some(h) = self.hosts.get_mut(id) else {
             return;
         };
-        h.robots_pending = None;
+        h.set_robots_pending(None);
         h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
         if let Some(ip) = h.ip {
             self.ip_groups.release(ip);
@@ -420,7 +420,7 @@ impl Scheduler {
         let client_delay = self.client_delay_ms_of_id(id);
         let h = self.hosts.get_mut(id)?;
         let politeness_wait_ms = ready.min(now_ms).saturating_sub(h.free_since_ms);
-        h.leased.push(seq);
+        h.push_lease(seq);
         h.consume(seq, from);
         if let Some(a) = h.aside.as_deref_mut() {
             a.held_origin = None;
@@ -456,11 +456,9 @@ impl Scheduler {
         now_ms: u64,
     ) -> Option<&mut HostMem> {
         let h = self.hosts.get_mut(id)?;
-        let seq = h.leased.swap_remove(pos);
-        if h.leased.is_empty() {
-            // a million hosts each kept a 48-byte list between their leases
-            h.leased = thin_vec::ThinVec::new();
-        }
+        // (the list goes with its box once empty: a million hosts each kept a 48-byte
+        // list between their leases)
+        let seq = h.take_lease(pos)?;
         self.lease_clock.clear(LeaseId { host_id: id, seq });
         h.rec.in_flight = h.rec.in_flight.saturating_sub(1);
         // left taken, four expiries filled a default address group for good (issue 33)
@@ -468,7 +466,7 @@ impl Scheduler {
             self.ip_groups.release(ip);
         }
         h.free_since_ms = now_ms;
-        h.hold_until_ms = 0;
+        h.set_hold_until(0);
         Some(h)
     }
 
@@ -712,7 +710,7 @@ mod tests {
             .expect("in memory");
         // the address's one slot is taken: the other host waits, whatever the time
         assert_eq!(ready(&mut s, 5_000), None);
-        let pos = s.host(first).map_or(0, |h| h.leased.len() - 1);
+        let pos = s.host(first).map_or(0, |h| h.leased().len() - 1);
         s.handle_page_done(first, pos, 5_000).expect("in memory");
         // the slot is free and the address's gap (500 ms from the lease) has passed; the
         // host that went keeps its own gap (1 s)
@@ -729,9 +727,11 @@ mod tests {
         s.handle_page_lease((0, a), (1, Source::Head), 0, None)
             .expect("in memory");
         s.handle_page_done(a, 0, 10).expect("in memory");
-        assert_eq!(s.host(a).map(|h| h.leased.as_slice()), Some(&[1][..]));
+        assert_eq!(s.host(a).map(|h| h.leased()), Some(&[1][..]));
         s.handle_page_done(a, 0, 20).expect("in memory");
-        assert_eq!(s.host(a).map(|h| h.leased.capacity()), Some(0));
+        assert!(s
+            .host(a)
+            .is_some_and(|h| h.leased().is_empty() && h.aside.is_none()));
     }
 
     #[test]

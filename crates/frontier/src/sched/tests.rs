@@ -234,7 +234,7 @@ fn a_host_is_ready_only_with_work_and_a_free_slot() {
     let mut h = host(3);
     h.rec.next_allowed_ms = T0 + 10;
     h.rec.backoff_until_ms = T0 + 30;
-    h.hold_until_ms = T0 + 20;
+    h.set_hold_until(T0 + 20);
     assert_eq!(
         ready_at(&h, 1, false),
         Some(T0 + 30),
@@ -245,9 +245,9 @@ fn a_host_is_ready_only_with_work_and_a_free_slot() {
     assert_eq!(ready_at(&h, 1, false), None, "every slot taken");
     assert_eq!(ready_at(&h, 2, false), Some(T0 + 30), "a second slot");
     h.rec.in_flight = 0;
-    h.robots_pending = Some(Box::new("http://a.test".into()));
+    h.set_robots_pending(Some("http://a.test"));
     assert_eq!(ready_at(&h, 1, false), None, "robots.txt in flight");
-    h.robots_pending = None;
+    h.set_robots_pending(None);
     h.rec.counters.queued = 0;
     assert_eq!(ready_at(&h, 1, false), None, "nothing queued");
 }
@@ -381,13 +381,13 @@ fn dead_segments_are_those_below_every_live_sequence() {
     };
     h.segs.extend([seg(0), seg(4), seg(8)]);
     h.rec.head_seq = 9;
-    h.leased.push(5);
+    h.push_lease(5);
     assert_eq!(
         h.drop_dead_segments(),
         vec![seg(0)],
         "a lease keeps its segment"
     );
-    h.leased.clear();
+    assert_eq!(h.take_lease(0), Some(5));
     assert_eq!(h.drop_dead_segments(), vec![seg(4)]);
     assert_eq!(h.segs.len(), 1);
 }

@@ -32,7 +32,7 @@ impl Settling<'_> {
         let idle = self.sched.host(id).is_some_and(|h| {
             h.rec.counters.queued == 0
                 && h.rec.in_flight == 0
-                && h.robots_pending.is_none()
+                && h.robots_pending_origin().is_none()
                 && h.aside().front.is_empty()
                 && h.segs.is_empty()
                 && h.aside().retries.is_empty()

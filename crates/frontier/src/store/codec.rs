@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 
-use crate::sched::records::to_u32;
+use crate::sched::records::{to_u16, to_u32};
 pub use crate::sched::records::{DropReason, HostCounters, HostRecord};
 use crate::sched::recrawl::RevisitRecord;
 use crate::store::revisit;
@@ -127,7 +127,7 @@ impl HostRecord {
             self.backoff_until_ms,
             u64::from(self.crawl_delay_ms),
             u64::from(self.last_response_ms),
-            self.skipped,
+            u64::from(self.skipped),
             u64::from(c.enqueued),
             c.queued,
             u64::from(c.dispatched),
@@ -147,11 +147,11 @@ impl HostRecord {
             id: f[0],
             next_allowed_ms: f[1],
             in_flight: to_u32(f[2]),
-            backoff_level: to_u32(f[3]),
+            backoff_level: to_u16(f[3]),
             backoff_until_ms: f[4],
             crawl_delay_ms: to_u32(f[5]),
             last_response_ms: to_u32(f[6]),
-            skipped: f[7],
+            skipped: f[7] != 0,
             counters: HostCounters {
                 enqueued: to_u32(f[8]),
                 queued: f[9],
@@ -574,8 +574,9 @@ impl DropRecord {
 mod tests {
     use super::*;
 
-    /// The store keeps u64 where a host in memory has u32 (sched/records.rs): a stored value
-    /// past 2^32 reads back as the largest u32, not wrapped to a small one.
+    /// The store keeps u64 where a host in memory has u32 or u16 (sched/records.rs): a
+    /// stored value past the field's range reads back as its largest, not wrapped to a
+    /// small one.
     #[test]
     fn a_stored_value_past_a_u32_field_reads_back_saturated() {
         let mut v2 = vec![2u8];
@@ -598,7 +599,7 @@ mod tests {
                 d.crawl_delay_ms,
                 d.last_response_ms
             ),
-            (u32::MAX, u32::MAX, u32::MAX, u32::MAX)
+            (u32::MAX, u16::MAX, u32::MAX, u32::MAX)
         );
         // a version-3 record's running totals past 2^32 saturate too; `queued` is kept whole
         let big = 5_000_000_000u64;
