@@ -156,12 +156,7 @@ impl HostMem {
     pub(crate) fn set_robots_pending(&mut self, origin: Option<&str>) {
         match origin {
             Some(o) => self.aside_mut().robots_pending = Some(Box::from(o)),
-            None => {
-                if let Some(a) = self.aside.as_deref_mut() {
-                    a.robots_pending = None;
-                }
-                self.tidy_aside();
-            }
+            None => self.clear_aside(|a| a.robots_pending = None),
         }
     }
 
@@ -177,12 +172,14 @@ impl HostMem {
 
     /// The lease at position `pos` of [`HostMem::leased`] ended: its sequence.
     pub(crate) fn take_lease(&mut self, pos: usize) -> Option<u64> {
-        let a = self.aside.as_deref_mut()?;
-        let seq = (pos < a.leased.len()).then(|| a.leased.swap_remove(pos));
-        if a.leased.is_empty() {
-            a.leased = ThinVec::new();
-        }
-        self.tidy_aside();
+        let mut seq = None;
+        self.clear_aside(|a| {
+            seq = (pos < a.leased.len()).then(|| a.leased.swap_remove(pos));
+            if a.leased.is_empty() {
+                // freed, not kept empty, when the box stays for something else
+                a.leased = ThinVec::new();
+            }
+        });
         seq
     }
 
@@ -195,8 +192,16 @@ impl HostMem {
     pub(crate) fn set_hold_until(&mut self, until_ms: u64) {
         if until_ms != 0 {
             self.aside_mut().hold_until_ms = until_ms;
-        } else if let Some(a) = self.aside.as_deref_mut() {
-            a.hold_until_ms = 0;
+        } else {
+            self.clear_aside(|a| a.hold_until_ms = 0);
+        }
+    }
+
+    /// Take something out of what is set aside (no box made when there is none), then
+    /// free the box if nothing is left in it.
+    fn clear_aside(&mut self, take: impl FnOnce(&mut SetAside)) {
+        if let Some(a) = self.aside.as_deref_mut() {
+            take(a);
             self.tidy_aside();
         }
     }

@@ -456,7 +456,7 @@ impl Scheduler {
         now_ms: u64,
     ) -> Option<&mut HostMem> {
         let h = self.hosts.get_mut(id)?;
-        // (the list goes with its box once empty: a million hosts each kept a 48-byte
+        // the list is freed with its box once empty (a million hosts each kept a 48-byte
         // list between their leases)
         let seq = h.take_lease(pos)?;
         self.lease_clock.clear(LeaseId { host_id: id, seq });

@@ -578,7 +578,7 @@ mod tests {
     /// stored value past the field's range reads back as its largest, not wrapped to a
     /// small one.
     #[test]
-    fn a_stored_value_past_a_u32_field_reads_back_saturated() {
+    fn a_stored_value_past_a_narrow_field_reads_back_saturated() {
         let mut v2 = vec![2u8];
         for f in [
             7u64,
