@@ -157,6 +157,17 @@ impl Node {
             .map_or(true, |shard| self.ownership.holds(shard))
     }
 
+    /// Whether a request for `url` may be sent this instant (its shard held, past its
+    /// takeover hold and inside its fence: [`Ownership::open_now`]); a URL without a shard
+    /// may (the fetcher refuses it as it always did).
+    pub fn may_send_now(&self, url: &str) -> bool {
+        self.settings
+            .lib
+            .shard_map
+            .shard_of_url(url, self.max_url_len)
+            .map_or(true, |shard| self.ownership.open_now(shard))
+    }
+
     /// Queue a crawl-log record for the events stream (never waits). False when it was
     /// dropped: the buffer is full.
     pub fn publish_event(&self, record: &str) -> bool {

@@ -153,9 +153,11 @@ impl Ownership {
     }
 }
 
-impl DispatchGate for Ownership {
-    fn closed_for(&self, key: &str) -> Option<u64> {
-        let s = self.map.shard_of_key(key) as usize;
+impl Ownership {
+    /// `None`: the hosts of `shard` may be visited now; `Some(ms)`: not now, ask again
+    /// after `ms`.
+    fn closed_for_shard(&self, shard: u32) -> Option<u64> {
+        let s = shard as usize;
         let from = self.open_from.get(s)?.load(Ordering::Acquire);
         if from == NOT_HELD || from == READING_LOG {
             return Some(RECHECK_MS);
@@ -169,6 +171,20 @@ impl DispatchGate for Ownership {
             return Some(RECHECK_MS);
         }
         None
+    }
+
+    /// Whether a request to a host of `shard` may be sent this instant: the shard held,
+    /// past its takeover hold and inside its fence. Asked again right before each request,
+    /// not only at dispatch: a node frozen (SIGSTOP, a stalled VM) with a request in hand
+    /// wakes after the others took its shards, and must not send it.
+    pub fn open_now(&self, shard: u32) -> bool {
+        self.closed_for_shard(shard).is_none()
+    }
+}
+
+impl DispatchGate for Ownership {
+    fn closed_for(&self, key: &str) -> Option<u64> {
+        self.closed_for_shard(self.map.shard_of_key(key))
     }
 }
 
@@ -226,6 +242,30 @@ mod tests {
             !o.holds(2),
             "a revoked shard is not opened by its log's read"
         );
+    }
+
+    /// A request in hand is asked about again right before it goes: once the fence has
+    /// passed (a node frozen past a third of the TTL before its lease ran out) or the shard
+    /// is gone, it does not go, though it was dispatched while the shard was open.
+    #[test]
+    fn a_request_in_hand_goes_only_while_its_shard_is_open() {
+        let map = ShardMap::new(4, PolitenessKeyMode::Host).unwrap();
+        let o = Ownership::leased(map);
+        assert!(!o.open_now(2), "not held");
+        o.grant(2, Duration::from_secs(60), o.now_ms() + 120_000);
+        assert!(!o.open_now(2), "in its takeover hold");
+        o.grant(2, Duration::ZERO, o.now_ms() + 120_000);
+        assert!(o.open_now(2));
+        assert!(!o.open_now(1), "another shard, not held");
+        // the fence passed without a renewal: what a frozen node finds when it wakes
+        o.renew(2, o.now_ms());
+        assert!(!o.open_now(2), "fenced");
+        o.renew(2, o.now_ms() + 10_000);
+        assert!(o.open_now(2));
+        o.revoke(2);
+        assert!(!o.open_now(2), "revoked");
+        let fixed = Ownership::fixed(map, &ShardSet::parse("1", 4).unwrap());
+        assert!(fixed.open_now(1) && !fixed.open_now(2));
     }
 
     #[test]

@@ -214,6 +214,24 @@ impl Frontier {
         true
     }
 
+    /// A robots.txt lease whose request was never sent (a cluster node found, right before
+    /// sending it, that the host's shard is no longer open to it): the robots.txt slot and
+    /// the host's and its address's slots come back, and the host waits its gap from
+    /// `now_ms` before its robots.txt is asked for again. False when the lease is no longer
+    /// the one its host waits for.
+    pub fn give_back_robots(&self, lease: &RobotsLease, now_ms: u64) -> bool {
+        let mut inner = self.inner.lock();
+        if !Self::give_back_robots_lease(&mut inner, lease, now_ms) {
+            return false;
+        }
+        if let Some(h) = inner.sched.host_mut(lease.host_id) {
+            let gap = politeness::gap_ms(&self.cfg, &h.rec);
+            h.rec.next_allowed_ms = h.rec.next_allowed_ms.max(now_ms + gap);
+        }
+        inner.sched.schedule(lease.host_id);
+        true
+    }
+
     /// The outcome of `lease` could not be made durable (a store error): give back the
     /// robots.txt slot and the host's lease, so the host is not stuck waiting for an answer
     /// that will never come; its robots.txt is fetched again after a pause. The state the

@@ -3,14 +3,15 @@
 //! retries still waiting out their back-off and those set aside while their origin is held,
 //! consumed as a visit that discards it would, durably. Leased URLs (in flight) stay: their
 //! outcome comes back here. The host keeps its record (politeness, counters) and its place in
-//! the seen-set.
+//! the seen-set. And a lease given back unsent, when the host's shard closed before its
+//! request went.
 
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::store::codec::QueueEntry;
 use crate::store::Batch;
-use crate::Frontier;
+use crate::{Frontier, LeaseId};
 
 impl Frontier {
     /// Hosts handed over by another frontier with the wait each was still owed there (its
@@ -71,6 +72,46 @@ impl Frontier {
         self.store.flush()?;
         self.reclaimer.delete(dead);
         Ok(taken)
+    }
+
+    /// A page lease whose request was never sent (a cluster node found, right before
+    /// sending it, that the host's shard is no longer open to it): its URL goes back to the
+    /// front of its host's queue with no attempt counted, and the host and its address get
+    /// their slots back (the gap the lease started stays). Not flushed: after a crash the
+    /// lease returns at open anyway. False when the lease is no longer out.
+    pub fn give_back(&self, lease: LeaseId, now_ms: u64) -> Result<bool> {
+        let (id, seq) = (lease.host_id, lease.seq);
+        let mut batch = Batch::new();
+        let mut dead = Vec::new();
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let Some(pos) = inner
+                .sched
+                .host(id)
+                .and_then(|h| h.leased().iter().position(|&s| s == seq))
+            else {
+                return Ok(false);
+            };
+            let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
+                return Ok(false);
+            };
+            let front = &mut h.aside_mut().front;
+            if let Err(at) = front.binary_search(&seq) {
+                front.insert(at, seq);
+            }
+            h.rec.counters.queued += 1;
+            inner
+                .settling()
+                .settle_hosts(vec![id], &mut batch, &mut dead);
+            inner.sched.schedule(id);
+        }
+        if !batch.is_empty() {
+            self.store.apply(batch)?;
+            self.commit.written();
+        }
+        self.reclaimer.delete(dead);
+        Ok(true)
     }
 }
 
@@ -168,6 +209,90 @@ mod tests {
         for u in ["http://a.test/p1", "http://a.test/p4"] {
             assert!(all.iter().any(|s| s == u), "{u} not served: {all:?}");
         }
+    }
+
+    /// A lease given back unsent is served again first, as the same attempt, once the
+    /// host's gap is over; given back twice, or after its outcome, it is no longer out.
+    #[test]
+    fn a_lease_given_back_unsent_is_served_again_first_as_the_same_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = FrontierConfig::new(dir.path());
+        c.min_delay_ms = 1_000;
+        c.delay_factor = 0.0;
+        c.seed = Some(3);
+        let f = Frontier::open(c).unwrap();
+        allow_all(&f, &["a.test"], T0);
+        f.enqueue_batch(&urls("a.test", 2), T0).unwrap();
+        let leased: Vec<PageLease> = f
+            .next_batch(T0, 10)
+            .unwrap()
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(leased.len(), 1);
+        let first = &leased[0];
+        assert!(f.give_back(first.id, T0 + 5).unwrap());
+        assert!(!f.give_back(first.id, T0 + 6).unwrap(), "no longer out");
+        // the gap the lease started stays: nothing before it ends
+        assert!(f.next_batch(T0 + 500, 10).unwrap().is_empty());
+        let again: Vec<PageLease> = f
+            .next_batch(T0 + 1_000, 10)
+            .unwrap()
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].url, first.url, "the front first");
+        assert_eq!(again[0].attempt, first.attempt, "no attempt counted");
+        f.complete(
+            again[0].id,
+            PageOutcome::Done { response_ms: 1 },
+            T0 + 1_001,
+        )
+        .unwrap();
+        assert!(!f.give_back(again[0].id, T0 + 1_002).unwrap());
+        assert_eq!(leased_pages(&f, T0 + 2_001, true), ["http://a.test/p1"]);
+        assert!(
+            leased_pages(&f, T0 + 9_000, true).is_empty(),
+            "nothing left"
+        );
+    }
+
+    /// A robots.txt lease given back unsent frees its slots, and the host's robots.txt is
+    /// asked for again once its gap from the give-back is over.
+    #[test]
+    fn a_robots_lease_given_back_unsent_is_asked_again_after_the_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = FrontierConfig::new(dir.path());
+        c.min_delay_ms = 1_000;
+        c.delay_factor = 0.0;
+        c.seed = Some(3);
+        let f = Frontier::open(c).unwrap();
+        f.enqueue_batch(&urls("a.test", 1), T0).unwrap();
+        let robots = |now| -> Vec<RobotsLease> {
+            f.next_batch(now, 10)
+                .unwrap()
+                .into_iter()
+                .filter_map(|w| match w {
+                    WorkItem::Robots(r) => Some(r),
+                    _ => None,
+                })
+                .collect()
+        };
+        let first = robots(T0);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(f.give_back_robots(&first[0], T0 + 5));
+        assert!(!f.give_back_robots(&first[0], T0 + 6), "no longer out");
+        assert!(robots(T0 + 500).is_empty(), "within the gap");
+        let again = robots(T0 + 1_005);
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].origin, first[0].origin);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub struct ClusterMetrics {
     pub shard_log_done_skipped: Counter,
     pub shard_log_late_done: Counter,
     pub shard_log_compactions: Counter,
+    pub fetches_withheld: Counter,
 }
 
 impl ClusterMetrics {
@@ -93,6 +94,11 @@ impl ClusterMetrics {
             "cluster_shard_log_late_done",
             "Done keys that reached the log of a shard taken over after this node read it (its last holder could not reach the broker in time): their URLs are not fetched here",
             self.shard_log_late_done.clone(),
+        );
+        r.register(
+            "cluster_fetches_withheld",
+            "Requests (pages and robots.txt) leased while their shard was open here and not sent because it had closed by the time they would go (the node was frozen past its fence, or lost the shard): given back to the queue unsent",
+            self.fetches_withheld.clone(),
         );
         r.register(
             "cluster_shard_log_compactions",

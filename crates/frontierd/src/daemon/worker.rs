@@ -16,7 +16,7 @@ use frontier::{EntryKind, PageLease, PageOutcome, RobotsLease, Visit, WorkItem};
 use frontierd_pipeline::Connected;
 
 use crate::daemon::shared::Shared;
-use crate::internal_events::cluster::QueuedUrlFetchedElsewhere;
+use crate::internal_events::cluster::{FetchWithheld, QueuedUrlFetchedElsewhere};
 use crate::internal_events::daemon::FrontierCall;
 use crate::internal_events::fetch::{
     PageFetchRefused, PageFetched, PageLeased, PageRetried, PageVisited, RedirectChainStopped,
@@ -71,6 +71,18 @@ fn dns_failure(sh: &Shared, url: &str, fetch: FetchKind, outcome: &fetcher::Fetc
 
 pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     let m = &sh.metrics;
+    if shard_closed(sh, &lease.url) {
+        FetchWithheld {
+            url: &lease.url,
+            fetch: FetchKind::Robots,
+        }
+        .emit(m);
+        let f = sh.frontier.clone();
+        let now = crate::daemon::shared::now_ms();
+        // (a lease no longer out needs nothing more)
+        let _ = tokio::task::spawn_blocking(move || f.give_back_robots(&lease, now)).await;
+        return;
+    }
     // a 2xx body, for its Sitemap lines once the outcome is in
     let mut robots_body = None;
     // the first request went to the host itself (later hops may be elsewhere)
@@ -167,6 +179,15 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         complete(sh, &lease, PageOutcome::Done { response_ms: 0 }, None, None).await;
         return;
     }
+    if shard_closed(sh, &lease.url) {
+        FetchWithheld {
+            url: &lease.url,
+            fetch: FetchKind::Page,
+        }
+        .emit(&sh.metrics);
+        give_back(sh, &lease).await;
+        return;
+    }
     let url = match Url::parse(&lease.url) {
         Ok(u) => u,
         Err(e) => {
@@ -189,6 +210,24 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     .emit(&sh.metrics);
     let verdict = judge_answer(sh, &lease, &url, &fetch, kept.warc_failed.as_deref()).await;
     act_on(sh, &lease, found, &fetch, kept, verdict).await;
+}
+
+/// In a cluster: whether the shard of `url` has closed to this node since its lease was
+/// handed out. Dispatch asks too, but a node frozen (SIGSTOP, a stalled VM) with the item in
+/// hand wakes after the others took the shard, and its request must not go then.
+fn shard_closed(sh: &Shared, url: &str) -> bool {
+    sh.cluster.as_ref().is_some_and(|n| !n.may_send_now(url))
+}
+
+/// A page lease given back unsent: its URL returns to the front of its host's queue.
+async fn give_back(sh: &Arc<Shared>, lease: &PageLease) {
+    let f = sh.frontier.clone();
+    let (id, now) = (lease.id, crate::daemon::shared::now_ms());
+    match tokio::task::spawn_blocking(move || f.give_back(id, now)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => sh.frontier_failed(FrontierCall::GiveBack, &format!("{e:#}"), 1),
+        Err(e) => sh.frontier_failed(FrontierCall::Task, &e, 1),
+    }
 }
 
 /// In a cluster with shard logs: whether the shard's last holder fetched `url` (a late

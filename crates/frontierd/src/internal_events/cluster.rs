@@ -571,6 +571,24 @@ impl InternalEvent for QueuedUrlFetchedElsewhere<'_> {
     }
 }
 
+/// A request leased while its shard was open here was not sent: the shard had closed by
+/// the time it would go (this node frozen past its fence, or the shard lost).
+pub struct FetchWithheld<'a> {
+    pub url: &'a str,
+    pub fetch: crate::internal_events::network::FetchKind,
+}
+
+impl InternalEvent for FetchWithheld<'_> {
+    fn emit(self, m: &Metrics) {
+        tracing::warn!(
+            url = self.url,
+            fetch = self.fetch.as_str(),
+            "request not sent: its shard is no longer open to this node; given back unsent"
+        );
+        m.cluster.fetches_withheld.inc();
+    }
+}
+
 /// A shard's log folded and rewritten.
 pub struct ShardLogCompacted {
     pub shard: u32,

@@ -224,6 +224,8 @@ pub enum FrontierCall {
     EnqueueSitemap,
     /// Applying a sitemap's `lastmod` dates to known URLs.
     SitemapLastmod,
+    /// Giving a lease back unsent (its shard closed before its request went).
+    GiveBack,
 }
 
 impl From<frontierd_pipeline::Call> for FrontierCall {
@@ -243,6 +245,7 @@ impl FrontierCall {
             FrontierCall::EnqueueDiscovered => "enqueue-discovered",
             FrontierCall::EnqueueSitemap => "enqueue-sitemap",
             FrontierCall::SitemapLastmod => "sitemap-lastmod",
+            FrontierCall::GiveBack => "give-back",
         }
     }
 }

@@ -15,7 +15,7 @@ pub enum FetchKind {
 }
 
 impl FetchKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FetchKind::Robots => "robots",
             FetchKind::Page => "page",
