@@ -117,7 +117,7 @@ impl Frontier {
 
 #[cfg(test)]
 mod tests {
-    use crate::tests::allow_all;
+    use crate::tests::{allow_all, pages};
     use crate::*;
 
     const T0: u64 = 1_700_000_000_000;
@@ -211,42 +211,31 @@ mod tests {
         }
     }
 
+    /// A frontier whose hosts wait 1 s between two requests.
+    fn open_with_gap(dir: &std::path::Path) -> Frontier {
+        let mut c = FrontierConfig::new(dir);
+        c.min_delay_ms = 1_000;
+        c.delay_factor = 0.0;
+        c.seed = Some(3);
+        Frontier::open(c).unwrap()
+    }
+
     /// A lease given back unsent is served again first, as the same attempt, once the
     /// host's gap is over; given back twice, or after its outcome, it is no longer out.
     #[test]
     fn a_lease_given_back_unsent_is_served_again_first_as_the_same_attempt() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = FrontierConfig::new(dir.path());
-        c.min_delay_ms = 1_000;
-        c.delay_factor = 0.0;
-        c.seed = Some(3);
-        let f = Frontier::open(c).unwrap();
+        let f = open_with_gap(dir.path());
         allow_all(&f, &["a.test"], T0);
         f.enqueue_batch(&urls("a.test", 2), T0).unwrap();
-        let leased: Vec<PageLease> = f
-            .next_batch(T0, 10)
-            .unwrap()
-            .into_iter()
-            .filter_map(|w| match w {
-                WorkItem::Page(p) => Some(p),
-                _ => None,
-            })
-            .collect();
+        let leased = pages(f.next_batch(T0, 10).unwrap());
         assert_eq!(leased.len(), 1);
         let first = &leased[0];
         assert!(f.give_back(first.id, T0 + 5).unwrap());
         assert!(!f.give_back(first.id, T0 + 6).unwrap(), "no longer out");
         // the gap the lease started stays: nothing before it ends
         assert!(f.next_batch(T0 + 500, 10).unwrap().is_empty());
-        let again: Vec<PageLease> = f
-            .next_batch(T0 + 1_000, 10)
-            .unwrap()
-            .into_iter()
-            .filter_map(|w| match w {
-                WorkItem::Page(p) => Some(p),
-                _ => None,
-            })
-            .collect();
+        let again = pages(f.next_batch(T0 + 1_000, 10).unwrap());
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].url, first.url, "the front first");
         assert_eq!(again[0].attempt, first.attempt, "no attempt counted");
@@ -269,11 +258,7 @@ mod tests {
     #[test]
     fn a_robots_lease_given_back_unsent_is_asked_again_after_the_gap() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = FrontierConfig::new(dir.path());
-        c.min_delay_ms = 1_000;
-        c.delay_factor = 0.0;
-        c.seed = Some(3);
-        let f = Frontier::open(c).unwrap();
+        let f = open_with_gap(dir.path());
         f.enqueue_batch(&urls("a.test", 1), T0).unwrap();
         let robots = |now| -> Vec<RobotsLease> {
             f.next_batch(now, 10)
@@ -281,7 +266,7 @@ mod tests {
                 .into_iter()
                 .filter_map(|w| match w {
                     WorkItem::Robots(r) => Some(r),
-                    _ => None,
+                    WorkItem::Page(_) => None,
                 })
                 .collect()
         };

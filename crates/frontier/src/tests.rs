@@ -398,7 +398,7 @@ pub(crate) fn allow_all(f: &Frontier, hosts: &[impl AsRef<str>], now: u64) {
     f.set_robots(&outs, now).unwrap();
 }
 
-fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
+pub(crate) fn pages(items: Vec<WorkItem>) -> Vec<PageLease> {
     items
         .into_iter()
         .filter_map(|w| match w {
