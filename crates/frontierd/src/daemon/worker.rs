@@ -79,8 +79,10 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
         .emit(m);
         let f = sh.frontier.clone();
         let now = crate::daemon::shared::now_ms();
-        // (a lease no longer out needs nothing more)
-        let _ = tokio::task::spawn_blocking(move || f.give_back_robots(&lease, now)).await;
+        // (false: the lease is no longer out, nothing more to do)
+        if let Err(e) = tokio::task::spawn_blocking(move || f.give_back_robots(&lease, now)).await {
+            sh.frontier_failed(FrontierCall::Task, &e, 1);
+        }
         return;
     }
     // a 2xx body, for its Sitemap lines once the outcome is in
