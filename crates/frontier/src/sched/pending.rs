@@ -8,7 +8,7 @@
 /// entries each, and a second list cost each of them another allocation (its 16-byte header
 /// and its size class's rounding) and another 8 bytes in the host (docs/benchmarks.md,
 /// "Memory at 10M URLs over 1M hosts"). The block holds, in order: the number of entries
-/// and the length of their bytes (u32 each), the entries' bytes from the front, and each
+/// (u32), the entries' bytes from the front, and each
 /// entry's end offset (u32) from the back, the first entry's last, so both grow towards the
 /// free middle and an entry is found by its index without a scan.
 #[derive(Debug, Default)]
@@ -20,8 +20,8 @@ pub struct Pending {
     block: thin_vec::ThinVec<u8>,
 }
 
-/// The block's header: the number of entries, then the length of their bytes.
-const HEADER: usize = 8;
+/// The block's header: the number of entries.
+const HEADER: usize = 4;
 /// An entry's end offset, at the block's back.
 const END: usize = 4;
 
@@ -62,12 +62,11 @@ impl Pending {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Length of the entries' bytes.
+    /// Length of the entries' bytes: the last entry's end.
     fn data_len(&self) -> usize {
-        if self.block.is_empty() {
-            0
-        } else {
-            read_u32(&self.block, 4)
+        match self.len() {
+            0 => 0,
+            n => self.end_of(n - 1),
         }
     }
     /// End offset (within the entries' bytes) of entry `i`, which must exist.
@@ -88,7 +87,6 @@ impl Pending {
         let back = self.block.len() - END * (n + 1);
         write_u32(&mut self.block, back, data);
         write_u32(&mut self.block, 0, n + 1);
-        write_u32(&mut self.block, 4, data);
     }
     /// A block of at least `need` bytes (an eighth more than now, at least: see
     /// [`grow_gently`]), the header and entries at its front and the end offsets at its back.
