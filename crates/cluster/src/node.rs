@@ -168,6 +168,13 @@ impl Node {
             .map_or(true, |shard| self.ownership.open_now(shard))
     }
 
+    /// [`Node::may_send_now`] for a request to `origin` (`scheme://host[:port]`), asked by
+    /// the fetcher on the connection itself, right before it is opened and before each
+    /// write.
+    pub fn may_send_to_origin(&self, origin: &str) -> bool {
+        self.may_send_now(&format!("{origin}/"))
+    }
+
     /// Queue a crawl-log record for the events stream (never waits). False when it was
     /// dropped: the buffer is full.
     pub fn publish_event(&self, record: &str) -> bool {

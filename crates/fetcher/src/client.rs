@@ -1,4 +1,5 @@
-//! The fetcher: one pooled hyper client for robots.txt and pages.
+//! The fetcher: one pooled hyper client for robots.txt and pages (and a second, not
+//! gated, for robots.txt redirect hops to another origin).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -25,8 +26,10 @@ use crate::body::{content_coding, read_body, Caps, ReadBody};
 use crate::config::FetcherConfig;
 use crate::dns::{DnsCache, DnsResult, DnsStats};
 use crate::error::{
-    classify_body_error, classify_request_error, describe, find_refusal, FetchError, FetcherError,
+    classify_body_error, classify_request_error, describe, find_refusal, find_withheld, FetchError,
+    FetcherError,
 };
+use crate::gate::{SendGate, SharedGate};
 use crate::headers::{max_age_from_headers, retry_after_from_headers};
 use crate::outcome::{
     ContentCoding, FetchOutcome, NetworkErrorKind, PageFetch, RequestRecord, ResponseRecord,
@@ -63,7 +66,12 @@ pub struct PageOptions {
 /// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
 #[derive(Clone)]
 pub struct Fetcher {
+    /// Asks the send gate: every request to the fetch's own host.
     client: HttpClient,
+    /// Asks no gate: robots.txt redirect hops to another origin (the gate answers for the
+    /// origin a fetch is for, not for where its robots.txt moved).
+    hop_client: HttpClient,
+    gate: SharedGate,
     pool_cap: PoolCap,
     user_agent: HeaderValue,
     config: FetcherConfig,
@@ -83,7 +91,10 @@ impl std::fmt::Debug for Fetcher {
 /// Which kind of fetch one request serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Purpose {
-    Robots,
+    /// `own_origin`: to the origin whose robots.txt it is (not a redirect hop elsewhere).
+    Robots {
+        own_origin: bool,
+    },
     Page,
 }
 
@@ -120,11 +131,18 @@ impl Fetcher {
             .enable_http2()
             .wrap_connector(GuardedConnector::new(http, policy.clone()));
         let pool_cap = PoolCap::new(config.max_pooled_connections);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(config.pool_idle_timeout)
-            .build(CappedConnector::new(https, pool_cap.clone()));
+        let gate = SharedGate::default();
+        let build = |gate: Option<SharedGate>| {
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(config.pool_idle_timeout)
+                .build(CappedConnector::new(https.clone(), pool_cap.clone(), gate))
+        };
+        let client = build(Some(gate.clone()));
+        let hop_client = build(None);
         Ok(Fetcher {
             client,
+            hop_client,
+            gate,
             pool_cap,
             user_agent,
             config,
@@ -144,6 +162,14 @@ impl Fetcher {
         if !policy.own_listeners.contains(&addr) {
             policy.own_listeners.push(addr);
         }
+    }
+
+    /// Sets the send gate (once; false if one was set already): from now on no connection
+    /// to an origin is opened, and no request written on one, while `gate` says no for
+    /// that origin; the fetch fails with [`FetchError::Withheld`]. Robots.txt redirect hops
+    /// to another origin do not ask it. Clones share it.
+    pub fn set_send_gate(&self, gate: Arc<dyn SendGate>) -> bool {
+        self.gate.set(gate).is_ok()
     }
 
     /// Connections open now: kept for reuse, in use, or closing.
@@ -193,10 +219,11 @@ impl Fetcher {
         let mut exchanges = Vec::new();
         let exchange = loop {
             let hop_started_at = SystemTime::now();
+            let own_origin = url.origin() == requested_url.origin();
             let exchange = self
                 .exchange(
                     &url,
-                    Purpose::Robots,
+                    Purpose::Robots { own_origin },
                     deadline,
                     started,
                     &PageOptions::default(),
@@ -306,7 +333,11 @@ impl Fetcher {
         let mut request = self.request_record(target, options);
         let req = http_request(url, uri, &request)?;
 
-        let response = match timeout_at(deadline, self.client.request(req)).await {
+        let client = match purpose {
+            Purpose::Robots { own_origin: false } => &self.hop_client,
+            _ => &self.client,
+        };
+        let response = match timeout_at(deadline, client.request(req)).await {
             Err(_) => {
                 return Ok(network_failure(
                     url,
@@ -317,6 +348,13 @@ impl Fetcher {
                 ))
             }
             Ok(Err(e)) => {
+                if let Some(withheld) = find_withheld(&e) {
+                    debug!(%url, %withheld, "request withheld");
+                    return Err(FetchError::Withheld {
+                        url: url.clone(),
+                        withheld,
+                    });
+                }
                 if let Some(refused) = find_refusal(&e) {
                     debug!(%url, %refused, "address refused");
                     return Err(FetchError::AddressRefused {
@@ -414,7 +452,7 @@ impl Fetcher {
     /// held to the smaller of that and `max_decoded_bytes`.
     fn body_caps(&self, purpose: Purpose) -> Caps {
         let cap = match purpose {
-            Purpose::Robots => self.config.robots_body_cap,
+            Purpose::Robots { .. } => self.config.robots_body_cap,
             Purpose::Page => self.config.page_body_cap,
         };
         Caps {

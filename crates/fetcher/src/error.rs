@@ -8,6 +8,7 @@ use url::Url;
 
 use crate::address::AddressRefused;
 use crate::body::BodyError;
+use crate::gate::Withheld;
 use crate::outcome::NetworkErrorKind;
 use crate::resolve::ResolveError;
 
@@ -49,6 +50,11 @@ pub enum FetchError {
     /// DNS), or its IP literal: no connection was attempted.
     #[error("{url}: {refused}")]
     AddressRefused { url: Url, refused: AddressRefused },
+    /// The send gate ([`crate::Fetcher::set_send_gate`]) was closed for the URL's host
+    /// when the connection was to be opened or the request written: nothing of the request
+    /// was sent.
+    #[error("{url}: {withheld}")]
+    Withheld { url: Url, withheld: Withheld },
 }
 
 impl FetchError {
@@ -66,6 +72,13 @@ pub(crate) fn find_refusal(err: &hyper_util::client::legacy::Error) -> Option<Ad
     causes(err)
         .iter()
         .find_map(|e| e.downcast_ref::<AddressRefused>().copied())
+}
+
+/// The send gate's refusal, if that is why a request failed.
+pub(crate) fn find_withheld(err: &hyper_util::client::legacy::Error) -> Option<Withheld> {
+    causes(err)
+        .iter()
+        .find_map(|e| e.downcast_ref::<Withheld>().cloned())
 }
 
 /// Walks an error and its causes, looking inside `io::Error` wrappers too (their

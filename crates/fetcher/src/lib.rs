@@ -12,6 +12,10 @@
 //! DNS, for every request and redirect hop), refusing loopback, private, link-local and the
 //! other special-purpose ranges unless allowed.
 //!
+//! It asks the caller's send gate ([`SendGate`]) for a request's origin right before the
+//! connection is opened and before each write, so a caller whose right to ask a host lapsed
+//! while the request waited sends nothing.
+//!
 //! It must never decide robots policy (what a 5xx or a redirect overflow *means* belongs
 //! to robots-policy), never touch storage, and never depend on another crate of ours.
 //!
@@ -23,6 +27,7 @@ mod client;
 mod config;
 mod dns;
 mod error;
+mod gate;
 mod headers;
 mod outcome;
 mod pool_cap;
@@ -37,6 +42,7 @@ pub use config::{
 };
 pub use dns::{DnsConfig, DnsResult, DnsStats};
 pub use error::{FetchError, FetcherError};
+pub use gate::{SendGate, Withheld};
 pub use headers::{
     max_age_from_headers, parse_cache_control_max_age, parse_retry_after, retry_after_from_headers,
 };

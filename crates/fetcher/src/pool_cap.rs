@@ -10,6 +10,9 @@
 //! hosts' next fetches (counting every open socket left room for 24). Idle sockets stay
 //! about `max`; after a burst they can reach `max` plus the fetches that were in flight,
 //! until `pool_idle_timeout` closes them.
+//!
+//! A connection of a gated connector also asks the send gate (`gate.rs`) for its origin
+//! before it is opened and before each write.
 
 use std::future::Future;
 use std::io;
@@ -22,6 +25,10 @@ use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use tower_service::Service;
+
+use crate::gate::{Gated, SharedGate};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Open-connection count shared by a connector and every connection it made.
 #[derive(Debug, Clone)]
@@ -76,15 +83,17 @@ impl Drop for FetchInFlight {
 }
 
 /// Wraps a connector; see the module docs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct CappedConnector<C> {
     inner: C,
     cap: PoolCap,
+    /// Set: each connection asks this gate for its origin.
+    gate: Option<SharedGate>,
 }
 
 impl<C> CappedConnector<C> {
-    pub(crate) fn new(inner: C, cap: PoolCap) -> Self {
-        CappedConnector { inner, cap }
+    pub(crate) fn new(inner: C, cap: PoolCap, gate: Option<SharedGate>) -> Self {
+        CappedConnector { inner, cap, gate }
     }
 }
 
@@ -93,25 +102,31 @@ where
     C: Service<Uri>,
     C::Future: Send + 'static,
     C::Response: Send + 'static,
+    C::Error: Into<BoxError>,
 {
     type Response = Counted<C::Response>;
-    type Error = C::Error;
+    type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
+        let gated = self.gate.as_ref().map(|g| Gated::new(g.clone(), &uri));
+        if let Some(Err(withheld)) = gated.as_ref().map(Gated::check) {
+            return Box::pin(std::future::ready(Err(Box::new(withheld) as BoxError)));
+        }
         let connecting = self.inner.call(uri);
         let cap = self.cap.clone();
         Box::pin(async move {
-            let io = connecting.await?;
+            let io = connecting.await.map_err(Into::into)?;
             let before = cap.open.fetch_add(1, Ordering::Relaxed);
             Ok(Counted {
                 io,
                 single_use: !cap.keeps(before),
                 cap,
+                gated,
             })
         })
     }
@@ -124,6 +139,14 @@ pub(crate) struct Counted<T> {
     cap: PoolCap,
     /// Opened over the cap: not kept for reuse.
     single_use: bool,
+    /// Asked before each write.
+    gated: Option<Gated>,
+}
+
+impl<T> Counted<T> {
+    fn may_write(&self) -> io::Result<()> {
+        self.gated.as_ref().map_or(Ok(()), Gated::check_io)
+    }
 }
 
 impl<T> Drop for Counted<T> {
@@ -158,6 +181,7 @@ impl<T: Write + Unpin> Write for Counted<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.may_write()?;
         Pin::new(&mut self.io).poll_write(cx, buf)
     }
 
@@ -178,6 +202,7 @@ impl<T: Write + Unpin> Write for Counted<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.may_write()?;
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
 }

@@ -82,6 +82,10 @@ pub async fn run(settings: Settings, seeds: Option<PathBuf>) -> Result<()> {
         if !node.ownership.is_fixed() {
             // shard leases: nothing is dispatched for a shard before this node holds it
             frontier.set_dispatch_gate(Some(node.ownership.clone()));
+            // and nothing is sent once it no longer does, however long ago the request was
+            // handed out (a node frozen with requests in hand)
+            let gate = Arc::new(crate::daemon::cluster::ShardSendGate(node.clone()));
+            fetcher.set_send_gate(gate);
         }
     }
 

@@ -72,17 +72,7 @@ fn dns_failure(sh: &Shared, url: &str, fetch: FetchKind, outcome: &fetcher::Fetc
 pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
     let m = &sh.metrics;
     if shard_closed(sh, &lease.url) {
-        FetchWithheld {
-            url: &lease.url,
-            fetch: FetchKind::Robots,
-        }
-        .emit(m);
-        let f = sh.frontier.clone();
-        let now = crate::daemon::shared::now_ms();
-        // (false: the lease is no longer out, nothing more to do)
-        if let Err(e) = tokio::task::spawn_blocking(move || f.give_back_robots(&lease, now)).await {
-            sh.frontier_failed(FrontierCall::Task, &e, 1);
-        }
+        give_back_robots(sh, lease).await;
         return;
     }
     // a 2xx body, for its Sitemap lines once the outcome is in
@@ -99,6 +89,11 @@ pub(crate) async fn robots_item(sh: &Arc<Shared>, lease: RobotsLease) {
             (refused_fetch_result(), 0)
         }
         Ok(url) => match sh.fetcher.fetch_robots(&url).await {
+            // the shard closed between the check above and the request's write
+            Err(fetcher::FetchError::Withheld { .. }) => {
+                give_back_robots(sh, lease).await;
+                return;
+            }
             // nothing was sent: not a failure of the origin
             Err(e) if e.address_refused().is_some() => {
                 if let Some(refused) = e.address_refused() {
@@ -182,11 +177,6 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         return;
     }
     if shard_closed(sh, &lease.url) {
-        FetchWithheld {
-            url: &lease.url,
-            fetch: FetchKind::Page,
-        }
-        .emit(&sh.metrics);
         give_back(sh, &lease).await;
         return;
     }
@@ -214,15 +204,39 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
     act_on(sh, &lease, found, &fetch, kept, verdict).await;
 }
 
+/// A robots.txt lease not sent because its shard closed: given back, asked again after
+/// the gap (by whichever node holds the shard then).
+async fn give_back_robots(sh: &Arc<Shared>, lease: RobotsLease) {
+    FetchWithheld {
+        url: &lease.url,
+        fetch: FetchKind::Robots,
+    }
+    .emit(&sh.metrics);
+    let f = sh.frontier.clone();
+    let now = crate::daemon::shared::now_ms();
+    // (false: the lease is no longer out, nothing more to do)
+    if let Err(e) = tokio::task::spawn_blocking(move || f.give_back_robots(&lease, now)).await {
+        sh.frontier_failed(FrontierCall::Task, &e, 1);
+    }
+}
+
 /// In a cluster: whether the shard of `url` has closed to this node since its lease was
 /// handed out. Dispatch asks too, but a node frozen (SIGSTOP, a stalled VM) with the item in
-/// hand wakes after the others took the shard, and its request must not go then.
+/// hand wakes after the others took the shard, and its request must not go then. The
+/// fetcher's send gate asks again on the connection, right before the request is written
+/// (`cluster::ShardSendGate`).
 fn shard_closed(sh: &Shared, url: &str) -> bool {
     sh.cluster.as_ref().is_some_and(|n| !n.may_send_now(url))
 }
 
-/// A page lease given back unsent: its URL returns to the front of its host's queue.
+/// A page lease not sent because its shard closed: its URL returns to the front of its
+/// host's queue.
 async fn give_back(sh: &Arc<Shared>, lease: &PageLease) {
+    FetchWithheld {
+        url: &lease.url,
+        fetch: FetchKind::Page,
+    }
+    .emit(&sh.metrics);
     let f = sh.frontier.clone();
     let (id, now) = (lease.id, crate::daemon::shared::now_ms());
     match tokio::task::spawn_blocking(move || f.give_back(id, now)).await {
@@ -259,6 +273,11 @@ async fn fetch_leased(
         Ok(f) => Some(f),
         Err(fetcher::FetchError::AddressRefused { refused, .. }) => {
             address_refused(sh, lease, found, &refused).await;
+            None
+        }
+        // the shard closed between the check in `page_item` and the request's write
+        Err(fetcher::FetchError::Withheld { .. }) => {
+            give_back(sh, lease).await;
             None
         }
         Err(e) => {

@@ -37,6 +37,16 @@ use crate::internal_events::InternalEvent;
 
 use cluster::PUBLISH_BATCH;
 
+/// The fetcher's send gate in a leased cluster: a request goes only while its shard is open
+/// to this node ([`Node::may_send_to_origin`]).
+pub struct ShardSendGate(pub Arc<Node>);
+
+impl fetcher::SendGate for ShardSendGate {
+    fn may_send(&self, origin: &str) -> bool {
+        self.0.may_send_to_origin(origin)
+    }
+}
+
 impl Shared {
     /// Queue what a page led to (links, a redirect target): URLs of shards this node owns
     /// go to the frontier as on a single node; the others go to the durable outbox, to be
