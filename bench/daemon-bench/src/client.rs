@@ -1,13 +1,17 @@
 //! The reference: a bare hyper-util client (keep-alive pool, N requests at once) fetching
 //! the same URL list from the same server, every name resolved to 127.0.0.1 like the
 //! daemon's `[resolve] "*.test"`. No robots.txt, no politeness, no WARC: what the machine
-//! can fetch.
+//! can fetch. With a WARC directory (`--warc-anchor`), the same client also archives each
+//! answer with the `warc` crate as the daemon does (request and response records, both
+//! digests, deflated at the daemon's default level, encoded outside the writer's lock and
+//! appended under it): what fetching and archiving cost, without the frontier.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -52,12 +56,75 @@ impl ClientRun {
     }
 }
 
-/// Fetch every URL once, `concurrency` at a time, on a runtime of `threads` threads.
-pub fn run(urls: Arc<Vec<String>>, concurrency: usize, threads: usize) -> Result<ClientRun> {
+/// The request head the daemon sends for `uri` (its headers, its order), as archived.
+fn request_head(uri: &hyper::Uri) -> Vec<u8> {
+    format!(
+        "GET {} HTTP/1.1\r\nhost: {}\r\nuser-agent: frontierd-bench/0.1 (+https://daemon-bench.test/contact)\r\naccept: */*\r\naccept-encoding: gzip, deflate, br\r\n\r\n",
+        uri.path_and_query().map_or("/", |p| p.as_str()),
+        uri.authority().map_or("", |a| a.as_str()),
+    )
+    .into_bytes()
+}
+
+/// The response head as received, for the archive.
+fn response_head(parts: &http::response::Parts) -> Vec<u8> {
+    let mut head = format!("HTTP/1.1 {}\r\n", parts.status).into_bytes();
+    for (name, value) in &parts.headers {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
+/// Archive one answer as the daemon does: encoded on the caller's thread, appended under
+/// the writer's lock.
+fn archive(
+    writer: &Mutex<warc::WarcWriter>,
+    url: &str,
+    uri: &hyper::Uri,
+    parts: &http::response::Parts,
+    body: &[u8],
+) -> Result<()> {
+    let (request_head, response_head) = (request_head(uri), response_head(parts));
+    let exchange = warc::Exchange {
+        target_uri: url,
+        ip: Some([127, 0, 0, 1].into()),
+        date: std::time::SystemTime::now(),
+        request_head: &request_head,
+        response_head: &response_head,
+        response_body: body,
+        truncated: None,
+        payload_digest: None,
+    };
+    let encoded = warc::WarcWriter::encode_exchange(&exchange, warc::DEFAULT_GZIP_LEVEL)?;
+    writer
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .append_exchange(encoded)?;
+    Ok(())
+}
+
+/// Fetch every URL once, `concurrency` at a time, on a runtime of `threads` threads; with
+/// `warc_dir`, archive every answer there too.
+pub fn run(
+    urls: Arc<Vec<String>>,
+    concurrency: usize,
+    threads: usize,
+    warc_dir: Option<&Path>,
+) -> Result<ClientRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .enable_all()
         .build()?;
+    let writer = match warc_dir {
+        Some(dir) => Some(Arc::new(Mutex::new(warc::WarcWriter::new(
+            warc::WarcConfig::new(dir),
+        )?))),
+        None => None,
+    };
     let cpu0 = crate::procfs::self_cpu_secs();
     let run = rt.block_on(async move {
         let mut http = HttpConnector::new_with_resolver(Loopback);
@@ -75,6 +142,7 @@ pub fn run(urls: Arc<Vec<String>>, concurrency: usize, threads: usize) -> Result
         for _ in 0..concurrency.max(1) {
             let (client, urls, next) = (client.clone(), urls.clone(), next.clone());
             let (pages, errors, bytes) = (pages.clone(), errors.clone(), bytes.clone());
+            let writer = writer.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -83,11 +151,20 @@ pub fn run(urls: Arc<Vec<String>>, concurrency: usize, threads: usize) -> Result
                         errors.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    match client.get(uri).await {
+                    match client.get(uri.clone()).await {
                         Ok(resp) if resp.status().is_success() => {
-                            match resp.into_body().collect().await {
+                            let (parts, body) = resp.into_parts();
+                            match body.collect().await {
                                 Ok(b) => {
-                                    bytes.fetch_add(b.to_bytes().len() as u64, Ordering::Relaxed);
+                                    let body = b.to_bytes();
+                                    let archived = writer
+                                        .as_ref()
+                                        .map_or(Ok(()), |w| archive(w, url, &uri, &parts, &body));
+                                    if archived.is_err() {
+                                        errors.fetch_add(1, Ordering::Relaxed);
+                                        continue;
+                                    }
+                                    bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                                     pages.fetch_add(1, Ordering::Relaxed);
                                 }
                                 Err(_) => {

@@ -79,6 +79,11 @@ struct Cli {
     /// Skip the bare client.
     #[arg(long)]
     no_client: bool,
+    /// Also run the bare client archiving every answer as WARC with the daemon's writer
+    /// (`warc` crate, the default level), and compare frontierd with it too: what the
+    /// daemon costs beyond fetching and archiving.
+    #[arg(long)]
+    warc_anchor: bool,
     /// Also crawl with spider-peer (bench/spider-peer: the spider crate), after frontierd at
     /// each --workers value: one spider crawl per host of --hosts, --urls / --hosts pages
     /// each, that many requests at once.
@@ -269,7 +274,29 @@ fn bench(cli: &Cli) -> Result<()> {
         let bare = if cli.no_client {
             None
         } else {
-            Some(run_bare_client(cli, &urls, conc, sample_in_flight, port)?)
+            Some(run_bare_client(
+                cli,
+                &urls,
+                conc,
+                sample_in_flight,
+                port,
+                None,
+            )?)
+        };
+        let bare_warc = if cli.warc_anchor {
+            let dir = tempfile::Builder::new()
+                .prefix("daemon-bench-warc")
+                .tempdir()?;
+            Some(run_bare_client(
+                cli,
+                &urls,
+                conc,
+                sample_in_flight,
+                port,
+                Some(dir.path()),
+            )?)
+        } else {
+            None
         };
         let crawl = if cli.no_daemon {
             None
@@ -297,6 +324,7 @@ fn bench(cli: &Cli) -> Result<()> {
             workers: w,
             concurrency: conc,
             bare,
+            bare_warc,
             crawl,
             load_after: procfs::loadavg(),
         });
@@ -454,6 +482,8 @@ struct CrawlRow {
     /// The bare client's requests at once.
     concurrency: usize,
     bare: Option<client::ClientRun>,
+    /// The bare client archiving as WARC (`--warc-anchor`).
+    bare_warc: Option<client::ClientRun>,
     crawl: Option<daemon::CrawlRun>,
     load_after: String,
 }
@@ -466,14 +496,20 @@ fn run_bare_client(
     conc: usize,
     sample_in_flight: bool,
     port: u16,
+    warc_dir: Option<&Path>,
 ) -> Result<client::ClientRun> {
     let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
-    let r = client::run(urls.clone(), conc, cli.client_threads)?;
+    let r = client::run(urls.clone(), conc, cli.client_threads, warc_dir)?;
     if let Some(s) = sampler {
         println!("  bare client: {}", s.stop());
     }
+    let what = if warc_dir.is_some() {
+        "bare hyper client + WARC"
+    } else {
+        "bare hyper client"
+    };
     println!(
-        "bare hyper client, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
+        "{what}, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",
         r.pages,
         r.errors,
         r.bytes as f64 / r.pages.max(1) as f64,
@@ -579,6 +615,40 @@ fn print_crawl_table(
             "| {w} | {} ({conc}) | {} | {ratio} | {bare_cpu_cell} | {cpu} | {cpu_ratio} | {cores} | {rss} | {load} |",
             fmt(b),
             fmt(f)
+        );
+    }
+    if rows.iter().any(|r| r.bare_warc.is_some()) {
+        print_warc_anchor_table(rows);
+    }
+}
+
+/// frontierd against the bare client that archives as WARC (`--warc-anchor`), and what
+/// the archive costs that client.
+fn print_warc_anchor_table(rows: &[CrawlRow]) {
+    println!();
+    println!("| workers | bare + WARC pages/s | its CPU/page (the WARC's share) | frontierd pages/s ratio | frontierd CPU ratio | frontierd CPU beyond it |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    let per_page = |r: &client::ClientRun| r.cpu_secs / r.pages.max(1) as f64;
+    for row in rows {
+        let Some(bw) = &row.bare_warc else { continue };
+        let anchor = per_page(bw);
+        let warc_share = row.bare.as_ref().map_or_else(
+            || "-".into(),
+            |b| format!("{:.0} µs", (anchor - per_page(b)) * 1e6),
+        );
+        let (ratio, cpu_ratio, beyond) = match &row.crawl {
+            Some(c) => (
+                format!("{:.1} %", 100.0 * c.rate() / bw.rate().max(1e-9)),
+                format!("{:.1}x", c.cpu_per_page / anchor.max(1e-12)),
+                format!("{:.0} µs", (c.cpu_per_page - anchor) * 1e6),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "| {} | {:.0} | {:.0} µs ({warc_share}) | {ratio} | {cpu_ratio} | {beyond} |",
+            row.workers,
+            bw.rate(),
+            anchor * 1e6
         );
     }
 }
