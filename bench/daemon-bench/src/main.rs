@@ -271,33 +271,22 @@ fn bench(cli: &Cli) -> Result<()> {
     let mut against_spider = Vec::new();
     for &w in &cli.workers {
         let conc = cli.concurrency.unwrap_or(w);
-        let bare = if cli.no_client {
-            None
-        } else {
-            Some(run_bare_client(
-                cli,
-                &urls,
-                conc,
-                sample_in_flight,
-                port,
-                None,
-            )?)
+        let bare_with = |warc_dir: Option<&Path>| {
+            run_bare_client(cli, &urls, conc, sample_in_flight, port, warc_dir)
         };
-        let bare_warc = if cli.warc_anchor {
-            let dir = tempfile::Builder::new()
-                .prefix("daemon-bench-warc")
-                .tempdir()?;
-            Some(run_bare_client(
-                cli,
-                &urls,
-                conc,
-                sample_in_flight,
-                port,
-                Some(dir.path()),
-            )?)
-        } else {
-            None
+        let bare = (!cli.no_client).then(|| bare_with(None)).transpose()?;
+        let warc_dir = match cli.warc_anchor {
+            true => Some(
+                tempfile::Builder::new()
+                    .prefix("daemon-bench-warc")
+                    .tempdir()?,
+            ),
+            false => None,
         };
+        let bare_warc = warc_dir
+            .as_ref()
+            .map(|d| bare_with(Some(d.path())))
+            .transpose()?;
         let crawl = if cli.no_daemon {
             None
         } else {

@@ -17,15 +17,22 @@ pub struct Unauthenticated(pub SocketAddr);
 impl Settings {
     /// [`Settings::frontier_config`] as `frontierd run` opens it: robots.txt fetches take at
     /// most half the workers, so that with many new hosts the pages of the hosts whose rules
-    /// are known keep flowing beside them (no robots.txt wall); with no workers (a pure
-    /// frontier, the daemon fetching only robots.txt for external fetchers)
-    /// `grpc.robots_in_flight`.
+    /// are known keep flowing beside them (no robots.txt wall); workers that no page is
+    /// ready for fetch the robots.txt of hosts waiting in line, up to seven eighths of them
+    /// (an eighth, one worker at least, is kept for the pages that come ready while those
+    /// fetches run); with no workers (a pure frontier, the daemon fetching only robots.txt
+    /// for external fetchers) `grpc.robots_in_flight`.
     pub fn daemon_frontier_config(&self) -> frontier::FrontierConfig {
         let mut f = self.frontier_config();
-        f.max_robots_in_flight = Some(match self.raw.fetch.workers {
+        let w = u64::from(self.raw.fetch.workers);
+        f.max_robots_in_flight = Some(match w {
             0 => u64::from(self.raw.grpc.robots_in_flight),
-            w => u64::from(w / 2).max(1),
+            w => (w / 2).max(1),
         });
+        if w > 0 {
+            // an eighth, and one worker at least, stays for pages
+            f.max_robots_in_flight_spare = Some((w - (w / 8).max(1)).max(w / 2).max(1));
+        }
         f
     }
 
@@ -91,6 +98,19 @@ mod tests {
         assert_eq!(
             cap("[fetch]\nworkers = 0\n[grpc]\nlisten = \"127.0.0.1:0\"\nrobots_in_flight = 3\n"),
             Some(3)
+        );
+        // workers no page is ready for take robots.txt up to seven eighths of them
+        let spare = |text| {
+            settings(text)
+                .daemon_frontier_config()
+                .max_robots_in_flight_spare
+        };
+        assert_eq!(spare("[fetch]\nworkers = 1000\n"), Some(875));
+        assert_eq!(spare("[fetch]\nworkers = 4\n"), Some(3));
+        assert_eq!(spare("[fetch]\nworkers = 1\n"), Some(1));
+        assert_eq!(
+            spare("[fetch]\nworkers = 0\n[grpc]\nlisten = \"127.0.0.1:0\"\n"),
+            None
         );
     }
 

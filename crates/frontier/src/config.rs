@@ -79,6 +79,13 @@ pub struct FrontierConfig {
     /// is reached, hosts that need robots.txt wait in order and hosts whose rules are known
     /// keep getting pages (no robots.txt wall with many new hosts).
     pub max_robots_in_flight: Option<u64>,
+    /// robots.txt fetches in flight at most when a dispatch call has handed out everything
+    /// else that may go and is still short of what was asked (workers that would idle):
+    /// hosts waiting in line for a robots.txt slot get those, up to this many in flight.
+    /// Pages of hosts with known rules still go first, and while they fill the call the cap
+    /// is `max_robots_in_flight`. `None` (the default): that cap always. Less than
+    /// `max_robots_in_flight` counts as that cap.
+    pub max_robots_in_flight_spare: Option<u64>,
     /// Requests in flight to one IP address at most, over every host that resolves to it
     /// (robots.txt included; default 4). At least 1.
     pub max_in_flight_per_ip: u64,
@@ -125,6 +132,7 @@ impl FrontierConfig {
             intake_buffer_bytes: 64 * 1024 * 1024,
             fold_slice_bytes: 8 * 1024 * 1024,
             max_robots_in_flight: None,
+            max_robots_in_flight_spare: None,
             max_in_flight_per_ip: 4,
             ip_delay_ms: 250,
             resolve_before_robots: false,

@@ -55,6 +55,8 @@ struct Call<'t> {
     /// that found nothing to do does not leave its line asleep.
     visited_ips: Vec<IpAddr>,
     budget: Budget,
+    /// robots.txt slots this call may fill: `max_robots_in_flight`, then its spare cap.
+    robots_cap: Option<u64>,
 }
 
 impl Frontier {
@@ -84,6 +86,7 @@ impl Frontier {
             now_ms,
             max,
             terms,
+            robots_cap: self.cfg.max_robots_in_flight,
             ..Call::default()
         };
         let mut dead = Vec::new();
@@ -92,7 +95,10 @@ impl Frontier {
             let inner = &mut *guard;
             self.requeue_due(inner, now_ms)?;
             inner.sched.handle_call_start(now_ms);
-            self.visit_hosts(inner, &mut call)?;
+            let ran_out = self.visit_hosts(inner, &mut call)?;
+            if ran_out && call.terms.is_none() {
+                self.visit_robots_spare(inner, &mut call)?;
+            }
             let (skipped, visited_ips) = (
                 std::mem::take(&mut call.skipped),
                 std::mem::take(&mut call.visited_ips),
@@ -127,17 +133,34 @@ impl Frontier {
     }
 
     /// Visits the hosts that are ready, earliest first, until the call has `max` items or
-    /// has dropped its share, no host is ready, or the global quota is spent.
-    fn visit_hosts(&self, inner: &mut Inner, call: &mut Call<'_>) -> Result<()> {
+    /// has dropped its share, no host is ready, or the global quota is spent. True when it
+    /// stopped short of `max` because no host was ready any more.
+    fn visit_hosts(&self, inner: &mut Inner, call: &mut Call<'_>) -> Result<bool> {
         while call.items.len() < call.max && call.budget.call_open() {
             let Some((ready, id)) = Self::next_host(inner, call) else {
-                break;
+                return Ok(true);
             };
             match self.visit_host(inner, call, ready, id)? {
-                Then::Stop => break,
+                Then::Stop => return Ok(false),
                 Then::Reschedule => inner.sched.schedule(id),
                 Then::NextHost | Then::NextUrl => {}
             }
+        }
+        Ok(false)
+    }
+
+    /// Everything else that may go went and the call is still short (the caller's
+    /// workers would idle): hosts waiting in line for a robots.txt slot get the rest, up to
+    /// `max_robots_in_flight_spare` in flight. The cap that keeps a robots.txt wall off
+    /// the pages holds only while pages fill the calls.
+    fn visit_robots_spare(&self, inner: &mut Inner, call: &mut Call<'_>) -> Result<()> {
+        let Some(spare) = self.cfg.max_robots_in_flight_spare else {
+            return Ok(());
+        };
+        let room = call.max.saturating_sub(call.items.len()) as u64;
+        if inner.sched.readmit_robots_waiting(spare, room) > 0 {
+            call.robots_cap = Some(spare);
+            self.visit_hosts(inner, call)?;
         }
         Ok(())
     }
@@ -334,6 +357,7 @@ impl Frontier {
                 let external = call.terms.is_some();
                 let first = sched::dispatch::robots_first(
                     &self.cfg,
+                    call.robots_cap,
                     external,
                     h.ip.is_some(),
                     h.resolve,

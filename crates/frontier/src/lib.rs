@@ -53,6 +53,8 @@ mod ipgroup_tests;
 #[cfg(test)]
 mod robots_batch_tests;
 #[cfg(test)]
+mod robots_spare_tests;
+#[cfg(test)]
 mod tests;
 
 pub use api::Frontier;

@@ -137,16 +137,17 @@ pub(crate) enum RobotsFirst {
 /// Asking takes a robots.txt slot too (`robots_slots_taken` counts the lookups under way
 /// with the fetches): a million new hosts are looked up a slot's worth at a time, not all
 /// at once (a million lookups in flight at the resolvers, and their tasks in memory).
+/// `cap`: the slots this call may fill (`max_robots_in_flight`, or its spare cap once
+/// nothing else may go).
 pub(crate) fn robots_first(
     cfg: &FrontierConfig,
+    cap: Option<u64>,
     external: bool,
     has_address: bool,
     resolve: Resolve,
     robots_slots_taken: u64,
 ) -> RobotsFirst {
-    let full = cfg
-        .max_robots_in_flight
-        .is_some_and(|cap| robots_slots_taken >= cap);
+    let full = cap.is_some_and(|cap| robots_slots_taken >= cap);
     if cfg.resolve_before_robots && !external && !has_address {
         match resolve {
             Resolve::NotAsked if full => return RobotsFirst::AwaitSlot,

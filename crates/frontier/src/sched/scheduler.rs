@@ -200,17 +200,7 @@ impl Scheduler {
     /// again, one per address (their old ready times put them first).
     pub(crate) fn handle_call_start(&mut self, now_ms: u64) {
         if let Some(cap) = self.cfg.max_robots_in_flight {
-            let mut free = cap.saturating_sub(self.robots_slots_taken());
-            while free > 0 {
-                let Some((ready, id)) = self.robots_waiting.pop_front() else {
-                    break;
-                };
-                // (a stale entry: the host was rescheduled, paused or left memory meanwhile)
-                if self.is_scheduled_at(id, ready) {
-                    self.heap.push(Reverse((ready, id)));
-                    free -= 1;
-                }
-            }
+            self.readmit_robots_waiting(cap, u64::MAX);
         }
         let hosts = &self.hosts;
         let due = self.ip_groups.due(now_ms, |ready, id| {
@@ -221,6 +211,25 @@ impl Scheduler {
         for (ready, id) in due {
             self.heap.push(Reverse((ready, id)));
         }
+    }
+
+    /// Hosts waiting in line for a robots.txt slot back to the heap, in order: as many as
+    /// `cap` leaves free slots, and `room` at most. Returns how many.
+    pub(crate) fn readmit_robots_waiting(&mut self, cap: u64, room: u64) -> u64 {
+        let mut free = cap.saturating_sub(self.robots_slots_taken()).min(room);
+        let mut readmitted = 0;
+        while free > 0 {
+            let Some((ready, id)) = self.robots_waiting.pop_front() else {
+                break;
+            };
+            // (a stale entry: the host was rescheduled, paused or left memory meanwhile)
+            if self.is_scheduled_at(id, ready) {
+                self.heap.push(Reverse((ready, id)));
+                free -= 1;
+                readmitted += 1;
+            }
+        }
+        readmitted
     }
 
     fn is_scheduled_at(&self, id: u64, ready: u64) -> bool {
