@@ -113,7 +113,13 @@ where
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let gated = self.gate.as_ref().map(|g| Gated::new(g.clone(), &uri));
+        // a fetcher whose gate was never set (one not in a cluster) keeps no origin a
+        // connection: nothing to ask
+        let gated = self
+            .gate
+            .as_ref()
+            .filter(|g| g.get().is_some())
+            .map(|g| Gated::new(g.clone(), &uri));
         if let Some(Err(withheld)) = gated.as_ref().map(Gated::check) {
             return Box::pin(std::future::ready(Err(Box::new(withheld) as BoxError)));
         }
