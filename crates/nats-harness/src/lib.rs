@@ -22,11 +22,24 @@ fn find_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+/// `n` distinct loopback ports free now, below Linux's ephemeral range (32768-60999): a
+/// port the kernel handed out for `bind(0)` may be handed out again, to another test's
+/// listener or to an outgoing connection's local end, between our check and nats-server's
+/// own bind. The listeners are held until all `n` are found, so no port comes twice.
+fn free_ports(n: usize) -> Vec<u16> {
+    use std::hash::{BuildHasher, RandomState};
+    let seed = RandomState::new().hash_one(std::process::id());
+    let mut held: Vec<TcpListener> = (0..4_096u64)
+        .map(|i| 20_000 + (seed.wrapping_add(i.wrapping_mul(7_919)) % 12_000) as u16)
+        .filter_map(|p| TcpListener::bind(("127.0.0.1", p)).ok())
+        .take(n)
+        .collect();
+    while held.len() < n {
+        held.push(TcpListener::bind("127.0.0.1:0").expect("a free loopback port"));
+    }
+    held.iter()
+        .map(|l| l.local_addr().expect("a bound listener's address").port())
+        .collect()
 }
 
 /// The binary, or None after saying why the test is skipped (a failure under `CI=1`).
@@ -75,18 +88,21 @@ impl NatsServer {
         // nats-server 2.9 (Debian 12's) sometimes never elects a JetStream meta leader when
         // three fresh servers bootstrap at once on a loaded machine; the routes are up but
         // RAFT stays leaderless. A fresh cluster (new ports, new stores) forms normally, so
-        // a cluster gets three attempts; one server gets one.
-        let attempts = if n > 1 { 3 } else { 1 };
+        // a cluster gets three attempts. A port found free can still be taken by another
+        // process before nats-server binds it ("address already in use", CI of stop 50), so
+        // one server gets three attempts too, each on new ports.
+        let attempts = 3;
         let wait = Duration::from_secs(if n > 1 { 30 } else { 60 });
         let mut failures = Vec::new();
         for attempt in 1..=attempts {
             let mut s = NatsServer {
                 binary: binary.clone(),
                 store: tempfile::tempdir().expect("temp dir"),
-                members: (0..n)
-                    .map(|_| Member {
-                        port: free_port(),
-                        cluster_port: free_port(),
+                members: free_ports(2 * n)
+                    .chunks(2)
+                    .map(|ports| Member {
+                        port: ports[0],
+                        cluster_port: ports[1],
                         child: None,
                     })
                     .collect(),
