@@ -423,9 +423,11 @@ async fn closed_before_headers_is_reset() {
 
 #[tokio::test]
 async fn refused_connection_is_connect() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    // a port bound but not listening: connections to it are refused, and no other test can
+    // take it meanwhile (a listener's port, once dropped, could be)
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = socket.local_addr().unwrap();
     let url = Url::parse(&format!("http://{addr}/")).unwrap();
     let fetch = fetcher(test_config()).fetch_robots(&url).await.unwrap();
     assert_eq!(
