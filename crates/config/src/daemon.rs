@@ -31,7 +31,7 @@ impl Settings {
         });
         if w > 0 {
             // an eighth, and one worker at least, stays for pages
-            f.max_robots_in_flight_spare = Some((w - (w / 8).max(1)).max(w / 2).max(1));
+            f.max_robots_in_flight_spare = Some((w - (w / 8).max(1)).max(1));
         }
         f
     }
