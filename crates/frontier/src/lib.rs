@@ -51,6 +51,8 @@ mod fold_tests;
 #[cfg(test)]
 mod ipgroup_tests;
 #[cfg(test)]
+mod liveness_tests;
+#[cfg(test)]
 mod robots_batch_tests;
 #[cfg(test)]
 mod robots_spare_tests;

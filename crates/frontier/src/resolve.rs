@@ -34,6 +34,11 @@ impl Frontier {
     /// address is stored, as a fetch's would be); one without lets its robots.txt fetch go,
     /// to fail as a fetch does (the DNS failure outcome, its back-off). Either way the host
     /// is scheduled again. Returns the hosts whose address changed: (host id, before, now).
+    ///
+    /// `Err`: the addresses could not be written. The answers are applied all the same
+    /// (each host has its address in memory and goes on; its record is written with its
+    /// next change): an answer lost would hold its host and its robots.txt slot for the
+    /// process's life, and enough of them would stop every new host's robots.txt.
     pub fn resolved(
         &self,
         answers: &[(u64, Option<IpAddr>)],
@@ -43,12 +48,12 @@ impl Frontier {
             .filter_map(|&(id, ip)| ip.map(|ip| (id, ip, 0)))
             .collect();
         // the address before the host may go again: its first fetch is gated by it
-        let changed = self.note_addresses(&found)?;
+        let noted = self.note_addresses(&found);
         let mut guard = self.inner.lock();
         for &(id, ip) in answers {
             guard.sched.handle_resolve_answered(id, ip.is_some());
         }
-        Ok(changed)
+        noted
     }
 }
 

@@ -51,6 +51,19 @@ pub struct Shared {
     pub disk: DiskGate,
 }
 
+/// A lookup task's answer for its host: (host id, its address), no address if the task
+/// died.
+fn lookup_answer(
+    joined: Result<(tokio::task::Id, Option<std::net::IpAddr>), tokio::task::JoinError>,
+    host_of_task: &mut std::collections::HashMap<tokio::task::Id, u64>,
+) -> Option<(u64, Option<std::net::IpAddr>)> {
+    let (task, ip) = match joined {
+        Ok(done) => done,
+        Err(died) => (died.id(), None),
+    };
+    host_of_task.remove(&task).map(|host_id| (host_id, ip))
+}
+
 impl Shared {
     /// A host's fetch connected to a new address (see [`Frontier::note_address`]).
     pub fn address_changed(
@@ -80,9 +93,14 @@ impl Shared {
             // scheduler lock, store write and dispatcher wake-up per host: with 100k new
             // hosts that per-host round trip halved the intake rate
             let mut lookups = tokio::task::JoinSet::new();
+            // each lookup's host, so that one whose task died is answered too (as not
+            // resolved: its robots.txt fetch looks the name up again): an answer never
+            // given holds the host and its robots.txt slot for the process's life
+            let mut host_of_task = std::collections::HashMap::new();
             for req in asked {
                 let sh = sh.clone();
-                lookups.spawn(async move {
+                let host_id = req.host_id;
+                let task = lookups.spawn(async move {
                     let answer = match req.host.parse::<std::net::IpAddr>() {
                         Ok(ip) => Ok(ip),
                         Err(_) => match sh.fetcher.lookup(&req.host).await {
@@ -95,14 +113,15 @@ impl Shared {
                         answer: answer.as_ref().map(|ip| *ip).map_err(String::as_str),
                     }
                     .emit(&sh.metrics);
-                    (req.host_id, answer.ok())
+                    answer.ok()
                 });
+                host_of_task.insert(task.id(), host_id);
             }
             let mut answers = Vec::new();
-            while let Some(first) = lookups.join_next().await {
-                answers.extend(first.ok());
-                while let Some(more) = lookups.try_join_next() {
-                    answers.extend(more.ok());
+            while let Some(first) = lookups.join_next_with_id().await {
+                answers.extend(lookup_answer(first, &mut host_of_task));
+                while let Some(more) = lookups.try_join_next_with_id() {
+                    answers.extend(lookup_answer(more, &mut host_of_task));
                 }
                 sh.report_resolved(std::mem::take(&mut answers)).await;
             }

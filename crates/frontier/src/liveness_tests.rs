@@ -1,0 +1,243 @@
+//! No host starves: a crawl driven as the daemon drives it (new hosts resolved before their
+//! robots.txt, robots.txt capped with a spare cap, answers coming back out of order, URLs
+//! submitted while it crawls, folds and checkpoints on the way) fetches every host's
+//! robots.txt and every URL once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::api::Frontier;
+use crate::config::FrontierConfig;
+use crate::*;
+
+const T0: u64 = 1_700_000_000_000;
+const ALLOW: RobotsFetchOutcome = RobotsFetchOutcome::ClientError { status: 404 };
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// What the simulated workers and resolver hold, each due at a step.
+#[derive(Default)]
+struct InFlight {
+    robots: Vec<(u64, RobotsLease)>,
+    pages: Vec<(u64, PageLease)>,
+    resolves: Vec<(u64, u64)>,
+}
+
+impl InFlight {
+    fn is_empty(&self) -> bool {
+        self.robots.is_empty() && self.pages.is_empty() && self.resolves.is_empty()
+    }
+
+    fn workers_busy(&self) -> usize {
+        self.robots.len() + self.pages.len()
+    }
+}
+
+/// Takes out of `v` what is due at `now`.
+fn due<T>(v: &mut Vec<(u64, T)>, now: u64) -> Vec<T> {
+    let (ready, rest): (Vec<_>, Vec<_>) =
+        std::mem::take(v).into_iter().partition(|(t, _)| *t <= now);
+    *v = rest;
+    ready.into_iter().map(|(_, x)| x).collect()
+}
+
+struct Crawl {
+    robots_fetched: BTreeMap<String, u32>,
+    pages_fetched: BTreeMap<String, u32>,
+}
+
+/// `hosts` hosts, `per_host` URLs each (URL k on host k mod hosts, as daemon-bench
+/// submits them), submitted in parts of `part` while `workers` workers crawl.
+/// On sled in a temporary directory, or (`in_memory`) on the in-memory store.
+fn crawl(
+    seed: u64,
+    (hosts, per_host, part, workers): (usize, usize, usize, usize),
+    in_memory: bool,
+) -> Crawl {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = FrontierConfig::new(dir.path()).without_gaps();
+    c.seed = Some(seed);
+    c.max_robots_in_flight = Some((workers / 2) as u64);
+    c.max_robots_in_flight_spare = Some((workers - workers / 8) as u64);
+    c.resolve_before_robots = true;
+    c.max_in_flight_per_ip = 1_000_000;
+    c.ip_delay_ms = 0;
+    if hosts <= 100_000 {
+        // small enough for several folds and checkpoints over the run (a larger run keeps
+        // the daemon's defaults, and folds and checkpoints at their sizes)
+        c.intake_buffer_bytes = 64 * 1024;
+        c.fold_slice_bytes = 8 * 1024;
+        c.journal_checkpoint_bytes = 16 * 1024;
+        c.journal_checkpoint_slice = 64;
+    }
+    let f = if in_memory {
+        let store = std::sync::Arc::new(crate::store::MemStore::new());
+        Frontier::open_store(c, store, RobotsEngine::default()).unwrap()
+    } else {
+        Frontier::open(c).unwrap()
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let urls: Vec<String> = (0..hosts * per_host)
+        .map(|k| format!("http://h{}.test/p/{k}", k % hosts))
+        .collect();
+    let mut submitted = 0;
+    let mut out = InFlight::default();
+    let mut crawl = Crawl {
+        robots_fetched: BTreeMap::new(),
+        pages_fetched: BTreeMap::new(),
+    };
+    let mut quiet_steps = 0;
+    for step in 0.. {
+        let now = T0 + step;
+        if submitted < urls.len() && rng.gen_ratio(1, 4) {
+            let end = (submitted + part).min(urls.len());
+            f.enqueue_batch(&urls[submitted..end], now).unwrap();
+            submitted = end;
+        }
+        let answers: Vec<(u64, Option<IpAddr>)> = due(&mut out.resolves, now)
+            .into_iter()
+            .map(|id| (id, Some(LOOPBACK)))
+            .collect();
+        if !answers.is_empty() {
+            f.resolved(&answers).unwrap();
+        }
+        let robots: Vec<(RobotsLease, RobotsFetchOutcome, u64)> = due(&mut out.robots, now)
+            .into_iter()
+            .map(|r| (r, ALLOW, 1))
+            .collect();
+        if !robots.is_empty() {
+            for r in f.complete_robots_batch(&robots, now).unwrap() {
+                r.unwrap();
+            }
+        }
+        let pages: Vec<(LeaseId, PageOutcome)> = due(&mut out.pages, now)
+            .into_iter()
+            .map(|p| (p.id, PageOutcome::Done { response_ms: 1 }))
+            .collect();
+        if !pages.is_empty() {
+            f.complete_batch(&pages, now).unwrap();
+        }
+        let free = workers - out.workers_busy();
+        let items = if free > 0 {
+            f.next_batch(now, free).unwrap()
+        } else {
+            Vec::new()
+        };
+        for id in f.take_resolves().into_iter().map(|r| r.host_id) {
+            out.resolves.push((now + rng.gen_range(0..6), id));
+        }
+        let got_any = !items.is_empty();
+        for w in items {
+            let at = now + rng.gen_range(1..30);
+            match w {
+                WorkItem::Robots(r) => {
+                    *crawl.robots_fetched.entry(r.origin.clone()).or_default() += 1;
+                    out.robots.push((at, r));
+                }
+                WorkItem::Page(p) => {
+                    *crawl.pages_fetched.entry(p.url.clone()).or_default() += 1;
+                    out.pages.push((at, p));
+                }
+            }
+        }
+        quiet_steps = if got_any || !out.is_empty() || submitted < urls.len() {
+            0
+        } else {
+            quiet_steps + 1
+        };
+        if quiet_steps > 2_000 {
+            break;
+        }
+    }
+    crawl
+}
+
+fn assert_everything_fetched_once(c: &Crawl, hosts: usize, per_host: usize) {
+    let never: BTreeSet<String> = (0..hosts)
+        .map(|h| format!("http://h{h}.test"))
+        .filter(|o| !c.robots_fetched.contains_key(o))
+        .collect();
+    assert!(
+        never.is_empty(),
+        "{} of {hosts} hosts never asked for robots.txt, e.g. {:?}",
+        never.len(),
+        never.iter().take(5).collect::<Vec<_>>()
+    );
+    let twice: Vec<_> = c.robots_fetched.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "robots.txt asked twice: {twice:?}");
+    assert_eq!(c.pages_fetched.len(), hosts * per_host, "every URL fetched");
+    assert!(c.pages_fetched.values().all(|n| *n == 1), "each once");
+}
+
+#[test]
+fn every_host_gets_its_robots_txt_and_every_url_goes_once() {
+    for seed in 0..3 {
+        let (hosts, per_host) = (3_000, 4);
+        let c = crawl(seed, (hosts, per_host, 1_000, 64), false);
+        assert_everything_fetched_once(&c, hosts, per_host);
+    }
+}
+
+/// The same at a scale set by `FRONTIER_LIVENESS_HOSTS` (default 3M hosts, two URLs each,
+/// 256 workers) on the in-memory store: `cargo test --release -p frontier --lib
+/// liveness_at_scale -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes in release; run by hand"]
+fn liveness_at_scale() {
+    let hosts = std::env::var("FRONTIER_LIVENESS_HOSTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000_000);
+    let t = std::time::Instant::now();
+    let c = crawl(7, (hosts, 2, 10_000, 256), true);
+    eprintln!("{hosts} hosts crawled in {:?}", t.elapsed());
+    assert_everything_fetched_once(&c, hosts, 2);
+}
+
+/// Addresses asked for before robots.txt hold robots.txt slots until answered. An answer
+/// whose address cannot be written (the store failing) still answers its host: it goes on
+/// to its robots.txt and its slot is free, instead of holding it for the daemon's life
+/// (enough of them and no new host would ever get its robots.txt).
+#[test]
+fn answers_that_cannot_be_written_still_free_their_slots() {
+    let store = std::sync::Arc::new(crate::tests::HeldFlush::default());
+    let mut c = FrontierConfig::new("/nonexistent-resolve-store-error").without_gaps();
+    c.seed = Some(1);
+    c.resolve_before_robots = true;
+    c.max_in_flight_per_ip = 1_000_000;
+    c.ip_delay_ms = 0;
+    // more new hosts than the answers left unwritten may hold: these answers are written
+    let hosts = crate::store::journal::UNSETTLED_MAX + 100;
+    c.max_robots_in_flight = Some(hosts as u64);
+    let f = Frontier::open_store(c, store.clone(), RobotsEngine::default()).unwrap();
+    let urls: Vec<String> = (0..hosts).map(|h| format!("http://h{h}.test/p")).collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    assert!(f.next_batch(T0, hosts).unwrap().is_empty());
+    let asked = f.take_resolves();
+    assert_eq!(
+        asked.len(),
+        hosts,
+        "every new host's address asked, a slot each"
+    );
+    let answers: Vec<(u64, Option<IpAddr>)> =
+        asked.iter().map(|r| (r.host_id, Some(LOOPBACK))).collect();
+    store
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        f.resolved(&answers).is_err(),
+        "the addresses were not written"
+    );
+    store
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let robots = f
+        .next_batch(T0 + 1, hosts)
+        .unwrap()
+        .into_iter()
+        .filter(|w| matches!(w, WorkItem::Robots(_)))
+        .count();
+    assert_eq!(robots, hosts, "every host went on to its robots.txt");
+}
