@@ -251,7 +251,11 @@ impl Frontier {
 
     /// Ends `lease` if it is still the one its host waits for: frees the robots.txt slot,
     /// the host's and its address's in-flight slots. False if it was not (nothing done).
-    fn give_back_robots_lease(inner: &mut Inner, lease: &RobotsLease, now_ms: u64) -> bool {
+    pub(crate) fn give_back_robots_lease(
+        inner: &mut Inner,
+        lease: &RobotsLease,
+        now_ms: u64,
+    ) -> bool {
         if !Self::robots_pending(inner, lease) {
             return false;
         }

@@ -118,7 +118,10 @@ impl Frontier {
             if batch.is_empty() {
                 return Ok(call.items);
             }
-            self.store.apply(batch)?;
+            if let Err(e) = self.store.apply(batch) {
+                Self::unlease_unwritten(inner, &call.items, now_ms);
+                return Err(e.into());
+            }
             self.commit.written();
             call.items
         };
@@ -130,6 +133,29 @@ impl Frontier {
         // made the segments dead, cannot outlive them.
         self.reclaimer.delete(dead);
         Ok(items)
+    }
+
+    /// The writes of a dispatch call failed: its leases, never handed to anyone, are taken
+    /// back (each host's and address's slot, each robots.txt slot, the URL to the front of
+    /// its queue) and their hosts go again; otherwise each would hold its host, and each
+    /// robots.txt lease a robots.txt slot, for the process's life. What else the call did
+    /// in memory stands (a URL it dropped is dropped again after a restart); its hosts'
+    /// records are journaled with the next write.
+    fn unlease_unwritten(inner: &mut Inner, items: &[WorkItem], now_ms: u64) {
+        for item in items {
+            let id = match item {
+                WorkItem::Page(p) => {
+                    Self::unlease_page(inner, p.id, now_ms);
+                    p.id.host_id
+                }
+                WorkItem::Robots(r) => {
+                    Self::give_back_robots_lease(inner, r, now_ms);
+                    r.host_id
+                }
+            };
+            inner.journal.unsettled.insert(id);
+            inner.sched.schedule(id);
+        }
     }
 
     /// Visits the hosts that are ready, earliest first, until the call has `max` items or

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::api::Inner;
 use crate::error::Result;
 use crate::store::codec::QueueEntry;
 use crate::store::Batch;
@@ -80,27 +81,15 @@ impl Frontier {
     /// their slots back (the gap the lease started stays). Not flushed: after a crash the
     /// lease returns at open anyway. False when the lease is no longer out.
     pub fn give_back(&self, lease: LeaseId, now_ms: u64) -> Result<bool> {
-        let (id, seq) = (lease.host_id, lease.seq);
+        let id = lease.host_id;
         let mut batch = Batch::new();
         let mut dead = Vec::new();
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            let Some(pos) = inner
-                .sched
-                .host(id)
-                .and_then(|h| h.leased().iter().position(|&s| s == seq))
-            else {
+            if !Self::unlease_page(inner, lease, now_ms) {
                 return Ok(false);
-            };
-            let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
-                return Ok(false);
-            };
-            let front = &mut h.aside_mut().front;
-            if let Err(at) = front.binary_search(&seq) {
-                front.insert(at, seq);
             }
-            h.rec.counters.queued += 1;
             inner
                 .settling()
                 .settle_hosts(vec![id], &mut batch, &mut dead);
@@ -112,6 +101,31 @@ impl Frontier {
         }
         self.reclaimer.delete(dead);
         Ok(true)
+    }
+}
+
+impl Frontier {
+    /// A page lease taken back in memory: its URL to the front of its host's queue with
+    /// no attempt counted, the host's and its address's slots free. False when the lease
+    /// is not out. The caller writes the host's record and schedules it.
+    pub(crate) fn unlease_page(inner: &mut Inner, lease: LeaseId, now_ms: u64) -> bool {
+        let (id, seq) = (lease.host_id, lease.seq);
+        let Some(pos) = inner
+            .sched
+            .host(id)
+            .and_then(|h| h.leased().iter().position(|&s| s == seq))
+        else {
+            return false;
+        };
+        let Some(h) = inner.sched.handle_page_done(id, pos, now_ms) else {
+            return false;
+        };
+        let front = &mut h.aside_mut().front;
+        if let Err(at) = front.binary_search(&seq) {
+            front.insert(at, seq);
+        }
+        h.rec.counters.queued += 1;
+        true
     }
 }
 

@@ -241,3 +241,101 @@ fn answers_that_cannot_be_written_still_free_their_slots() {
         .count();
     assert_eq!(robots, hosts, "every host went on to its robots.txt");
 }
+
+/// A dispatch call whose writes fail hands nothing out and keeps nothing: its hosts'
+/// slots and robots.txt slots are free again, and once the store takes writes the same
+/// URLs and robots.txt go out.
+#[test]
+fn a_dispatch_that_cannot_be_written_holds_no_host() {
+    let store = std::sync::Arc::new(crate::tests::HeldFlush::default());
+    let mut c = FrontierConfig::new("/nonexistent-dispatch-store-error").without_gaps();
+    c.seed = Some(1);
+    c.max_robots_in_flight = Some(2);
+    let f = Frontier::open_store(c, store.clone(), RobotsEngine::default()).unwrap();
+    let rules = RobotsFetchOutcome::Success {
+        status: 200,
+        body: b"User-agent: *\nDisallow: /private\n".to_vec(),
+        max_age: None,
+    };
+    f.set_robots(&[("http://known.test", rules)], T0).unwrap();
+    // the disallowed URL's drop is the call's write
+    let urls = [
+        "http://known.test/private",
+        "http://known.test/a",
+        "http://new1.test/a",
+        "http://new2.test/a",
+    ];
+    f.enqueue_batch(&urls, T0).unwrap();
+    store
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        f.next_batch(T0 + 1, 10).is_err(),
+        "the call's writes failed"
+    );
+    store
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut got: Vec<String> = f
+        .next_batch(T0 + 2, 10)
+        .unwrap()
+        .into_iter()
+        .map(|w| match w {
+            WorkItem::Robots(r) => r.url,
+            WorkItem::Page(p) => p.url,
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "http://known.test/a",
+            "http://new1.test/robots.txt",
+            "http://new2.test/robots.txt"
+        ],
+        "after the failed call every host goes again"
+    );
+}
+
+/// A page's outcome that cannot be written does not hold its host: once the store takes
+/// writes its next URL goes (the page itself is fetched again, not lost).
+#[test]
+fn a_page_outcome_that_cannot_be_written_holds_no_host() {
+    let store = std::sync::Arc::new(crate::tests::HeldFlush::default());
+    let mut c = FrontierConfig::new("/nonexistent-complete-store-error").without_gaps();
+    c.seed = Some(1);
+    let f = Frontier::open_store(c, store.clone(), RobotsEngine::default()).unwrap();
+    f.set_robots(&[("http://a.test", ALLOW)], T0).unwrap();
+    f.enqueue_batch(&["http://a.test/1", "http://a.test/2"], T0)
+        .unwrap();
+    let pages = |items: Vec<WorkItem>| -> Vec<PageLease> {
+        items
+            .into_iter()
+            .filter_map(|w| match w {
+                WorkItem::Page(p) => Some(p),
+                WorkItem::Robots(_) => None,
+            })
+            .collect()
+    };
+    let first = pages(f.next_batch(T0 + 1, 10).unwrap());
+    assert_eq!(first.len(), 1, "one at a time on a host");
+    store
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let done = PageOutcome::Done { response_ms: 1 };
+    assert!(f.complete(first[0].id, done.clone(), T0 + 2).is_err());
+    store
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut fetched = Vec::new();
+    for now in T0 + 3..T0 + 20 {
+        for p in pages(f.next_batch(now, 10).unwrap()) {
+            f.complete(p.id, done.clone(), now).unwrap();
+            fetched.push(p.url);
+        }
+    }
+    assert!(
+        fetched.contains(&"http://a.test/2".to_string()),
+        "the host went on: {fetched:?}"
+    );
+}
