@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::api::Frontier;
 use crate::config::FrontierConfig;
+use crate::tests::pages;
 use crate::*;
 
 const T0: u64 = 1_700_000_000_000;
@@ -308,15 +309,6 @@ fn a_page_outcome_that_cannot_be_written_holds_no_host() {
     f.set_robots(&[("http://a.test", ALLOW)], T0).unwrap();
     f.enqueue_batch(&["http://a.test/1", "http://a.test/2"], T0)
         .unwrap();
-    let pages = |items: Vec<WorkItem>| -> Vec<PageLease> {
-        items
-            .into_iter()
-            .filter_map(|w| match w {
-                WorkItem::Page(p) => Some(p),
-                WorkItem::Robots(_) => None,
-            })
-            .collect()
-    };
     let first = pages(f.next_batch(T0 + 1, 10).unwrap());
     assert_eq!(first.len(), 1, "one at a time on a host");
     store
