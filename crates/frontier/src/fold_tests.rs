@@ -408,6 +408,15 @@ fn a_quiet_log_too_thin_to_fold_is_drained_from_memory() {
             .position(|u| u.starts_with(&format!("http://h{h}.test/p/{}/", h + hosts)))
     };
     assert!((0..hosts).step_by(997).all(|h| first_of(h) < second_of(h)));
+    // still unfolded, the log is read back at a reopen: nothing queued twice
+    drop(f);
+    let mut c = FrontierConfig::new(dir.path()).without_gaps();
+    c.intake_buffer_bytes = 64 << 20;
+    let f = Frontier::open(c).unwrap();
+    let later = T0 + crate::seen::QUIET_FOLD_AFTER_MS + 1_000;
+    assert!(f.next_batch(later, 100).unwrap().is_empty());
+    let again = f.enqueue_batch(&urls[..500], later).unwrap();
+    assert!(again.iter().all(|r| *r == EnqueueResult::Duplicate));
 }
 
 /// A fold goes a slice at a time (here a host's segment or a bucket a call): the call that

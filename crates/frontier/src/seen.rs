@@ -131,7 +131,7 @@ pub(crate) struct IntakeLog {
 }
 
 /// The intake is quiet once nothing has been queued for this long (ms): the log is then
-/// folded without waiting for it to fill ([`IntakeLog::quiet_fold_due`]).
+/// folded without waiting for it to fill, unless thin ([`IntakeLog::quiet_fold_due`]).
 pub(crate) const QUIET_FOLD_AFTER_MS: u64 = 60_000;
 /// ... if it holds at least this many bytes.
 pub(crate) const QUIET_FOLD_MIN_BYTES: u64 = 1 << 20;
