@@ -155,8 +155,9 @@ impl IntakeLog {
     /// Not a thin log: folding it writes a key per URL, which costs sled more memory than
     /// the entries it frees, for good, and holds the frontier meanwhile (3M hosts of one
     /// URL each: RSS 1.3 -> 4.4 GB for 25 s with the crawl stalled, 1.9 GB after it,
-    /// docs/benchmarks.md). Its entries leave memory as the crawl drains their hosts, and
-    /// it is at most `THIN_FOLD_FACTOR` buffers, as during a submit.
+    /// docs/benchmarks.md). Its entries leave memory as the crawl drains their hosts (their
+    /// hashes at the next fold), and it is at most `THIN_FOLD_FACTOR` buffers, as during a
+    /// submit.
     pub(crate) fn quiet_fold_due(&self, now_ms: u64) -> bool {
         self.bytes >= QUIET_FOLD_MIN_BYTES
             && !self.thin()
