@@ -178,6 +178,11 @@ fn folded_segments_and_seen_buckets_survive_reopen() {
             let r = f.enqueue_batch(chunk, T0).unwrap();
             assert!(r.iter().all(|x| *x == EnqueueResult::Queued));
         }
+        // the folded log is deleted by the reclaimer's thread: wait for it (5 s at most)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while f.store.scan_prefix(b"W").count() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(f.store.scan_prefix(b"W").count(), 0, "log folded");
         assert!(f.store.scan_prefix(b"B").count() > 1, "buckets split");
         assert_eq!(f.store.scan_prefix(b"S").count(), 0);
