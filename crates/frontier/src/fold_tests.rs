@@ -356,69 +356,6 @@ fn a_log_quiet_for_a_minute_is_folded_while_the_crawl_drains_it() {
     assert!(f.next_batch(T0 + 200_000, 100).unwrap().is_empty());
 }
 
-/// A quiet log too thin to fold (two URLs a host: a fold would write a key per URL) is
-/// not folded after a minute: no segment is written, and the crawl drains its entries
-/// from memory, every URL once and each host's in order.
-#[test]
-fn a_quiet_log_too_thin_to_fold_is_drained_from_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let hosts = 12_000;
-    // 2 URLs a host, 24 000 in all: about 2.6 MB of log, under the buffer
-    let urls: Vec<String> = (0..2 * hosts)
-        .map(|k| format!("http://h{}.test/p/{k}/{}", k % hosts, "x".repeat(60)))
-        .collect();
-    let mut c = FrontierConfig::new(dir.path()).without_gaps();
-    c.seed = Some(5);
-    c.intake_buffer_bytes = 64 << 20;
-    let f = Frontier::open(c).unwrap();
-    for chunk in urls.chunks(1000) {
-        f.enqueue_batch(chunk, T0).unwrap();
-    }
-    assert!(f.inner.lock().intake.bytes >= crate::seen::QUIET_FOLD_MIN_BYTES);
-    robots_known(&f, hosts);
-    let mut got = Vec::new();
-    for t in 0..100 {
-        crawl_round(
-            &f,
-            T0 + crate::seen::QUIET_FOLD_AFTER_MS + t,
-            5000,
-            &mut got,
-        );
-        assert!(segment_keys(&f).is_empty(), "folded at {t}");
-    }
-    let held: usize = f
-        .inner
-        .lock()
-        .sched
-        .hosts()
-        .map(|(_, h)| h.pending.len())
-        .sum();
-    assert_eq!(held, 0, "drained from memory");
-    let mut sorted = got.clone();
-    sorted.sort();
-    let mut want = urls.clone();
-    want.sort();
-    assert_eq!(sorted, want, "every URL once");
-    let first_of = |h: usize| {
-        got.iter()
-            .position(|u| u.starts_with(&format!("http://h{h}.test/p/{h}/")))
-    };
-    let second_of = |h: usize| {
-        got.iter()
-            .position(|u| u.starts_with(&format!("http://h{h}.test/p/{}/", h + hosts)))
-    };
-    assert!((0..hosts).step_by(997).all(|h| first_of(h) < second_of(h)));
-    // still unfolded, the log is read back at a reopen: nothing queued twice
-    drop(f);
-    let mut c = FrontierConfig::new(dir.path()).without_gaps();
-    c.intake_buffer_bytes = 64 << 20;
-    let f = Frontier::open(c).unwrap();
-    let later = T0 + crate::seen::QUIET_FOLD_AFTER_MS + 1_000;
-    assert!(f.next_batch(later, 100).unwrap().is_empty());
-    let again = f.enqueue_batch(&urls[..500], later).unwrap();
-    assert!(again.iter().all(|r| *r == EnqueueResult::Duplicate));
-}
-
 /// A fold goes a slice at a time (here a host's segment or a bucket a call): the call that
 /// starts it writes one host's segments only, and between slices a URL submitted again is
 /// a duplicate and the crawl hands out every URL once, each host's in order, from

@@ -131,7 +131,7 @@ pub(crate) struct IntakeLog {
 }
 
 /// The intake is quiet once nothing has been queued for this long (ms): the log is then
-/// folded without waiting for it to fill, unless thin ([`IntakeLog::quiet_fold_due`]).
+/// folded without waiting for it to fill ([`IntakeLog::quiet_fold_due`]).
 pub(crate) const QUIET_FOLD_AFTER_MS: u64 = 60_000;
 /// ... if it holds at least this many bytes.
 pub(crate) const QUIET_FOLD_MIN_BYTES: u64 = 1 << 20;
@@ -151,29 +151,16 @@ impl IntakeLog {
     /// entries (the last URLs of a million hosts) and their hashes (27 bytes each) are
     /// held in memory while the crawl drains them (docs/benchmarks.md, "Memory at 10M
     /// URLs over 1M hosts").
-    ///
-    /// Not a thin log: folding it writes a key per URL, which costs sled more memory than
-    /// the entries it frees, for good, and holds the frontier meanwhile (3M hosts of one
-    /// URL each: RSS 1.3 -> 4.4 GB for 25 s with the crawl stalled, 1.9 GB after it,
-    /// docs/benchmarks.md). Its entries leave memory as the crawl drains their hosts (their
-    /// hashes at the next fold), and it is at most `THIN_FOLD_FACTOR` buffers, as during a
-    /// submit.
     pub(crate) fn quiet_fold_due(&self, now_ms: u64) -> bool {
         self.bytes >= QUIET_FOLD_MIN_BYTES
-            && !self.thin()
             && now_ms.saturating_sub(self.last_logged_ms) >= QUIET_FOLD_AFTER_MS
     }
 
     /// Whether the log since the last fold, `bytes` long, is to be folded now.
     pub(crate) fn fold_due(&self, buffer_bytes: u64) -> bool {
+        let thin = self.entries < MIN_ENTRIES_PER_SEGMENT.saturating_mul(self.hosts);
         self.bytes >= buffer_bytes
-            && (!self.thin() || self.bytes >= buffer_bytes.saturating_mul(THIN_FOLD_FACTOR))
-    }
-
-    /// Whether a fold now would make segments of fewer than
-    /// [`MIN_ENTRIES_PER_SEGMENT`] entries on average.
-    fn thin(&self) -> bool {
-        self.entries < MIN_ENTRIES_PER_SEGMENT.saturating_mul(self.hosts)
+            && (!thin || self.bytes >= buffer_bytes.saturating_mul(THIN_FOLD_FACTOR))
     }
 }
 
