@@ -1,7 +1,8 @@
 //! No host starves: a crawl driven as the daemon drives it (new hosts resolved before their
 //! robots.txt, robots.txt capped with a spare cap, answers coming back out of order, URLs
 //! submitted while it crawls, folds and checkpoints on the way) fetches every host's
-//! robots.txt and every URL once.
+//! robots.txt and every URL once. No address is held or overrun: hosts over several
+//! addresses, some moving, keep every address's slots, gap and in-flight count true.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -330,4 +331,161 @@ fn a_page_outcome_that_cannot_be_written_holds_no_host() {
         fetched.contains(&"http://a.test/2".to_string()),
         "the host went on: {fetched:?}"
     );
+}
+
+/// Hosts over four addresses, a tenth of them moving to the next address with their first
+/// page (DNS answers that change while requests are in flight), at most three requests at
+/// an address with 2 ms between their starts, two at a host, and the dispatcher's clock
+/// read up to 2 ms early (a thread's that read it before the lock): every request went to
+/// an address with a free slot and its gap over (by the clock the caller gave), the IP
+/// groups' books balance after every step, and at the end every URL went once and no
+/// address holds a slot.
+#[test]
+fn addresses_keep_their_budget_and_their_books() {
+    use std::collections::HashMap;
+    const ADDRESSES: usize = 4;
+    const MAX_PER_IP: u32 = 3;
+    const IP_DELAY: u64 = 2;
+    let address = |k: usize, moved: bool| {
+        let n = (k + usize::from(moved)) % ADDRESSES;
+        IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1 + n as u8))
+    };
+    let host_index = |name_or_url: &str| -> usize {
+        let rest = name_or_url
+            .trim_start_matches("http://")
+            .trim_start_matches('h');
+        rest[..rest.find('.').unwrap()].parse().unwrap()
+    };
+    for seed in 0..3 {
+        let (hosts, per_host) = (400, 5);
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = FrontierConfig::new(dir.path()).without_gaps();
+        c.seed = Some(seed);
+        c.resolve_before_robots = true;
+        c.max_in_flight_per_ip = u64::from(MAX_PER_IP);
+        c.ip_delay_ms = IP_DELAY;
+        c.max_in_flight_per_host = 2;
+        c.max_robots_in_flight = Some(8);
+        let f = Frontier::open(c).unwrap();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let urls: Vec<String> = (0..hosts * per_host)
+            .map(|k| format!("http://h{}.test/p/{k}", k % hosts))
+            .collect();
+        f.enqueue_batch(&urls, T0).unwrap();
+        // what the simulated resolver and fetches told the frontier, per host id
+        let mut told: HashMap<u64, IpAddr> = HashMap::new();
+        let mut moved: BTreeSet<usize> = BTreeSet::new();
+        // requests out per host id, and the last start per address (the caller's clock)
+        let mut out_per_host: HashMap<u64, u32> = HashMap::new();
+        let mut last_start: HashMap<IpAddr, u64> = HashMap::new();
+        let mut out_robots: Vec<(u64, RobotsLease)> = Vec::new();
+        let mut out_pages: Vec<(u64, (PageLease, u64))> = Vec::new();
+        let mut out_resolves: Vec<(u64, (u64, usize))> = Vec::new();
+        let mut pages_fetched: BTreeMap<String, u32> = BTreeMap::new();
+        let mut quiet_steps = 0;
+        for step in 0.. {
+            let now = T0 + step;
+            let answers: Vec<(u64, Option<IpAddr>)> = due(&mut out_resolves, now)
+                .into_iter()
+                .map(|(id, k)| {
+                    told.insert(id, address(k, false));
+                    (id, Some(address(k, false)))
+                })
+                .collect();
+            if !answers.is_empty() {
+                f.resolved(&answers).unwrap();
+            }
+            let robots: Vec<(RobotsLease, RobotsFetchOutcome, u64)> = due(&mut out_robots, now)
+                .into_iter()
+                .map(|r: RobotsLease| {
+                    *out_per_host.get_mut(&r.host_id).unwrap() -= 1;
+                    (r, ALLOW, 1)
+                })
+                .collect();
+            if !robots.is_empty() {
+                for r in f.complete_robots_batch(&robots, now).unwrap() {
+                    r.unwrap();
+                }
+            }
+            let done = due(&mut out_pages, now);
+            // a tenth of the hosts answer from the next address with their first page
+            let mut reports = Vec::new();
+            for (p, started) in &done {
+                let k = host_index(&p.url);
+                if k % 10 == 3 && moved.insert(k) {
+                    told.insert(p.id.host_id, address(k, true));
+                    reports.push((p.id.host_id, address(k, true), *started));
+                }
+            }
+            if !reports.is_empty() {
+                f.note_addresses(&reports).unwrap();
+            }
+            let pages: Vec<(LeaseId, PageOutcome)> = done
+                .into_iter()
+                .map(|(p, _)| {
+                    *out_per_host.get_mut(&p.id.host_id).unwrap() -= 1;
+                    (p.id, PageOutcome::Done { response_ms: 1 })
+                })
+                .collect();
+            if !pages.is_empty() {
+                f.complete_batch(&pages, now).unwrap();
+            }
+            let clock = now - rng.gen_range(0..3);
+            let items = f.next_batch(clock, 64).unwrap();
+            for r in f.take_resolves() {
+                let k = host_index(&r.host);
+                out_resolves.push((now + rng.gen_range(0..4), (r.host_id, k)));
+            }
+            let got_any = !items.is_empty();
+            for w in items {
+                let id = match &w {
+                    WorkItem::Robots(r) => r.host_id,
+                    WorkItem::Page(p) => p.id.host_id,
+                };
+                let ip = *told.get(&id).expect("resolved before its first request");
+                let at_ip: u32 = out_per_host
+                    .iter()
+                    .filter(|(h, _)| told.get(h) == Some(&ip))
+                    .map(|(_, n)| n)
+                    .sum();
+                assert!(at_ip < MAX_PER_IP, "{ip} had {at_ip} out at {clock}");
+                if let Some(&t) = last_start.get(&ip) {
+                    assert!(
+                        clock >= t + IP_DELAY,
+                        "{ip}: a start at {t}, the next at {clock}"
+                    );
+                }
+                last_start.insert(ip, clock);
+                *out_per_host.entry(id).or_default() += 1;
+                let back = now + rng.gen_range(1..12);
+                match w {
+                    WorkItem::Robots(r) => out_robots.push((back, r)),
+                    WorkItem::Page(p) => {
+                        *pages_fetched.entry(p.url.clone()).or_default() += 1;
+                        out_pages.push((back, (p, clock)));
+                    }
+                }
+            }
+            let errors = f.inner.lock().sched.ip_accounting_errors();
+            assert!(errors.is_empty(), "step {step}: {errors:?}");
+            quiet_steps = if got_any
+                || !(out_robots.is_empty() && out_pages.is_empty() && out_resolves.is_empty())
+            {
+                0
+            } else {
+                quiet_steps + 1
+            };
+            if quiet_steps > 2_000 {
+                break;
+            }
+        }
+        assert_eq!(pages_fetched.len(), hosts * per_host, "every URL fetched");
+        assert!(pages_fetched.values().all(|n| *n == 1), "each once");
+        assert_eq!(moved.len(), hosts / 10, "the movers moved");
+        let groups = f.ip_groups();
+        assert!(
+            groups.iter().all(|g| g.in_flight == 0),
+            "no address holds a slot: {groups:?}"
+        );
+    }
 }

@@ -621,6 +621,42 @@ impl Scheduler {
         self.ip_groups.groups.len()
     }
 
+    /// What is wrong with the IP groups' books, if anything: each group's in-flight count
+    /// is the sum of its members' (a count that drifts up holds the address for good, one
+    /// that drifts down lets too many requests at it), and each member is in memory with
+    /// that address.
+    #[cfg(test)]
+    pub(crate) fn ip_accounting_errors(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (ip, g) in &self.ip_groups.groups {
+            let mut sum = 0;
+            for &id in &g.members {
+                match self.hosts.get(id) {
+                    Some(h) if h.ip == Some(*ip) => sum += u64::from(h.rec.in_flight),
+                    Some(h) => {
+                        errors.push(format!("host {} in {ip}'s group has {:?}", h.key, h.ip))
+                    }
+                    None => errors.push(format!("host id {id} in {ip}'s group is not in memory")),
+                }
+            }
+            if sum != g.in_flight {
+                errors.push(format!(
+                    "{ip}: {} in flight, its hosts have {sum}",
+                    g.in_flight
+                ));
+            }
+        }
+        for h in self.hosts.iter() {
+            let member =
+                h.ip.and_then(|ip| self.ip_groups.groups.get(&ip))
+                    .map(|g| g.members.contains(&h.rec.id));
+            if member == Some(false) || (h.ip.is_some() && member.is_none()) {
+                errors.push(format!("host {} is not in its group {:?}", h.key, h.ip));
+            }
+        }
+        errors
+    }
+
     /// Times a host waited for its address.
     pub(crate) fn ip_waits(&self) -> u64 {
         self.ip_groups.waits
