@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) intake: IntakeLog,
     /// The intake log's fold under way, if any (fold.rs).
     pub(crate) folding: Option<crate::fold::Folding>,
+    /// The packs and the hosts pointing into each (pack.rs).
+    pub(crate) packs: crate::pack::Packs,
     /// Whether any recrawl record may exist (the configuration schedules URLs, or one
     /// was written: `keys::RECRAWL_IN_USE`): otherwise completions skip decoding the
     /// entries of successful fetches.
@@ -66,6 +68,7 @@ impl Inner {
             sched: &mut self.sched,
             journal: &mut self.journal,
             events: &mut self.events,
+            packs: &mut self.packs,
         }
     }
 
@@ -187,6 +190,7 @@ impl Frontier {
                 last_logged_ms: 0,
             },
             folding: None,
+            packs: crate::pack::Packs::default(),
         };
         let metadata_in_use = store.first_in_range(b"m", b"n")?.is_some().into();
         let f = Frontier {

@@ -529,6 +529,9 @@ impl Frontier {
         let Some(v) = self.store.get(&crate::store::keys::segment_key(&s, id))? else {
             return Ok(None);
         };
+        if s.pack_no().is_some() {
+            return Ok(crate::pack::entry_in(&v, id, seq)?.map(<[u8]>::to_vec));
+        }
         let seg = Segment::parse(&v)?;
         Ok(Some(seg.raw((seq - s.first) as usize)?.to_vec()))
     }

@@ -33,6 +33,11 @@ pub(crate) struct Folding {
     log_end: u64,
     /// Segments written so far.
     segments: usize,
+    /// The pack being filled with thin hosts' entries (written at the latest at the end
+    /// of the slice: no host points into a pack the store does not have), and the packs
+    /// written so far.
+    pack: Option<crate::pack::OpenPack>,
+    packs: usize,
     /// Slices done so far, and when it started (for its log line).
     slices: u32,
     started: std::time::Instant,
@@ -81,6 +86,8 @@ impl Frontier {
             next_hash: 0,
             log_end: inner.intake.next_seq,
             segments: 0,
+            pack: None,
+            packs: 0,
             slices: 0,
             started: std::time::Instant::now(),
         });
@@ -110,6 +117,7 @@ impl Frontier {
             written += bytes;
             self.spill(&mut out, &mut held, bytes)?;
         }
+        Self::close_pack(&mut f, &mut out);
         if f.next_host == f.hosts.len() && written < budget {
             self.merge_hashes(inner, &mut f, &mut out, &mut held, budget - written)?;
         }
@@ -131,6 +139,7 @@ impl Frontier {
         }
         tracing::debug!(
             segments = f.segments,
+            packs = f.packs,
             hashes = inner.seen.folding.len(),
             log_records = log.len(),
             slices = f.slices,
@@ -142,9 +151,16 @@ impl Frontier {
         Ok(())
     }
 
-    /// Host `id`'s pending entries as segments of fold `f`, through `out`; bytes written.
+    /// Host `id`'s pending entries as segments of fold `f`, or (a few) in a pack, through
+    /// `out`; bytes written.
     fn fold_host(&self, inner: &mut Inner, id: u64, f: &mut Folding, out: &mut Batch) -> usize {
-        let Some(h) = inner.sched.host_mut(id) else {
+        let Inner {
+            sched,
+            intake,
+            packs,
+            ..
+        } = inner;
+        let Some(h) = sched.host_mut(id) else {
             // left memory since the fold started: nothing of it was pending any more
             return 0;
         };
@@ -152,6 +168,31 @@ impl Frontier {
         let entries: Vec<&[u8]> = h.pending.from(from).collect();
         let mut first = h.pending.end() - entries.len() as u64;
         let mut bytes = 0;
+        if !entries.is_empty()
+            && entries.len() < crate::pack::PACK_BELOW_ENTRIES
+            && SegRef::can_pack(intake.next_fold)
+        {
+            let size: usize = entries.iter().map(|e| e.len() + 20).sum();
+            if f.pack.as_ref().is_some_and(|p| p.full_for(size)) {
+                Self::close_pack(f, out);
+            }
+            let pack = f.pack.get_or_insert_with(|| {
+                let no = intake.next_fold;
+                intake.next_fold = SegRef::fold_after(no);
+                crate::pack::OpenPack::new(no)
+            });
+            bytes += pack.push(id, first, &entries);
+            packs.add_ref(pack.no);
+            crate::sched::pending::grow_gently(&mut h.segs, 1);
+            h.segs.push(SegRef {
+                first,
+                len: entries.len() as u32,
+                fold: SegRef::pack(pack.no),
+            });
+            let end = h.pending.end();
+            h.pending.reset(end);
+            return bytes;
+        }
         let chunks = packed::chunk_by_size(
             &entries,
             packed::SEGMENT_MAX_ENTRIES,
@@ -177,6 +218,16 @@ impl Frontier {
         let end = h.pending.end();
         h.pending.reset(end);
         bytes
+    }
+
+    /// Write the pack being filled, if any, through `out`.
+    fn close_pack(f: &mut Folding, out: &mut Batch) {
+        if let Some(pack) = f.pack.take() {
+            let (k, v) = pack.finish();
+            out.put(k, v);
+            out.cut();
+            f.packs += 1;
+        }
     }
 
     /// Apply `out` once it holds a fold piece's worth ([`FOLD_PIECE_BYTES`]) with `more`.

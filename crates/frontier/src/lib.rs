@@ -36,6 +36,7 @@ mod hand_over;
 mod intake;
 mod lastmod;
 mod open;
+mod pack;
 mod recrawl;
 mod resolve;
 pub mod sched;
@@ -52,6 +53,8 @@ mod fold_tests;
 mod ipgroup_tests;
 #[cfg(test)]
 mod liveness_tests;
+#[cfg(test)]
+mod pack_tests;
 #[cfg(test)]
 mod robots_batch_tests;
 #[cfg(test)]

@@ -32,6 +32,8 @@ struct StoredQueues {
     retries: HashMap<u64, Vec<u64>>,
     /// The intake log since the last fold: entries not in segments yet.
     intake: HashMap<u64, IntakeEntries>,
+    /// The packs (`p` keys) and the hosts pointing into each.
+    packs: crate::pack::Packs,
 }
 
 /// One host record to load: its `H` key, its encoded record, and whether the record came
@@ -56,7 +58,8 @@ impl Frontier {
         let mut batch = Batch::new();
         // 1. queue segments by host id
         let (mut segs, last_fold) = self.scan_segments()?;
-        inner.intake.next_fold = last_fold.map_or(0, SegRef::fold_after);
+        let (packs, last_pack) = self.scan_packs(&mut segs)?;
+        inner.intake.next_fold = last_fold.max(last_pack).map_or(0, SegRef::fold_after);
         self.return_legacy_leases(&mut segs, &mut batch)?;
         // 2. retry entries
         let retries = self.scan_retries()?;
@@ -66,6 +69,7 @@ impl Frontier {
             segs,
             retries,
             intake,
+            packs,
         };
         // 4. the host-record journal, replayed over `H` (a later record wins)
         let stored = self.read_host_records()?;
@@ -84,6 +88,7 @@ impl Frontier {
             recovered += leases;
             loaded.extend(h);
         }
+        inner.packs = std::mem::take(&mut queues.packs);
         queues.log_orphans();
         let n_hosts = loaded.len();
         self.bring_into_memory(&mut inner, loaded)?;
@@ -173,6 +178,31 @@ impl Frontier {
             host_segs.sort_unstable_by_key(|s| s.first);
         }
         Ok((segs, last_fold))
+    }
+
+    /// The hosts' places in packs (`p` keys), added to `segs` in sequence order; the packs
+    /// with the hosts pointing into each, and the last pack's number.
+    fn scan_packs(&self, segs: &mut HostSegments) -> Result<(crate::pack::Packs, Option<u32>)> {
+        let mut packs = crate::pack::Packs::default();
+        let mut last = None;
+        let mut bad = None;
+        self.store.visit_prefix(b"p", &mut |k, v| {
+            if let Some(no) = keys::parse_pack(k) {
+                last = Some(no);
+                if let Err(e) = crate::pack::refs_in(no, v, segs, &mut packs) {
+                    bad = Some(e);
+                }
+            }
+        })?;
+        if let Some(e) = bad {
+            return Err(e.into());
+        }
+        if last.is_some() {
+            for host_segs in segs.values_mut() {
+                host_segs.sort_unstable_by_key(|s| s.first);
+            }
+        }
+        Ok((packs, last))
     }
 
     /// Leases of older versions (`L` keys) become one-entry segments again: rewritten as
@@ -413,7 +443,9 @@ fn rebuild_host(
     h.rec.counters.queued = queued;
     // segments that only hold URLs handed out and completed before the crash
     for s in h.drop_dead_segments() {
-        batch.del(crate::store::keys::segment_key(&s, id));
+        if let Some(k) = queues.packs.release(&s, id) {
+            batch.del(k);
+        }
     }
     batch.cut();
     let returned = leased.len() as u64;
@@ -433,7 +465,9 @@ fn rebuild_host(
         journal.evicted.insert(h.key.clone(), v);
     }
     for s in h.segs.drain(..) {
-        batch.del(crate::store::keys::segment_key(&s, id));
+        if let Some(k) = queues.packs.release(&s, id) {
+            batch.del(k);
+        }
     }
     for s in h.aside.take().map(|a| a.retries).unwrap_or_default() {
         batch.del(keys::retry(id, s));

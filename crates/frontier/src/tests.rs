@@ -323,7 +323,8 @@ fn store_of_an_earlier_version_opens_as_it_is() {
         store.apply(b).unwrap();
         store.flush().unwrap();
     }
-    // folding every batch: the new URL's segment (`q`) sits next to the old `Q` ones
+    // folding every batch: the new URL's place in a pack (`p`: one URL is too few for a
+    // segment of its own) sits next to the old `Q` ones
     let mut c = FrontierConfig::new(dir.path()).without_gaps();
     c.seed = Some(1);
     c.intake_buffer_bytes = 1;
@@ -340,7 +341,7 @@ fn store_of_an_earlier_version_opens_as_it_is() {
     assert!(r.iter().all(|x| *x == EnqueueResult::Duplicate), "{r:?}");
     let r = f.enqueue_batch(&["http://old.test/new"], T0).unwrap();
     assert_eq!(r, vec![EnqueueResult::Queued]);
-    assert_eq!(f.store.scan_prefix(b"q").count(), 1);
+    assert_eq!(f.store.scan_prefix(b"p").count(), 1);
     let mut got = Vec::new();
     for t in 0..10 {
         let items = done(f.next_batch(T0 + t, 10).unwrap());

@@ -366,6 +366,14 @@ impl Frontier {
             let Some(v) = self.store.get(&crate::store::keys::segment_key(s, id))? else {
                 continue;
             };
+            if s.pack_no().is_some() {
+                for seq in head.max(s.first)..s.end() {
+                    if let Some(e) = crate::pack::entry_in(&v, id, seq)? {
+                        out.push(QueueEntry::decode(e)?);
+                    }
+                }
+                continue;
+            }
             let seg = Segment::parse(&v)?;
             for i in head.saturating_sub(s.first)..u64::from(s.len) {
                 out.push(seg.entry(i as usize)?);

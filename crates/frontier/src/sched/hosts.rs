@@ -25,12 +25,31 @@ pub(crate) struct SegRef {
 impl SegRef {
     /// `fold` of a segment under an older store's `Q` + host id + first key.
     pub(crate) const LEGACY: u32 = u32::MAX;
+    /// Set in `fold` for a place in a pack (the rest is the pack's number; see `pack.rs`).
+    const PACKED: u32 = 1 << 31;
 
-    /// The number of the fold after `fold`. (A store would need four billion folds to
-    /// reach the legacy marker; past it the keys stay unique by host id and sequence, only
-    /// no longer in fold order.)
+    /// The number of the fold after `fold` (packs take theirs from the same counter). (A
+    /// store would need two billion folds and packs to reach the pack marker; past it the
+    /// keys stay unique by host id and sequence, only no longer in fold order, and no pack
+    /// is made.)
     pub(crate) fn fold_after(fold: u32) -> u32 {
-        fold.saturating_add(1).min(SegRef::LEGACY - 1)
+        fold.saturating_add(1).min(SegRef::PACKED - 1)
+    }
+
+    /// The `fold` of a place in pack `no`.
+    pub(crate) fn pack(no: u32) -> u32 {
+        no | SegRef::PACKED
+    }
+
+    /// Whether a fold number can still be a pack's (below the marker's last number).
+    pub(crate) fn can_pack(no: u32) -> bool {
+        no < SegRef::PACKED - 1
+    }
+
+    /// The pack it is in, if it is a place in a pack.
+    pub(crate) fn pack_no(&self) -> Option<u32> {
+        (self.fold != SegRef::LEGACY && self.fold & SegRef::PACKED != 0)
+            .then_some(self.fold & !SegRef::PACKED)
     }
 
     /// Sequence after its last entry.

@@ -18,6 +18,7 @@ pub(crate) struct Settling<'a> {
     pub(crate) sched: &'a mut Scheduler,
     pub(crate) journal: &'a mut Journal,
     pub(crate) events: &'a mut EventQueue,
+    pub(crate) packs: &'a mut crate::pack::Packs,
 }
 
 impl Settling<'_> {
@@ -67,11 +68,9 @@ impl Settling<'_> {
         dirty.dedup();
         for id in &dirty {
             if let Some(h) = self.sched.host_mut(*id) {
-                dead.extend(
-                    h.drop_dead_segments()
-                        .into_iter()
-                        .map(|s| crate::store::keys::segment_key(&s, *id)),
-                );
+                for s in h.drop_dead_segments() {
+                    dead.extend(self.packs.release(&s, *id));
+                }
             }
         }
         self.journal_hosts(&dirty, batch);
@@ -132,6 +131,7 @@ impl Settling<'_> {
             sched,
             journal,
             events,
+            ..
         } = self;
         let deleting = journal.first_seq < journal.pending_upto_seq;
         if journal.pending.is_empty() && !deleting {

@@ -185,8 +185,25 @@ pub fn metadata(hash: u128) -> Vec<u8> {
     tagged(b'm', &[&hash.to_be_bytes()])
 }
 
-/// The store key of a host's queue segment `seg`, for host `id`.
+/// Pack: `p` + pack number (u32 BE, from the fold numbers' counter) -> the entries of
+/// several hosts, each host's consecutive, in the intake-log record format (see
+/// `pack.rs`).
+pub fn pack(no: u32) -> Vec<u8> {
+    tagged(b'p', &[&no.to_be_bytes()])
+}
+/// The pack number of a `p` key.
+pub fn parse_pack(k: &[u8]) -> Option<u32> {
+    match k {
+        [b'p', a, b, c, d] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
+/// The store key of a host's queue segment `seg`, for host `id` (a pack's if it is in one).
 pub(crate) fn segment_key(seg: &crate::sched::hosts::SegRef, id: u64) -> Vec<u8> {
+    if let Some(no) = seg.pack_no() {
+        return pack(no);
+    }
     match seg.fold {
         crate::sched::hosts::SegRef::LEGACY => queued(id, seg.first),
         fold => segment(fold, id, seg.first),

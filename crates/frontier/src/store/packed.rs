@@ -204,7 +204,7 @@ impl Default for IntakeWriter {
     fn default() -> Self {
         IntakeWriter {
             done: Vec::new(),
-            buf: vec![INTAKE_V1],
+            buf: intake_record_start(),
         }
     }
 }
@@ -214,14 +214,10 @@ impl IntakeWriter {
     pub fn push(&mut self, host_id: u64, seq: u64, encoded: &[u8]) {
         let size = 20 + encoded.len();
         if self.buf.len() > 1 && self.buf.len() + size > VALUE_TARGET_BYTES {
-            let full = std::mem::replace(&mut self.buf, vec![INTAKE_V1]);
+            let full = std::mem::replace(&mut self.buf, intake_record_start());
             self.done.push(full);
         }
-        self.buf.extend_from_slice(&host_id.to_le_bytes());
-        self.buf.extend_from_slice(&seq.to_le_bytes());
-        self.buf
-            .extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-        self.buf.extend_from_slice(encoded);
+        intake_record_push(&mut self.buf, host_id, seq, encoded);
     }
     /// Nothing added.
     pub fn is_empty(&self) -> bool {
@@ -234,6 +230,19 @@ impl IntakeWriter {
         }
         self.done
     }
+}
+
+/// An empty intake-log record (the format packs share, see `pack.rs`).
+pub fn intake_record_start() -> Vec<u8> {
+    vec![INTAKE_V1]
+}
+
+/// Add one entry (host id, queue sequence, encoded entry) to an intake-log record.
+pub fn intake_record_push(buf: &mut Vec<u8>, host_id: u64, seq: u64, encoded: &[u8]) {
+    buf.extend_from_slice(&host_id.to_le_bytes());
+    buf.extend_from_slice(&seq.to_le_bytes());
+    buf.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
+    buf.extend_from_slice(encoded);
 }
 
 /// One entry of an intake-log record: host id, queue sequence, encoded entry.
