@@ -126,6 +126,8 @@ fn hosts_of_a_few_urls_share_packs_and_each_url_goes_once_after_a_reopen() {
     }
     let f = Frontier::open(config(dir.path())).unwrap();
     assert_eq!(f.inner.lock().packs.len(), count(f.store.as_ref(), b"p"));
+    // what an operator's look at a host reads from its pack
+    assert_eq!(f.queued_urls("t7.test").unwrap(), ["http://t7.test/p/0"]);
     allow(&f, thin, dense);
     let got = crawl(&f, 100, 1_000);
     assert_each_once_in_order(&got, &all);
