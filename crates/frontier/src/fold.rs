@@ -168,11 +168,11 @@ impl Frontier {
         let entries: Vec<&[u8]> = h.pending.from(from).collect();
         let mut first = h.pending.end() - entries.len() as u64;
         let mut bytes = 0;
+        let size: usize = entries.iter().map(|e| e.len() + 20).sum();
         if !entries.is_empty()
-            && entries.len() < crate::pack::PACK_BELOW_ENTRIES
+            && size < crate::pack::PACK_BELOW_BYTES
             && SegRef::can_pack(intake.next_fold)
         {
-            let size: usize = entries.iter().map(|e| e.len() + 20).sum();
             if f.pack.as_ref().is_some_and(|p| p.full_for(size)) {
                 Self::close_pack(f, out);
             }

@@ -1,9 +1,10 @@
 //! Shared segments ("packs"): a fold puts the entries of hosts with only a few pending
-//! (fewer than [`PACK_BELOW_ENTRIES`]) into values shared by many hosts, `p` + pack number,
-//! in the intake-log record format (host id, sequence, entry), instead of a segment key
-//! per host. Spread over millions of hosts a fold finds one URL a host: one key each put
-//! 3M keys into sled at once and its memory went from 1.3 to 4.4 GiB (docs/benchmarks.md,
-//! "Where it is not flat"); packed, about 70 entries share a key.
+//! (less than a quarter of a value's worth, [`PACK_BELOW_BYTES`]) into values shared by
+//! many hosts, `p` + pack number, in the intake-log record format (host id, sequence,
+//! entry), instead of a segment key per host. Spread over millions of hosts a fold finds
+//! one URL a host: one key each put 3M keys into sled at once and its memory went from 1.3
+//! to 4.4 GiB (docs/benchmarks.md, "Where it is not flat"); packed, dozens of hosts share a
+//! key, and at a million hosts of about four URLs a fold the submit writes a fifth less.
 //!
 //! A host points into a pack with a [`SegRef`] whose fold is marked as a pack
 //! ([`SegRef::in_pack`]); the pack counts the hosts pointing into it and goes once the
@@ -19,8 +20,8 @@ use crate::store::codec::CodecError;
 use crate::store::keys;
 use crate::store::packed;
 
-/// A host with fewer pending entries than this at a fold shares a pack with others.
-pub(crate) const PACK_BELOW_ENTRIES: usize = 4;
+/// A host whose pending entries at a fold take fewer bytes than this shares a pack.
+pub(crate) const PACK_BELOW_BYTES: usize = packed::VALUE_TARGET_BYTES / 4;
 
 /// The packs in the store and how many hosts point into each.
 #[derive(Debug, Default)]

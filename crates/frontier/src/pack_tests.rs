@@ -19,10 +19,11 @@ fn config(dir: &std::path::Path) -> FrontierConfig {
     c
 }
 
-/// `thin` hosts of one URL each and `dense` hosts of six (`t<i>.test`, `d<i>.test`).
+/// `thin` hosts of one URL each and `dense` hosts of sixty (`t<i>.test`, `d<i>.test`): a
+/// dense host's entries fill more than a quarter of a value.
 fn urls(thin: usize, dense: usize) -> Vec<String> {
     let mut v: Vec<String> = (0..thin).map(|i| format!("http://t{i}.test/p/0")).collect();
-    for k in 0..6 {
+    for k in 0..60 {
         v.extend((0..dense).map(|i| format!("http://d{i}.test/p/{k}")));
     }
     v
@@ -100,7 +101,7 @@ fn assert_each_once_in_order(got: &[String], want: &[String]) {
 #[test]
 fn hosts_of_a_few_urls_share_packs_and_each_url_goes_once_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let (thin, dense) = (3_000, 200);
+    let (thin, dense) = (3_000, 100);
     let all = urls(thin, dense);
     {
         let f = Frontier::open(config(dir.path())).unwrap();
