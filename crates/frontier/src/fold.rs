@@ -168,7 +168,7 @@ impl Frontier {
         let entries: Vec<&[u8]> = h.pending.from(from).collect();
         let mut first = h.pending.end() - entries.len() as u64;
         let mut bytes = 0;
-        let size: usize = entries.iter().map(|e| e.len() + 20).sum();
+        let size: usize = entries.iter().map(|e| packed::intake_entry_bytes(e)).sum();
         if !entries.is_empty()
             && size < crate::pack::PACK_BELOW_BYTES
             && SegRef::can_pack(intake.next_fold)

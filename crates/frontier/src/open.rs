@@ -59,6 +59,10 @@ impl Frontier {
         // 1. queue segments by host id
         let (mut segs, last_fold) = self.scan_segments()?;
         let (packs, last_pack) = self.scan_packs(&mut segs)?;
+        // each host's segments and places in packs, in sequence order (once)
+        for host_segs in segs.values_mut() {
+            host_segs.sort_unstable_by_key(|s| s.first);
+        }
         inner.intake.next_fold = last_fold.max(last_pack).map_or(0, SegRef::fold_after);
         self.return_legacy_leases(&mut segs, &mut batch)?;
         // 2. retry entries
@@ -143,8 +147,8 @@ impl Frontier {
         Ok(())
     }
 
-    /// Queue segments by host id, each host's in sequence order: `q` keys (fold first),
-    /// and the `Q` keys of older stores (segments, or one-entry values of still older
+    /// Queue segments by host id (sorted by the caller): `q` keys (fold first), and the
+    /// `Q` keys of older stores (segments, or one-entry values of still older
     /// ones); and the last fold a `q` key names.
     fn scan_segments(&self) -> Result<(HostSegments, Option<u32>)> {
         let mut segs: HostSegments = HashMap::new();
@@ -173,14 +177,12 @@ impl Frontier {
         if let Some(e) = bad {
             return Err(e.into());
         }
-        // `q` keys come fold by fold: each host's in sequence order
-        for host_segs in segs.values_mut() {
-            host_segs.sort_unstable_by_key(|s| s.first);
-        }
+        // (`q` keys come fold by fold: each host's are put in sequence order once its
+        // places in packs are added, see `recover`)
         Ok((segs, last_fold))
     }
 
-    /// The hosts' places in packs (`p` keys), added to `segs` in sequence order; the packs
+    /// The hosts' places in packs (`p` keys), added to `segs` (not sorted); the packs
     /// with the hosts pointing into each, and the last pack's number.
     fn scan_packs(&self, segs: &mut HostSegments) -> Result<(crate::pack::Packs, Option<u32>)> {
         let mut packs = crate::pack::Packs::default();
@@ -196,11 +198,6 @@ impl Frontier {
         })?;
         if let Some(e) = bad {
             return Err(e.into());
-        }
-        if last.is_some() {
-            for host_segs in segs.values_mut() {
-                host_segs.sort_unstable_by_key(|s| s.first);
-            }
         }
         Ok((packs, last))
     }

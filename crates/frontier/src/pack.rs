@@ -7,7 +7,7 @@
 //! key, and at a million hosts of about four URLs a fold the submit writes a fifth less.
 //!
 //! A host points into a pack with a [`SegRef`] whose fold is marked as a pack
-//! ([`SegRef::in_pack`]); the pack counts the hosts pointing into it and goes once the
+//! ([`SegRef::pack_no`]); the pack counts the hosts pointing into it and goes once the
 //! last has handed its entries out. The counts are rebuilt at open from the packs
 //! themselves.
 
@@ -94,12 +94,16 @@ impl OpenPack {
     }
 }
 
-/// The entry at `seq` of host `id` in a pack's value.
+/// The entry at `seq` of host `id` in a pack's value (read on every dispatch from a pack:
+/// the walk stops at it and allocates nothing).
 pub(crate) fn entry_in(value: &[u8], id: u64, seq: u64) -> Result<Option<&[u8]>, CodecError> {
-    Ok(packed::intake_entries(value)?
-        .into_iter()
-        .find(|&(h, s, _)| h == id && s == seq)
-        .map(|(_, _, e)| e))
+    for entry in packed::intake_entries_iter(value)? {
+        let (h, s, e) = entry?;
+        if h == id && s == seq {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
 }
 
 /// The hosts' places in pack `no` (its value `value`), as segment references by host:
@@ -111,7 +115,8 @@ pub(crate) fn refs_in(
     packs: &mut Packs,
 ) -> Result<(), CodecError> {
     let mut last: Option<(u64, u64)> = None;
-    for (id, seq, _) in packed::intake_entries(value)? {
+    for entry in packed::intake_entries_iter(value)? {
+        let (id, seq, _) = entry?;
         match last {
             Some((h, end)) if h == id && end == seq => {
                 if let Some(s) = into.get_mut(&id).and_then(|v| v.last_mut()) {

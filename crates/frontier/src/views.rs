@@ -367,8 +367,10 @@ impl Frontier {
                 continue;
             };
             if s.pack_no().is_some() {
-                for seq in head.max(s.first)..s.end() {
-                    if let Some(e) = crate::pack::entry_in(&v, id, seq)? {
+                // the host's entries are consecutive in the pack: one walk
+                for entry in crate::store::packed::intake_entries_iter(&v)? {
+                    let (h, seq, e) = entry?;
+                    if h == id && seq >= head.max(s.first) && seq < s.end() {
                         out.push(QueueEntry::decode(e)?);
                     }
                 }

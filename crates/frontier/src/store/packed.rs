@@ -212,7 +212,7 @@ impl Default for IntakeWriter {
 impl IntakeWriter {
     /// Add one queued entry.
     pub fn push(&mut self, host_id: u64, seq: u64, encoded: &[u8]) {
-        let size = 20 + encoded.len();
+        let size = intake_entry_bytes(encoded);
         if self.buf.len() > 1 && self.buf.len() + size > VALUE_TARGET_BYTES {
             let full = std::mem::replace(&mut self.buf, intake_record_start());
             self.done.push(full);
@@ -248,25 +248,47 @@ pub fn intake_record_push(buf: &mut Vec<u8>, host_id: u64, seq: u64, encoded: &[
 /// One entry of an intake-log record: host id, queue sequence, encoded entry.
 pub type IntakeEntry<'a> = (u64, u64, &'a [u8]);
 
+/// The bytes one entry takes in an intake-log record: host id, sequence and length
+/// (20 bytes), then the encoded entry.
+pub fn intake_entry_bytes(encoded: &[u8]) -> usize {
+    20 + encoded.len()
+}
+
 /// The entries of an intake-log record.
 pub fn intake_entries(bytes: &[u8]) -> Result<Vec<IntakeEntry<'_>>, CodecError> {
+    intake_entries_iter(bytes)?.collect()
+}
+
+/// The entries of an intake-log record, read as they are asked for (a pack's reader looks
+/// for one entry and stops there, allocating nothing).
+pub fn intake_entries_iter(
+    bytes: &[u8],
+) -> Result<impl Iterator<Item = Result<IntakeEntry<'_>, CodecError>>, CodecError> {
     const W: &str = "intake log";
     if bytes.first() != Some(&INTAKE_V1) {
         return Err(err(W, "unknown version"));
     }
-    let mut out = Vec::new();
     let mut at = 1;
-    while at < bytes.len() {
-        let id = u64_at(bytes, at, W)?;
-        let seq = u64_at(bytes, at + 8, W)?;
-        let len = u32_at(bytes, at + 16, W)? as usize;
-        let e = bytes
-            .get(at + 20..at + 20 + len)
-            .ok_or(err(W, "truncated entry"))?;
-        out.push((id, seq, e));
-        at += 20 + len;
-    }
-    Ok(out)
+    Ok(std::iter::from_fn(move || {
+        if at >= bytes.len() {
+            return None;
+        }
+        let entry = (|| {
+            let id = u64_at(bytes, at, W)?;
+            let seq = u64_at(bytes, at + 8, W)?;
+            let len = u32_at(bytes, at + 16, W)? as usize;
+            let e = bytes
+                .get(at + 20..at + 20 + len)
+                .ok_or(err(W, "truncated entry"))?;
+            Ok((id, seq, e))
+        })();
+        // a damaged entry ends the walk after its error
+        at = match &entry {
+            Ok((_, _, e)) => at + intake_entry_bytes(e),
+            Err(_) => bytes.len(),
+        };
+        Some(entry)
+    }))
 }
 
 // ------------------------------------------------------------------- seen buckets
