@@ -229,6 +229,7 @@ impl Scheduler {
                 readmitted += 1;
             }
         }
+        release_drained(&mut self.robots_waiting);
         readmitted
     }
 
@@ -686,6 +687,21 @@ impl Scheduler {
     }
 }
 
+/// Capacity a drained queue keeps whatever it once held.
+const DRAINED_KEEP: usize = 1024;
+
+/// A queue that once held every new host (a bulk submit puts millions in line for a
+/// robots.txt slot) gives back what it no longer needs: under a quarter full, it shrinks
+/// to twice its length. Each shrink copies fewer entries than were taken out since the
+/// queue last grew or shrank, so the cost stays constant a pop. (3M hosts in line kept
+/// 67 MB after the line had drained: docs/benchmarks.md, "Memory at 10M URLs over 1M
+/// hosts".)
+fn release_drained<T>(queue: &mut VecDeque<T>) {
+    if queue.capacity() > DRAINED_KEEP && queue.len() < queue.capacity() / 4 {
+        queue.shrink_to((queue.len() * 2).max(DRAINED_KEEP));
+    }
+}
+
 /// Hold a host for its gap from `from_ms`: a request to it may have ended just before.
 pub(crate) fn hold_for_restart(cfg: &FrontierConfig, rec: &mut HostRecord, from_ms: u64) {
     let until = from_ms.saturating_add(politeness::gap_ms(cfg, rec));
@@ -793,6 +809,45 @@ mod tests {
         s.handle_robots_done(a, 100);
         assert_eq!(s.robots_in_flight(), 0);
         assert_eq!(ready(&mut s, 100), Some(b));
+    }
+
+    /// A bulk submit's line for robots.txt slots does not keep its size once it has
+    /// drained: at 3M new hosts it was 67 MB held for the process's life.
+    #[test]
+    fn the_line_for_robots_slots_gives_back_its_memory_once_drained() {
+        let mut s = scheduler(|c| c.max_robots_in_flight = Some(4));
+        for i in 0..100_000 {
+            let id = add(&mut s, &format!("h{i}.test"), 1, None);
+            if i < 4 {
+                assert!(s.handle_robots_lease(id, "http://x.test", 0));
+            } else {
+                s.wait_for_robots_slot(0, id);
+            }
+        }
+        let full = s.robots_waiting.capacity();
+        assert!(full >= 99_996, "every host but four waits in line ({full})");
+        // slots come free a thousand at a time until the line is empty; each host leaves
+        // it once, and the line's memory follows what it still holds
+        let mut readmitted = 0;
+        loop {
+            let n = s.readmit_robots_waiting(u64::MAX, 1_000);
+            if n == 0 {
+                break;
+            }
+            readmitted += n;
+            let (len, cap) = (s.robots_waiting.len(), s.robots_waiting.capacity());
+            assert!(
+                cap <= (4 * len).max(DRAINED_KEEP),
+                "{len} waiting in a line of {cap} slots"
+            );
+        }
+        assert_eq!(readmitted, 99_996);
+        assert!(s.robots_waiting.is_empty());
+        assert!(
+            s.robots_waiting.capacity() <= DRAINED_KEEP,
+            "the drained line keeps {} of its {full} slots",
+            s.robots_waiting.capacity()
+        );
     }
 
     #[test]
