@@ -812,7 +812,7 @@ mod tests {
     }
 
     /// A bulk submit's line for robots.txt slots does not keep its size once it has
-    /// drained: at 3M new hosts it was 67 MB held for the process's life.
+    /// drained (what that held at 3M hosts: docs/benchmarks.md).
     #[test]
     fn the_line_for_robots_slots_gives_back_its_memory_once_drained() {
         let mut s = scheduler(|c| c.max_robots_in_flight = Some(4));
