@@ -6,6 +6,7 @@ mod client;
 mod daemon;
 mod peer;
 mod procfs;
+mod rounds;
 mod scheduled;
 mod server;
 
@@ -79,6 +80,12 @@ struct Cli {
     /// Skip the bare client.
     #[arg(long)]
     no_client: bool,
+    /// Crawls at each --workers value: the bare client, the bare client + WARC and
+    /// frontierd, in turn, this many times (every second round in the reverse order, so a
+    /// machine whose speed drifts favours neither side). With more than one, a table of
+    /// each ratio's median and range over the rounds follows the rounds' own.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Also run the bare client archiving every answer as WARC with the daemon's writer
     /// (`warc` crate, the default level), and compare frontierd with it too: what the
     /// daemon costs beyond fetching and archiving.
@@ -274,51 +281,59 @@ fn bench(cli: &Cli) -> Result<()> {
         let bare_with = |warc_dir: Option<&Path>| {
             run_bare_client(cli, &urls, conc, sample_in_flight, port, warc_dir)
         };
-        let bare = (!cli.no_client).then(|| bare_with(None)).transpose()?;
-        let warc_dir = match cli.warc_anchor {
-            true => Some(
-                tempfile::Builder::new()
-                    .prefix("daemon-bench-warc")
-                    .tempdir()?,
-            ),
-            false => None,
-        };
-        let bare_warc = warc_dir
-            .as_ref()
-            .map(|d| bare_with(Some(d.path())))
-            .transpose()?;
-        let crawl = if cli.no_daemon {
-            None
-        } else {
-            Some(run_daemon_crawl(
-                cli,
-                &daemon_cfg(w),
-                &list,
-                sample_in_flight,
-                port,
-            )?)
-        };
-        if let Some(bin) = &cli.spider {
-            let run = peer::run_spider(bin, port, hosts, cli.urls / hosts, w)?;
-            let ours = crawl
-                .as_ref()
-                .map(|c| (c.pages as f64 / c.secs.max(1e-9), c.cpu_per_page * 1e6));
-            against_spider.push(peer::Against {
+        for round in 0..cli.rounds.max(1) {
+            let mut steps = [Side::Bare, Side::BareWarc, Side::Daemon];
+            if round % 2 == 1 {
+                steps.reverse();
+            }
+            let (mut bare, mut bare_warc, mut crawl) = (None, None, None);
+            for side in steps {
+                match side {
+                    Side::Bare if !cli.no_client => bare = Some(bare_with(None)?),
+                    Side::BareWarc if cli.warc_anchor => {
+                        let dir = tempfile::Builder::new()
+                            .prefix("daemon-bench-warc")
+                            .tempdir()?;
+                        bare_warc = Some(bare_with(Some(dir.path()))?);
+                    }
+                    Side::Daemon if !cli.no_daemon => {
+                        crawl = Some(run_daemon_crawl(
+                            cli,
+                            &daemon_cfg(w),
+                            &list,
+                            sample_in_flight,
+                            port,
+                        )?)
+                    }
+                    _ => {}
+                }
+            }
+            // the peer once a worker count: its lead is far outside the drift
+            if let (Some(bin), 0) = (&cli.spider, round) {
+                let run = peer::run_spider(bin, port, hosts, cli.urls / hosts, w)?;
+                let ours = crawl
+                    .as_ref()
+                    .map(|c: &daemon::CrawlRun| (c.rate(), c.cpu_per_page * 1e6));
+                against_spider.push(peer::Against {
+                    workers: w,
+                    frontierd: ours,
+                    spider: run,
+                });
+            }
+            rows.push(CrawlRow {
                 workers: w,
-                frontierd: ours,
-                spider: run,
+                concurrency: conc,
+                bare,
+                bare_warc,
+                crawl,
+                load_after: procfs::loadavg(),
             });
         }
-        rows.push(CrawlRow {
-            workers: w,
-            concurrency: conc,
-            bare,
-            bare_warc,
-            crawl,
-            load_after: procfs::loadavg(),
-        });
     }
     print_crawl_table(&rows, srv.kind, cli, hosts, &load_start);
+    if cli.rounds > 1 {
+        rounds::print_medians(&rows);
+    }
     if !against_spider.is_empty() {
         peer::print_table(&against_spider);
     }
@@ -466,6 +481,14 @@ fn print_ingest(r: &daemon::IngestRun, hosts: u64, w: usize, load_start: &str) {
 }
 
 /// One --workers value of the crawl mode: what each side did, and the load average after.
+/// One side of a crawl round.
+#[derive(Clone, Copy)]
+enum Side {
+    Bare,
+    BareWarc,
+    Daemon,
+}
+
 struct CrawlRow {
     workers: usize,
     /// The bare client's requests at once.
