@@ -87,9 +87,10 @@ thread_local! {
 /// about 5 % larger than zlib's 6 on real HTML (docs/benchmarks.md, "WARC deflate").
 fn gzip_member(input: &[u8], level: u32) -> Result<Vec<u8>, WarcError> {
     // a small record (a request, a short metadata record) is stored, not deflated: every
-    // deflate call clears libdeflate's match-finder tables first, 4.5 us whatever the
-    // input, which for a 650-byte request record saved 300 bytes at a twentieth of the
-    // daemon's CPU per page (docs/benchmarks.md, "WARC deflate"); stored costs 0.04 us
+    // deflate call costs about 5 us whatever the input (building the block's Huffman
+    // codes, most of it, and clearing the match finder's tables), which for a 650-byte
+    // request record saved 300 bytes at a twentieth of the daemon's CPU per page
+    // (docs/benchmarks.md, "WARC deflate"); stored costs 0.04 us
     let level = if input.len() <= STORED_MAX_BYTES {
         0
     } else {
