@@ -83,7 +83,9 @@ struct Cli {
     /// Crawls at each --workers value: the bare client, the bare client + WARC and
     /// frontierd, in turn, this many times (every second round in the reverse order, so a
     /// machine whose speed drifts favours neither side). With more than one, a table of
-    /// each ratio's median and range over the rounds follows the rounds' own.
+    /// each ratio's median and range over the rounds follows the rounds' own. --spider
+    /// runs in the first round only; --perf records every round into the same file (the
+    /// last round's stays).
     #[arg(long, default_value_t = 1)]
     rounds: usize,
     /// Also run the bare client archiving every answer as WARC with the daemon's writer
