@@ -54,6 +54,11 @@ impl ClientRun {
     pub fn rate(&self) -> f64 {
         self.pages as f64 / self.secs.max(1e-9)
     }
+
+    /// CPU seconds of the client's process a page.
+    pub fn cpu_per_page(&self) -> f64 {
+        self.cpu_secs / self.pages.max(1) as f64
+    }
 }
 
 /// The request head the daemon sends for `uri` (its headers, its order), as archived.

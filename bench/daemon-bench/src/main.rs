@@ -482,7 +482,6 @@ fn print_ingest(r: &daemon::IngestRun, hosts: u64, w: usize, load_start: &str) {
     println!("| load average start / end | {load_start} / {load_end} |");
 }
 
-/// One --workers value of the crawl mode: what each side did, and the load average after.
 /// One side of a crawl round.
 #[derive(Clone, Copy)]
 enum Side {
@@ -491,6 +490,8 @@ enum Side {
     Daemon,
 }
 
+/// One round at one --workers value of the crawl mode: what each side did, and the load
+/// average after.
 struct CrawlRow {
     workers: usize,
     /// The bare client's requests at once.
@@ -529,7 +530,7 @@ fn run_bare_client(
         r.bytes as f64 / r.pages.max(1) as f64,
         r.secs,
         r.rate(),
-        r.cpu_secs * 1e6 / r.pages.max(1) as f64
+        r.cpu_per_page() * 1e6
     );
     Ok(r)
 }
@@ -608,10 +609,7 @@ fn print_crawl_table(
             (Some(b), Some(f)) => format!("{:.1} %", 100.0 * f / b.max(1e-9)),
             _ => "-".into(),
         };
-        let bare_cpu = row
-            .bare
-            .as_ref()
-            .map(|b| b.cpu_secs / b.pages.max(1) as f64);
+        let bare_cpu = row.bare.as_ref().map(client::ClientRun::cpu_per_page);
         let bare_cpu_cell = bare_cpu.map_or_else(|| "-".into(), |c| format!("{:.0} µs", c * 1e6));
         let cpu_ratio = match (bare_cpu, &row.crawl) {
             (Some(b), Some(c)) if b > 0.0 => format!("{:.1}x", c.cpu_per_page / b),
@@ -642,13 +640,12 @@ fn print_warc_anchor_table(rows: &[CrawlRow]) {
     println!();
     println!("| workers | bare + WARC pages/s | its CPU/page (the WARC's share) | frontierd pages/s ratio | frontierd CPU ratio | frontierd CPU beyond it |");
     println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
-    let per_page = |r: &client::ClientRun| r.cpu_secs / r.pages.max(1) as f64;
     for row in rows {
         let Some(bw) = &row.bare_warc else { continue };
-        let anchor = per_page(bw);
+        let anchor = bw.cpu_per_page();
         let warc_share = row.bare.as_ref().map_or_else(
             || "-".into(),
-            |b| format!("{:.0} µs", (anchor - per_page(b)) * 1e6),
+            |b| format!("{:.0} µs", (anchor - b.cpu_per_page()) * 1e6),
         );
         let (ratio, cpu_ratio, beyond) = match &row.crawl {
             Some(c) => (

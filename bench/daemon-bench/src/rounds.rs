@@ -52,12 +52,8 @@ pub fn print_medians(rows: &[CrawlRow]) {
     println!("| ---: | ---: | --- | --- | --- | --- | --- |");
     for w in workers {
         let rs: Vec<&CrawlRow> = rows.iter().filter(|r| r.workers == w).collect();
-        let bare_cpu = |r: &CrawlRow| r.bare.as_ref().map(|b| b.cpu_secs / b.pages.max(1) as f64);
-        let warc_cpu = |r: &CrawlRow| {
-            r.bare_warc
-                .as_ref()
-                .map(|b| b.cpu_secs / b.pages.max(1) as f64)
-        };
+        let bare_cpu = |r: &CrawlRow| r.bare.as_ref().map(|b| b.cpu_per_page());
+        let warc_cpu = |r: &CrawlRow| r.bare_warc.as_ref().map(|b| b.cpu_per_page());
         let ours_cpu = |r: &CrawlRow| r.crawl.as_ref().map(|c| c.cpu_per_page);
         let ours_rate = |r: &CrawlRow| r.crawl.as_ref().map(|c| c.rate());
         let rate_to_bare = per_round(&rs, |r| Some(ours_rate(r)? / r.bare.as_ref()?.rate()));

@@ -693,9 +693,8 @@ const DRAINED_KEEP: usize = 1024;
 /// A queue that once held every new host (a bulk submit puts millions in line for a
 /// robots.txt slot) gives back what it no longer needs: under a quarter full, it shrinks
 /// to twice its length. Each shrink copies fewer entries than were taken out since the
-/// queue last grew or shrank, so the cost stays constant a pop. (3M hosts in line kept
-/// 67 MB after the line had drained: docs/benchmarks.md, "Memory at 10M URLs over 1M
-/// hosts".)
+/// queue last grew or shrank, so the cost stays constant a pop. (What a drained line held
+/// at 3M hosts: docs/benchmarks.md, "Memory at 10M URLs over 1M hosts".)
 fn release_drained<T>(queue: &mut VecDeque<T>) {
     if queue.capacity() > DRAINED_KEEP && queue.len() < queue.capacity() / 4 {
         queue.shrink_to((queue.len() * 2).max(DRAINED_KEEP));
