@@ -21,17 +21,17 @@ pub struct ArchivedResponse<'a> {
 /// the wire bytes is archived decoded, so `Content-Encoding` goes too (replay tools would
 /// decode it a second time).
 pub fn archive_response(resp: &ResponseRecord) -> ArchivedResponse<'_> {
-    let mut r = resp.clone();
-    r.headers.remove("transfer-encoding");
-    let body: &[u8] = match &resp.wire_body {
-        Some(w) => w,
-        None => {
-            if resp.content_coding.is_decoded() {
-                r.headers.remove("content-encoding");
-            }
-            &resp.body
-        }
+    let (body, drop_content_encoding): (&[u8], bool) = match &resp.wire_body {
+        Some(w) => (w, false),
+        None => (&resp.body, resp.content_coding.is_decoded()),
     };
+    // the head written without the dropped headers (no copy of the record for it)
+    // (header names are lower case)
+    let head = resp.head_bytes_keeping(|name| match name.as_str() {
+        "transfer-encoding" => false,
+        "content-encoding" => !drop_content_encoding,
+        _ => true,
+    });
     let truncated = if resp.truncated {
         Some(Truncated::Length)
     } else if resp.body_error.is_some() {
@@ -40,7 +40,7 @@ pub fn archive_response(resp: &ResponseRecord) -> ArchivedResponse<'_> {
         None
     };
     ArchivedResponse {
-        head: r.head_bytes(),
+        head,
         body,
         truncated,
     }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, StatusCode, Version};
+use http::{HeaderMap, HeaderName, Method, StatusCode, Version};
 use url::Url;
 
 /// How a fetch ended. Classification only: what to do about it is the caller's business.
@@ -184,14 +184,14 @@ impl RequestRecord {
             target.push('?');
             target.push_str(q);
         }
-        let mut out = format!(
-            "{} {} {}\r\n",
-            self.method,
-            target,
-            version_str(self.version)
-        )
-        .into_bytes();
-        write_headers(&mut out, &self.headers);
+        let mut out = Vec::with_capacity(head_capacity(target.len(), &self.headers));
+        out.extend_from_slice(self.method.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(target.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(version_str(self.version).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        write_headers(&mut out, &self.headers, |_| true);
         out
     }
 }
@@ -217,16 +217,33 @@ pub struct ResponseRecord {
 impl ResponseRecord {
     /// Status line plus headers in HTTP/1.1 wire form, ending with the blank line.
     pub fn head_bytes(&self) -> Vec<u8> {
-        let mut out = format!(
-            "{} {} {}\r\n",
-            version_str(self.version),
-            self.status.as_u16(),
-            self.status.canonical_reason().unwrap_or("")
-        )
-        .into_bytes();
-        write_headers(&mut out, &self.headers);
+        self.head_bytes_keeping(|_| true)
+    }
+
+    /// [`ResponseRecord::head_bytes`] with only the headers `keep` says yes to (what an
+    /// archive rewrites, without a copy of the record).
+    pub fn head_bytes_keeping(&self, keep: impl Fn(&HeaderName) -> bool) -> Vec<u8> {
+        let reason = self.status.canonical_reason().unwrap_or("");
+        let mut out = Vec::with_capacity(head_capacity(reason.len(), &self.headers));
+        out.extend_from_slice(version_str(self.version).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(self.status.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(reason.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        write_headers(&mut out, &self.headers, keep);
         out
     }
+}
+
+/// Bytes of a head: its first line (about `line` plus the method or version and status)
+/// and every header with its separators, so the head is written without a reallocation.
+fn head_capacity(line: usize, headers: &HeaderMap) -> usize {
+    let fields: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    line + 24 + fields + 2
 }
 
 fn version_str(v: Version) -> &'static str {
@@ -239,8 +256,8 @@ fn version_str(v: Version) -> &'static str {
     }
 }
 
-fn write_headers(out: &mut Vec<u8>, headers: &HeaderMap) {
-    for (name, value) in headers {
+fn write_headers(out: &mut Vec<u8>, headers: &HeaderMap, keep: impl Fn(&HeaderName) -> bool) {
+    for (name, value) in headers.iter().filter(|(name, _)| keep(name)) {
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
