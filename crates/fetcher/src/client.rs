@@ -468,21 +468,20 @@ fn http_request(
     uri: Uri,
     request: &RequestRecord,
 ) -> Result<Request<Empty<Bytes>>, FetchError> {
-    let mut req = Request::builder()
-        .method(Method::GET)
-        .uri(uri)
+    let mut builder = Request::builder().method(Method::GET).uri(uri);
+    for (name, value) in &request.headers {
+        // Host is set by the client from the URI: under HTTP/2 it must travel as
+        // :authority, not as a header.
+        if name != HOST {
+            builder = builder.header(name, value);
+        }
+    }
+    builder
         .body(Empty::new())
         .map_err(|source| FetchError::InvalidRequest {
             url: url.clone(),
             source,
-        })?;
-    // the record's map copied whole (one allocation, not a hashed insert a header); Host
-    // is set by the client from the URI: under HTTP/2 it must travel as :authority, not
-    // as a header
-    let mut headers = request.headers.clone();
-    headers.remove(HOST);
-    *req.headers_mut() = headers;
-    Ok(req)
+        })
 }
 
 /// An exchange that failed on the network (logged): no response unless the caller adds
