@@ -25,8 +25,8 @@ pub fn archive_response(resp: &ResponseRecord) -> ArchivedResponse<'_> {
         Some(w) => (w, false),
         None => (&resp.body, resp.content_coding.is_decoded()),
     };
-    // the head written without the dropped headers (no copy of the record for it)
-    // (header names are lower case)
+    // the head written without the dropped headers, not a copy of the record without
+    // them (header names are lower case)
     let head = resp.head_bytes_keeping(|name| match name.as_str() {
         "transfer-encoding" => false,
         "content-encoding" => !drop_content_encoding,
