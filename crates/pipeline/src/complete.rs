@@ -1,5 +1,6 @@
 //! The completer: outcomes gathered into batches (up to `MAX_COMPLETIONS`, lingering
-//! `COMPLETION_LINGER` after the first), each batch applied with one call per kind (one
+//! `COMPLETION_LINGER` after the first, `COMPLETION_LINGER_STARVING` while the dispatcher
+//! has idle workers and nothing to lease), each batch applied with one call per kind (one
 //! flush each): the addresses the fetches connected to first, then robots.txt outcomes,
 //! then pages.
 
@@ -11,7 +12,7 @@ use frontier::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{now_ms, Call, Connected, Hooks, Pipeline, COMPLETION_LINGER, MAX_COMPLETIONS};
+use crate::{now_ms, Call, Connected, Hooks, Pipeline, MAX_COMPLETIONS};
 
 /// What a worker hands the completer.
 pub(crate) enum Completion {
@@ -39,15 +40,25 @@ pub(crate) async fn complete_loop(
         if let Some(tx) = b.take(first) {
             closing = Some(tx);
         }
-        let deadline = tokio::time::Instant::now() + COMPLETION_LINGER;
+        let started = tokio::time::Instant::now();
+        let mut deadline = started + p.completion_linger();
         while closing.is_none() && b.len() < MAX_COMPLETIONS {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(c)) => {
-                    if let Some(tx) = b.take(c) {
-                        closing = Some(tx);
+            tokio::select! {
+                c = rx.recv() => match c {
+                    Some(c) => {
+                        if let Some(tx) = b.take(c) {
+                            closing = Some(tx);
+                        }
                     }
-                }
-                Ok(None) | Err(_) => break,
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(deadline) => break,
+                // the dispatcher began starving: the linger shortens (checked below)
+                _ = p.starved.notified() => {}
+            }
+            deadline = deadline.min(started + p.completion_linger());
+            if tokio::time::Instant::now() >= deadline {
+                break;
             }
         }
         if b.len() > 0 {

@@ -48,8 +48,14 @@ const GATHER_IDLE: usize = 32;
 const GATHER_YIELDS: usize = 8;
 /// At most this many completions (pages and robots.txt) per batch.
 const MAX_COMPLETIONS: usize = 512;
-/// A batch of completions waits at most this long for more after its first one.
-const COMPLETION_LINGER: Duration = Duration::from_millis(2);
+/// A batch of completions waits at most this long for more after its first one, while
+/// every idle worker got an item: each batch costs a flush (an fdatasync and sled's I/O
+/// threads woken), and the workers, not the hosts, are the limit then (docs/benchmarks.md,
+/// "Daemon throughput").
+const COMPLETION_LINGER: Duration = Duration::from_millis(16);
+/// The linger while the dispatcher is starving (idle workers, nothing it may lease): hosts
+/// are the limit then, and a host's next page waits for its completion to be applied.
+const COMPLETION_LINGER_STARVING: Duration = Duration::from_millis(2);
 /// Completions waiting to be applied, at most (workers wait beyond that).
 const COMPLETION_QUEUE: usize = 4096;
 
@@ -127,6 +133,11 @@ pub struct Pipeline {
     stopping: AtomicBool,
     /// No new leases while set (free space low); fetches under way finish.
     paused: AtomicBool,
+    /// The last lease call left idle workers without an item (hosts are the limit):
+    /// completions are applied sooner then ([`COMPLETION_LINGER_STARVING`]).
+    starving: AtomicBool,
+    /// Notified when `starving` is set, so a lingering batch goes at once.
+    starved: Notify,
     hooks: Arc<dyn Hooks>,
 }
 
@@ -154,6 +165,8 @@ impl Pipeline {
             kick: Notify::new(),
             stopping: AtomicBool::new(false),
             paused: AtomicBool::new(false),
+            starving: AtomicBool::new(false),
+            starved: Notify::new(),
             hooks: hooks.clone(),
         });
         let dispatcher = tokio::spawn(dispatch_loop(p.clone(), frontier.clone(), hooks.clone()));
@@ -237,6 +250,24 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    fn set_starving(&self, starving: bool) {
+        if starving && !self.starving.swap(true, Ordering::SeqCst) {
+            self.starved.notify_one();
+        } else if !starving {
+            self.starving.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// How long a batch of completions may wait for more after its first one.
+    fn completion_linger(&self) -> Duration {
+        match self.starving.load(Ordering::SeqCst) {
+            true => COMPLETION_LINGER_STARVING,
+            false => COMPLETION_LINGER,
+        }
+    }
+}
+
 impl Tasks {
     /// After the workers are done: end the dispatcher, apply every completion sent so far
     /// and end the completer.
@@ -277,6 +308,8 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, hooks: Arc<dyn
             yields += 1;
         }
         if want == 0 {
+            // every worker busy: the workers are the limit
+            p.set_starving(false);
             p.kick.notified().await;
             continue;
         }
@@ -296,6 +329,9 @@ async fn dispatch_loop(p: Arc<Pipeline>, frontier: Arc<Frontier>, hooks: Arc<dyn
             }
             r
         });
+        if let Ok(Ok((batch, _))) = &leased {
+            p.set_starving(batch.len() < want.min(MAX_DISPATCH));
+        }
         match leased {
             Ok(Ok((batch, next_ready))) if batch.is_empty() => {
                 // nothing may go now: wait until the first host is ready, or a kick

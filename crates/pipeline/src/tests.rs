@@ -143,3 +143,84 @@ async fn an_outcome_after_the_stop_is_reported() {
     assert_eq!(failed[0].0, Call::AfterStop);
     assert!(failed[0].1.starts_with("page lease"), "{:?}", failed[0]);
 }
+
+/// Hands out a host's robots.txt, then its first page (applying the robots.txt outcome).
+async fn first_page(p: &Pipeline) -> frontier::PageLease {
+    let WorkItem::Robots(robots) = next(p).await else {
+        panic!("robots.txt first");
+    };
+    p.complete_robots(robots, allow_all(), 5, None).await;
+    let WorkItem::Page(page) = next(p).await else {
+        panic!("then the page");
+    };
+    page
+}
+
+/// One host, no politeness gap, a worker waiting: the host's next page waits for the
+/// last one's completion, so the completer applies it after the short linger, not the
+/// long one (a single-host crawl is not slowed by batching). Virtual time: the clock
+/// moves only by the timers the pipeline sets.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_starving_dispatcher_gets_completions_applied_soon() {
+    let dir = tempfile::tempdir().unwrap();
+    let fr = frontier(dir.path(), &["http://a.test/1", "http://a.test/2"]);
+    let (p, tasks) = Pipeline::start(fr.clone(), Arc::new(Record::default()));
+    let page = first_page(&p).await;
+    let waiting = tokio::spawn({
+        let p = p.clone();
+        async move { next(&p).await }
+    });
+    // the waiting worker gets nothing while the host's page is out: the dispatcher starves
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished());
+    let completed_at = tokio::time::Instant::now();
+    p.complete(page.id, PageOutcome::Done { response_ms: 5 }, None, None)
+        .await;
+    let WorkItem::Page(second) = waiting.await.unwrap() else {
+        panic!("the host's second page");
+    };
+    assert_eq!(second.url, "http://a.test/2");
+    let waited = completed_at.elapsed();
+    assert!(
+        waited <= COMPLETION_LINGER_STARVING + Duration::from_millis(1),
+        "the next page went {waited:?} after the completion"
+    );
+    tasks.finish(&p).await;
+}
+
+/// Every worker busy (none waiting for an item): completions that arrive within the long
+/// linger are applied as one batch, one flush for both.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn completions_gather_while_every_worker_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let fr = frontier(dir.path(), &["http://a.test/", "http://b.test/"]);
+    let hooks = Arc::new(Record::default());
+    let (p, tasks) = Pipeline::start(fr.clone(), hooks.clone());
+    let mut robots = Vec::new();
+    for _ in 0..2 {
+        let WorkItem::Robots(r) = next(&p).await else {
+            panic!("robots.txt first");
+        };
+        robots.push(r);
+    }
+    for r in robots {
+        p.complete_robots(r, allow_all(), 5, None).await;
+    }
+    let (a, b) = (next(&p).await, next(&p).await);
+    let (WorkItem::Page(a), WorkItem::Page(b)) = (a, b) else {
+        panic!("then the two pages");
+    };
+    // no worker waits now: the dispatcher is not starving
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let before = hooks.completions.lock().unwrap().len();
+    let done = PageOutcome::Done { response_ms: 5 };
+    p.complete(a.id, done.clone(), None, None).await;
+    tokio::time::sleep(COMPLETION_LINGER / 2).await;
+    assert_eq!(fr.stats().completed, 0, "the first waits for more");
+    p.complete(b.id, done, None, None).await;
+    tokio::time::sleep(COMPLETION_LINGER).await;
+    assert_eq!(fr.stats().completed, 2);
+    let batches = hooks.completions.lock().unwrap()[before..].to_vec();
+    assert_eq!(batches, vec![2], "both pages in one batch");
+    tasks.finish(&p).await;
+}
