@@ -14,7 +14,7 @@ mod warc_output;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use crawl_log::{CrawlLog, OpenError, Reopened, Written};
-pub use warc_output::{AppendFailed, Appended, WarcOutput};
+pub use warc_output::{AppendFailed, Appended, WarcOutput, WriterGuard};
 
 /// Whether an output's last write failed: a run of failures is one episode, reported when
 /// it starts and when a write succeeds again.

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
 use fetcher::Fetcher;
 use frontier::{Frontier, FrontierEvent};
-use frontierd_outputs::{CrawlLog, WarcOutput};
+use frontierd_outputs::{AppendFailed, Appended, CrawlLog, WarcOutput};
 use tokio::sync::Notify;
 use warc::Exchange;
 
@@ -255,19 +255,30 @@ impl Shared {
     }
 
     /// Archive one exchange; where its response record went (None if not written).
+    /// Waits for the writer's lock (a robots.txt answer, rare beside pages).
     pub(crate) fn write_warc(&self, ex: &Exchange<'_>) -> Result<Option<Archived>, String> {
-        self.write_warc_as(ex, None)
+        self.archived(ex, self.warc.append(ex, None))
     }
 
     /// Archive one exchange, its answer as a `revisit` record when `revisit` is given
     /// (else as a full response). `Ok(None)`: no WARC output; `Err`: why it failed (the
-    /// file is cut back to its last whole exchange, see `warc`).
-    pub(crate) fn write_warc_as(
+    /// file is cut back to its last whole exchange, see `warc`). A page's: when the
+    /// writer is held, the exchange goes to its holder and the task waits, not the thread.
+    pub(crate) async fn write_warc_as(
         &self,
         ex: &Exchange<'_>,
         revisit: Option<&warc::Revisit<'_>>,
     ) -> Result<Option<Archived>, String> {
-        match self.warc.append(ex, revisit) {
+        self.archived(ex, self.warc.append_async(ex, revisit).await)
+    }
+
+    /// Log and count an append's outcome.
+    fn archived(
+        &self,
+        ex: &Exchange<'_>,
+        appended: Result<Option<Appended>, AppendFailed>,
+    ) -> Result<Option<Archived>, String> {
+        match appended {
             Ok(None) => Ok(None),
             Ok(Some(appended)) => {
                 if appended.resumed {

@@ -192,7 +192,7 @@ async fn page_item(sh: &Arc<Shared>, lease: PageLease) {
         return;
     };
     dns_failure(sh, &lease.url, FetchKind::Page, &fetch.outcome);
-    let kept = archive_answer(sh, &lease, &fetch);
+    let kept = archive_answer(sh, &lease, &fetch).await;
     PageFetched {
         url: &lease.url,
         class: FetchClass::of(&fetch.outcome),
@@ -305,12 +305,14 @@ struct Kept {
 
 /// Archive an answer: a response record, or a revisit record when it is unchanged since a
 /// capture we archived; and judge the visit for the recrawl schedule (`crawl::revisit`).
-fn archive_answer(sh: &Shared, lease: &PageLease, fetch: &fetcher::PageFetch) -> Kept {
+async fn archive_answer(sh: &Shared, lease: &PageLease, fetch: &fetcher::PageFetch) -> Kept {
     let schedules_any = sh.frontier.config().recrawl.schedules_any();
     let Some(answer) = revisit::answer(lease.revisit.as_ref(), schedules_any, fetch) else {
         return Kept::default();
     };
-    let written = sh.write_warc_as(&answer.exchange(), answer.as_revisit.as_ref());
+    let written = sh
+        .write_warc_as(&answer.exchange(), answer.as_revisit.as_ref())
+        .await;
     let (archived, warc_failed) = match written {
         Ok(archived) => (archived, None),
         Err(why) => (None, Some(why)),
