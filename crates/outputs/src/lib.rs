@@ -1,6 +1,7 @@
 //! The daemon's outputs: the crawl log file ([`CrawlLog`]: its lines, the last records kept
 //! for the status page, the reopen after logrotate) and the WARC appends ([`WarcOutput`]:
-//! encoded outside the lock, appended under it, where the response record went), each with
+//! encoded outside the lock, appended under it or handed to its holder by an async caller,
+//! where the response record went), each with
 //! its failing [`Episode`], so that a run of failed writes is reported once and its end
 //! once.
 //!
