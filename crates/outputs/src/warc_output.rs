@@ -44,14 +44,14 @@ pub struct WriterGuard<'a> {
 impl Deref for WriterGuard<'_> {
     type Target = Option<WarcWriter>;
     fn deref(&self) -> &Option<WarcWriter> {
-        // (`held` is taken only in drop: both derefs always find it)
-        self.held.as_deref().unwrap_or(&None)
+        // (`held` is taken only in drop)
+        self.held.as_deref().expect("held until drop")
     }
 }
 
 impl DerefMut for WriterGuard<'_> {
     fn deref_mut(&mut self) -> &mut Option<WarcWriter> {
-        self.held.get_or_insert_with(|| self.out.lock_writer())
+        self.held.as_deref_mut().expect("held until drop")
     }
 }
 
@@ -105,13 +105,17 @@ impl WarcOutput {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The writer if nobody holds it.
+    fn try_lock_writer(&self) -> Option<MutexGuard<'_, Option<WarcWriter>>> {
+        match self.writer.try_lock() {
+            Ok(held) => Some(held),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     fn try_lock(&self) -> Option<WriterGuard<'_>> {
-        let held = match self.writer.try_lock() {
-            Ok(held) => held,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        Some(WriterGuard {
+        self.try_lock_writer().map(|held| WriterGuard {
             out: self,
             held: Some(held),
         })
@@ -138,12 +142,11 @@ impl WarcOutput {
             if self.handed().is_empty() {
                 return;
             }
-            held = match self.writer.try_lock() {
-                Ok(held) => held,
-                Err(TryLockError::Poisoned(e)) => e.into_inner(),
-                // its holder appends them
-                Err(TryLockError::WouldBlock) => return,
+            // held again by someone else: its holder appends them
+            let Some(again) = self.try_lock_writer() else {
+                return;
             };
+            held = again;
         }
     }
 

@@ -248,14 +248,13 @@ impl Pipeline {
         self.handoff.close();
         self.kick.notify_one();
     }
-}
 
-impl Pipeline {
+    /// The dispatcher's verdict after a lease call: whether it left idle workers without
+    /// an item. A lingering batch hears when starving begins.
     fn set_starving(&self, starving: bool) {
-        if starving && !self.starving.swap(true, Ordering::SeqCst) {
+        let was = self.starving.swap(starving, Ordering::SeqCst);
+        if starving && !was {
             self.starved.notify_one();
-        } else if !starving {
-            self.starving.store(false, Ordering::SeqCst);
         }
     }
 

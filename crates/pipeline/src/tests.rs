@@ -156,6 +156,18 @@ async fn first_page(p: &Pipeline) -> frontier::PageLease {
     page
 }
 
+/// Wait (on the virtual clock, a millisecond at a time, at most a second) until the
+/// dispatcher's verdict is `starving`.
+async fn until_starving_is(p: &Pipeline, starving: bool) {
+    for _ in 0..1000 {
+        if p.starving.load(Ordering::SeqCst) == starving {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("the dispatcher never judged starving = {starving}");
+}
+
 /// One host, no politeness gap, a worker waiting: the host's next page waits for the
 /// last one's completion, so the completer applies it after the short linger, not the
 /// long one (a single-host crawl is not slowed by batching). Virtual time: the clock
@@ -171,7 +183,7 @@ async fn a_starving_dispatcher_gets_completions_applied_soon() {
         async move { next(&p).await }
     });
     // the waiting worker gets nothing while the host's page is out: the dispatcher starves
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_starving_is(&p, true).await;
     assert!(!waiting.is_finished());
     let completed_at = tokio::time::Instant::now();
     p.complete(page.id, PageOutcome::Done { response_ms: 5 }, None, None)
@@ -211,7 +223,7 @@ async fn completions_gather_while_every_worker_is_busy() {
         panic!("then the two pages");
     };
     // no worker waits now: the dispatcher is not starving
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_starving_is(&p, false).await;
     let before = hooks.completions.lock().unwrap().len();
     let done = PageOutcome::Done { response_ms: 5 };
     p.complete(a.id, done.clone(), None, None).await;
