@@ -1,17 +1,27 @@
 //! The crawl log file (one JSON line a record, docs/crawl-log.md), the last records kept
 //! for `GET /v1/recent`, and the reopen after logrotate moved the file away.
+//!
+//! Lines are gathered in memory and written together by [`CrawlLog::flush`]: one system
+//! call a batch instead of one a line, and no runtime thread waits on another's write.
+//! The daemon flushes before each batch of completions is applied (a URL's line is in
+//! the file before its outcome is stored), before drops are acknowledged, on a short
+//! tick, at a reopen and at the stop.
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
-use std::io::{self, LineWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crawl::LogLine;
+use crawl::{LogLine, Outcome};
 use frontierd_admin::answers::{RecentFetch, RECENT_FETCHES};
 
 use crate::Episode;
+
+/// Bytes of gathered lines past which [`CrawlLog::write`] asks for a flush at once, so
+/// a burst (many URLs refused at submission) does not wait for the tick.
+pub const FLUSH_AT_BYTES: usize = 64 * 1024;
 
 /// The crawl log could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -22,25 +32,46 @@ pub struct OpenError {
     pub source: io::Error,
 }
 
-/// The crawl log file, line-buffered, with its last records.
+/// The crawl log file, the lines not yet written to it, and its last records.
 pub struct CrawlLog {
-    file: Mutex<LineWriter<File>>,
+    /// Held while a batch is written, so batches reach the file in the order taken.
+    file: Mutex<File>,
+    /// Held only to add a line or take them all: writers never wait on the disk.
+    gathered: Mutex<Gathered>,
     recent: Mutex<VecDeque<RecentFetch>>,
     failing: Episode,
 }
 
-/// What writing one line did.
+/// Lines handed in since the last flush.
+#[derive(Default)]
+struct Gathered {
+    bytes: Vec<u8>,
+    outcomes: Vec<Outcome>,
+    first_url: String,
+}
+
+/// What handing in one line did.
 pub struct Written {
     /// The line (without its newline), for whoever else publishes it.
     pub json: String,
+    /// Enough lines are gathered ([`FLUSH_AT_BYTES`]): flush now.
+    pub flush_due: bool,
+}
+
+/// What one flush did with the lines gathered since the one before.
+pub struct Flushed {
+    /// Each line's outcome, in the order written.
+    pub outcomes: Vec<Outcome>,
+    /// The URL of the first line (named when they could not be written).
+    pub first_url: String,
     /// `Ok(resumed)`: written, and whether that ended a failing episode; `Err`: not
-    /// written, and whether it is the first failure of its episode.
+    /// (all) written, and whether it is the first failure of its episode.
     pub result: Result<bool, (io::Error, bool)>,
 }
 
 /// What a reopen did with the old file.
 pub struct Reopened {
-    /// The old file could not be flushed or synced (its lines may be incomplete).
+    /// The old file could not be synced (its last lines may not be on disk).
     pub old_not_finished: Option<io::Error>,
 }
 
@@ -64,6 +95,10 @@ fn rfc3339_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl CrawlLog {
     /// The crawl log at `path`, opened for appending.
     pub fn open(path: &Path) -> Result<CrawlLog, OpenError> {
@@ -73,31 +108,61 @@ impl CrawlLog {
     /// Lines go to `file`.
     pub fn new(file: File) -> CrawlLog {
         CrawlLog {
-            file: Mutex::new(LineWriter::new(file)),
+            file: Mutex::new(file),
+            gathered: Mutex::default(),
             recent: Mutex::default(),
             failing: Episode::default(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, LineWriter<File>> {
-        self.file.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Append one line stamped `at_ms` (Unix ms), keeping it among the last
-    /// [`RECENT_FETCHES`] records.
+    /// Hand in one line stamped `at_ms` (Unix ms), keeping it among the last
+    /// [`RECENT_FETCHES`] records. It reaches the file at the next [`CrawlLog::flush`].
     pub fn write(&self, line: &LogLine<'_>, at_ms: u64) -> Written {
         let at = rfc3339_ms(at_ms);
         let json = line.to_json_line(&at);
         self.remember(line, at);
-        let result = match writeln!(self.lock(), "{json}") {
+        let mut g = relock(&self.gathered);
+        if g.outcomes.is_empty() {
+            g.first_url.clear();
+            g.first_url.push_str(line.url);
+        }
+        g.bytes.extend_from_slice(json.as_bytes());
+        g.bytes.push(b'\n');
+        g.outcomes.push(line.outcome);
+        let flush_due = g.bytes.len() >= FLUSH_AT_BYTES;
+        Written { json, flush_due }
+    }
+
+    /// Write the lines gathered since the last flush, in one write; `None` if there were
+    /// none. Lines that could not be written are not tried again (as a line-buffered log
+    /// would have lost them), so a full disk does not grow the daemon's memory.
+    pub fn flush(&self) -> Option<Flushed> {
+        let mut file = relock(&self.file);
+        let g = {
+            let mut gathered = relock(&self.gathered);
+            if gathered.outcomes.is_empty() {
+                return None;
+            }
+            // the next batch is likely the size of this one
+            let next = Gathered {
+                bytes: Vec::with_capacity(gathered.bytes.len()),
+                ..Gathered::default()
+            };
+            std::mem::replace(&mut *gathered, next)
+        };
+        let result = match file.write_all(&g.bytes) {
             Ok(()) => Ok(self.failing.succeeded()),
             Err(e) => Err((e, self.failing.failed())),
         };
-        Written { json, result }
+        Some(Flushed {
+            outcomes: g.outcomes,
+            first_url: g.first_url,
+            result,
+        })
     }
 
     fn remember(&self, line: &LogLine<'_>, at: String) {
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recent = relock(&self.recent);
         if recent.len() >= RECENT_FETCHES {
             recent.pop_front();
         }
@@ -118,49 +183,50 @@ impl CrawlLog {
         recent.iter().rev().cloned().collect()
     }
 
-    /// Finish the current file and continue in a new one at `path` (logrotate moved the
-    /// old one away). If `path` cannot be opened, lines keep going to the old file.
+    /// Continue in a new file at `path` (logrotate moved the old one away), the old one
+    /// synced. Lines not yet flushed go to the new one: flush first to keep them in the
+    /// old. If `path` cannot be opened, lines keep going to the old file.
     pub fn reopen(&self, path: &Path) -> Result<Reopened, OpenError> {
         let file = open(path)?;
-        let old = std::mem::replace(&mut *self.lock(), LineWriter::new(file));
-        let finished = old.into_inner().map_err(|e| e.into_error()).and_then(|f| {
-            f.sync_all()?;
-            Ok(f)
-        });
+        let old = std::mem::replace(&mut *relock(&self.file), file);
         Ok(Reopened {
-            old_not_finished: finished.err(),
+            old_not_finished: old.sync_all().err(),
         })
     }
 
-    /// Flush and sync the file (at the stop); errors are ignored, as nothing is left to do.
+    /// Sync the file (at the stop, after the last flush); errors are ignored, as nothing
+    /// is left to do.
     pub fn sync(&self) {
-        let mut log = self.lock();
-        log.flush().ok();
-        log.get_ref().sync_all().ok();
+        relock(&self.file).sync_all().ok();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crawl::{Found, Outcome};
+    use crawl::Found;
 
     fn line(url: &str) -> LogLine<'_> {
         LogLine::unfetched(url, Outcome::Rejected, "bad", Found::SUBMITTED)
     }
 
     #[test]
-    fn lines_are_appended_and_the_last_ones_kept_newest_first() {
+    fn lines_reach_the_file_at_the_flush_and_the_last_ones_are_kept_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs/crawl.log");
         let log = CrawlLog::open(&path).unwrap();
+        assert!(log.flush().is_none(), "nothing gathered");
         for i in 0..RECENT_FETCHES + 2 {
             let w = log.write(&line(&format!("http://a.test/{i}")), 1_714_564_800_000);
-            assert!(matches!(w.result, Ok(false)));
+            assert!(!w.flush_due);
             assert!(w.json.contains("2024-05-01T12:00:00.000Z"), "{}", w.json);
         }
-        let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), RECENT_FETCHES + 2);
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "",
+            "not before the flush"
+        );
+        // kept for the status page as soon as handed in
         let recent = log.recent();
         assert_eq!(recent.len(), RECENT_FETCHES);
         assert_eq!(
@@ -168,26 +234,66 @@ mod tests {
             format!("http://a.test/{}", RECENT_FETCHES + 1)
         );
         assert_eq!(recent[0].at, "2024-05-01T12:00:00.000Z");
+        let flushed = log.flush().unwrap();
+        assert!(matches!(flushed.result, Ok(false)));
+        assert_eq!(flushed.outcomes.len(), RECENT_FETCHES + 2);
+        assert_eq!(flushed.first_url, "http://a.test/0");
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), RECENT_FETCHES + 2);
+        assert!(lines[0].contains("http://a.test/0") && lines[1].contains("http://a.test/1"));
+        assert!(log.flush().is_none(), "each line written once");
+        log.write(&line("http://a.test/next"), 0);
+        assert_eq!(log.flush().unwrap().first_url, "http://a.test/next");
+        assert_eq!(
+            fs::read_to_string(&path).unwrap().lines().count(),
+            RECENT_FETCHES + 3
+        );
+    }
+
+    #[test]
+    fn a_burst_asks_for_a_flush_once_enough_is_gathered() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = CrawlLog::open(&dir.path().join("crawl.log")).unwrap();
+        let long = format!("http://a.test/{}", "x".repeat(1000));
+        let (mut lines, mut bytes) = (0, 0);
+        loop {
+            let w = log.write(&line(&long), 0);
+            lines += 1;
+            bytes += w.json.len() + 1;
+            if w.flush_due {
+                // due at the first line that takes the gathered bytes past the mark
+                assert!(bytes >= FLUSH_AT_BYTES && bytes - w.json.len() - 1 < FLUSH_AT_BYTES);
+                break;
+            }
+            assert!(bytes < FLUSH_AT_BYTES, "not due at {bytes} bytes");
+        }
+        assert_eq!(log.flush().unwrap().outcomes.len(), lines);
+        assert!(
+            !log.write(&line(&long), 0).flush_due,
+            "counted again from the flush"
+        );
     }
 
     #[test]
     fn a_failing_episode_is_reported_once_and_its_end_once() {
         let log = CrawlLog::new(File::options().write(true).open("/dev/full").unwrap());
-        let first = log.write(&line("http://a.test/1"), 0).result.unwrap_err();
-        assert!(first.1, "first of its episode");
-        let second = log.write(&line("http://a.test/2"), 0).result.unwrap_err();
-        assert!(!second.1);
-        assert_eq!(log.recent().len(), 2, "kept even when not written");
+        log.write(&line("http://a.test/1"), 0);
+        log.write(&line("http://a.test/2"), 0);
+        let first = log.flush().unwrap();
+        assert_eq!(first.outcomes.len(), 2);
+        assert_eq!(first.first_url, "http://a.test/1");
+        assert!(first.result.unwrap_err().1, "first of its episode");
+        log.write(&line("http://a.test/3"), 0);
+        assert!(!log.flush().unwrap().result.unwrap_err().1);
+        assert!(log.flush().is_none(), "lost lines are not tried again");
+        assert_eq!(log.recent().len(), 3, "kept even when not written");
         let dir = tempfile::tempdir().unwrap();
         log.reopen(&dir.path().join("crawl.log")).unwrap();
-        assert!(matches!(
-            log.write(&line("http://a.test/3"), 0).result,
-            Ok(true)
-        ));
-        assert!(matches!(
-            log.write(&line("http://a.test/4"), 0).result,
-            Ok(false)
-        ));
+        log.write(&line("http://a.test/4"), 0);
+        assert!(matches!(log.flush().unwrap().result, Ok(true)));
+        log.write(&line("http://a.test/5"), 0);
+        assert!(matches!(log.flush().unwrap().result, Ok(false)));
     }
 
     #[test]
@@ -196,9 +302,11 @@ mod tests {
         let path = dir.path().join("crawl.log");
         let log = CrawlLog::open(&path).unwrap();
         log.write(&line("http://a.test/old"), 0);
+        log.flush();
         fs::rename(&path, dir.path().join("crawl.log.1")).unwrap();
         assert!(log.reopen(&path).unwrap().old_not_finished.is_none());
         log.write(&line("http://a.test/new"), 0);
+        log.flush();
         log.sync();
         let old = fs::read_to_string(dir.path().join("crawl.log.1")).unwrap();
         let new = fs::read_to_string(&path).unwrap();
@@ -208,7 +316,7 @@ mod tests {
         let err = log.reopen(&path.join("x")).err().unwrap();
         assert!(err.to_string().starts_with("opening crawl log "), "{err}");
         log.write(&line("http://a.test/still"), 0);
-        log.sync();
+        log.flush();
         assert!(fs::read_to_string(&path).unwrap().contains("/still"));
     }
 }

@@ -14,7 +14,7 @@ mod warc_output;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub use crawl_log::{CrawlLog, OpenError, Reopened, Written};
+pub use crawl_log::{CrawlLog, Flushed, OpenError, Reopened, Written, FLUSH_AT_BYTES};
 pub use warc_output::{AppendFailed, Appended, WarcOutput, WriterGuard};
 
 /// Whether an output's last write failed: a run of failures is one episode, reported when

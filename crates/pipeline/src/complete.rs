@@ -66,6 +66,7 @@ pub(crate) async fn complete_loop(
             let fr = frontier.clone();
             let obs = hooks.clone();
             let res = tokio::task::spawn_blocking(move || {
+                obs.before_completions(n);
                 // the addresses first: the slots the fetches free are their addresses'
                 note_addresses(&fr, &b.addresses, &*obs);
                 apply_robots(&fr, &b.robots, &*obs);

@@ -109,6 +109,10 @@ pub trait Hooks: Send + Sync + 'static {
     /// After each `next_batch` (with the items leased), on the blocking pool: the owner
     /// takes the frontier's events there.
     fn after_dispatch(&self, leased: usize);
+    /// Before each batch of completions is applied, with its size, on the blocking pool:
+    /// the owner writes what must be on disk before the outcomes are stored (the crawl
+    /// log lines the workers handed in with them).
+    fn before_completions(&self, size: usize);
     /// After each batch of completions, with its size (pages and robots.txt).
     fn after_completions(&self, size: usize);
     /// A host's fetch connected to an address it was not known at: (host id, the address

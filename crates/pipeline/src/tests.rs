@@ -14,12 +14,28 @@ use super::*;
 /// What the pipeline reported, recorded.
 #[derive(Default)]
 struct Record {
+    /// The frontier, to see what `before_completions` finds applied.
+    frontier: Mutex<Option<Arc<Frontier>>>,
+    /// Each `before_completions`: the batch's size, the pages completed by then.
+    before: Mutex<Vec<(usize, u64)>>,
     completions: Mutex<Vec<usize>>,
     failed: Mutex<Vec<(Call, String, usize)>>,
 }
 
 impl Hooks for Record {
     fn after_dispatch(&self, _leased: usize) {}
+    fn before_completions(&self, size: usize) {
+        let completed = self
+            .frontier
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|f| f.stats().completed);
+        self.before
+            .lock()
+            .unwrap()
+            .push((size, completed.unwrap_or(0)));
+    }
     fn after_completions(&self, size: usize) {
         self.completions.lock().unwrap().push(size);
     }
@@ -54,12 +70,14 @@ fn allow_all() -> RobotsFetchResult {
 }
 
 /// A host's robots.txt first, its page once the robots.txt outcome is applied; both
-/// outcomes reach the frontier by the time `finish` returns.
+/// outcomes reach the frontier by the time `finish` returns, each batch announced to the
+/// owner before it is applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn robots_first_then_the_page_then_a_clean_stop() {
     let dir = tempfile::tempdir().unwrap();
     let fr = frontier(dir.path(), &["http://a.test/page"]);
     let hooks = Arc::new(Record::default());
+    *hooks.frontier.lock().unwrap() = Some(fr.clone());
     let (p, tasks) = Pipeline::start(fr.clone(), hooks.clone());
     let WorkItem::Robots(robots) = next(&p).await else {
         panic!("robots.txt first");
@@ -76,6 +94,11 @@ async fn robots_first_then_the_page_then_a_clean_stop() {
     assert_eq!(fr.stats().completed, 1);
     let done: usize = hooks.completions.lock().unwrap().iter().sum();
     assert_eq!(done, 2, "one robots.txt and one page applied");
+    assert_eq!(
+        *hooks.before.lock().unwrap(),
+        vec![(1, 0), (1, 0)],
+        "each batch announced before it is applied (the page not completed yet)"
+    );
     assert!(hooks.failed.lock().unwrap().is_empty());
     assert!(p.next_item().await.is_none(), "no item after the stop");
 }

@@ -168,6 +168,12 @@ impl Hooks for PipelineHooks {
         }
     }
 
+    fn before_completions(&self, _size: usize) {
+        if let Some(sh) = self.0.upgrade() {
+            sh.flush_crawl_log();
+        }
+    }
+
     fn after_completions(&self, size: usize) {
         if let Some(sh) = self.0.upgrade() {
             CompletionsApplied { size }.emit(&sh.metrics);
@@ -394,6 +400,7 @@ fn start_tasks(shared: &Arc<Shared>, disk_watch: disk_watch::DiskWatch) -> Tasks
     let drain_task = tokio::spawn(crate::daemon::progress::drain_watch(shared.clone()));
     let collect_task = tokio::spawn(frontierd_heap::collect_loop());
     let disk_task = tokio::spawn(crate::daemon::disk::watch(shared.clone(), disk_watch));
+    let flush_task = tokio::spawn(crate::daemon::shared::crawl_log_flush_loop(shared.clone()));
     let cluster_task = shared
         .cluster
         .as_ref()
@@ -403,7 +410,7 @@ fn start_tasks(shared: &Arc<Shared>, disk_watch: disk_watch::DiskWatch) -> Tasks
         workers: handles,
         spool: spool_task,
         cluster: cluster_task,
-        background: vec![stats_task, drain_task, collect_task, disk_task],
+        background: vec![stats_task, drain_task, collect_task, disk_task, flush_task],
     }
 }
 
@@ -469,6 +476,7 @@ async fn stop(
             Err(e) => WarcClosed::Failed { error: &e }.emit(&shared.metrics),
         }
     }
+    shared.flush_crawl_log();
     shared.crawl_log.sync();
     fs::remove_file(shared.settings.data_dir.join("admin.addr")).ok();
     let fatal = shared.cluster.as_ref().and_then(|node| node.fatal());

@@ -19,11 +19,15 @@ use crate::internal_events::daemon::{FrontierCall, FrontierCallFailed};
 use crate::internal_events::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
 use crate::internal_events::network::HostAddressChanged;
 use crate::internal_events::output::{
-    CrawlLogLineWritten, CrawlLogWriteFailed, ExchangeArchived, OutputWritesResumed,
+    CrawlLogLinesWritten, CrawlLogWriteFailed, ExchangeArchived, OutputWritesResumed,
     WarcWriteFailed,
 };
 use crate::internal_events::InternalEvent;
 use crate::metrics::Metrics;
+
+/// Crawl log lines handed in outside a batch of completions (URLs refused at submission,
+/// a quiet crawl) reach the file within this.
+pub const CRAWL_LOG_FLUSH_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub use crate::daemon::now_ms;
 
@@ -171,7 +175,8 @@ impl Shared {
         FrontierCallFailed { call, error, items }.emit(&self.metrics);
     }
 
-    /// Append one crawl log line (fields: docs/crawl-log.md).
+    /// Hand in one crawl log line (fields: docs/crawl-log.md); it reaches the file at the
+    /// next [`Shared::flush_crawl_log`].
     pub fn log_line(&self, line: &LogLine<'_>) {
         let written = self.crawl_log.write(line, now_ms());
         if let Some(node) = &self.cluster {
@@ -179,7 +184,20 @@ impl Shared {
                 EventDropped.emit(&self.metrics);
             }
         }
-        match written.result {
+        if written.flush_due {
+            self.flush_crawl_log();
+        }
+    }
+
+    /// Write the crawl log lines handed in since the last flush, in one write: before
+    /// each batch of completions is applied (a URL's line is in the file before its
+    /// outcome is stored), before drops are acknowledged, on the flush tick
+    /// ([`CRAWL_LOG_FLUSH_TICK`]), before a reopen and at the stop.
+    pub fn flush_crawl_log(&self) {
+        let Some(flushed) = self.crawl_log.flush() else {
+            return;
+        };
+        match flushed.result {
             Ok(resumed) => {
                 if resumed {
                     OutputWritesResumed {
@@ -187,14 +205,14 @@ impl Shared {
                     }
                     .emit(&self.metrics);
                 }
-                CrawlLogLineWritten {
-                    url: line.url,
-                    outcome: line.outcome,
+                CrawlLogLinesWritten {
+                    outcomes: &flushed.outcomes,
                 }
                 .emit(&self.metrics)
             }
             Err((error, first_in_episode)) => CrawlLogWriteFailed {
-                url: line.url,
+                lines: flushed.outcomes.len(),
+                first_url: &flushed.first_url,
                 error: &error,
                 first_in_episode,
             }
@@ -248,7 +266,10 @@ impl Shared {
                 }
             }
         }
-        // logged (the crawl log is line-buffered): not to be reported again after a crash
+        // in the file: not to be reported again after a crash
+        if !drops.is_empty() {
+            self.flush_crawl_log();
+        }
         if let Err(e) = self.frontier.drops_logged(&drops) {
             self.frontier_failed(FrontierCall::DropsLogged, &e, drops.len());
         }
@@ -326,5 +347,16 @@ impl DiskGate {
 
     pub(crate) fn set(&self, reason: Option<String>) {
         *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = reason;
+    }
+}
+
+/// Flush the crawl log every [`CRAWL_LOG_FLUSH_TICK`]: lines handed in outside a batch of
+/// completions reach the file within it. Aborted at the stop, which flushes the last.
+pub async fn crawl_log_flush_loop(sh: Arc<Shared>) {
+    let mut tick = tokio::time::interval(CRAWL_LOG_FLUSH_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        sh.flush_crawl_log();
     }
 }

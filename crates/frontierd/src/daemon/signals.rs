@@ -61,6 +61,8 @@ impl Shared {
     /// configured path. If the path cannot be opened, lines keep going to the old file.
     pub fn reopen_crawl_log(&self) {
         let path = &self.settings.crawl_log;
+        // the lines handed in so far belong to the old file
+        self.flush_crawl_log();
         match self.crawl_log.reopen(path) {
             Err(e) => {
                 let error = anyhow::Error::from(e);

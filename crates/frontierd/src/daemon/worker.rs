@@ -401,6 +401,23 @@ async fn act_on(
         started_ms: unix_ms(fetch.timings.started_at),
     });
     let visit_outcome = kept.visit.as_ref().map(|v| v.outcome);
+    // the line before the outcome: the completer flushes the lines before it stores the
+    // batch, so a stored outcome's line is in the file
+    if let Some((outcome, reason)) = verdict.log {
+        sh.log_line(&LogLine {
+            url: &lease.url,
+            outcome,
+            status,
+            bytes: kept.bytes,
+            duration_ms: fetch.timings.total.as_millis() as u64,
+            reason: &reason,
+            found,
+            content_type: kept.content_type,
+            ip: ip_of(fetch.peer_addr),
+            archived: kept.archived.as_ref(),
+            visit: visit_outcome,
+        });
+    }
     complete(sh, lease, verdict.outcome, kept.visit, connected).await;
     if done {
         m.pages_completed.inc();
@@ -418,21 +435,6 @@ async fn act_on(
             }
         }
     }
-    if let Some((outcome, reason)) = verdict.log {
-        sh.log_line(&LogLine {
-            url: &lease.url,
-            outcome,
-            status,
-            bytes: kept.bytes,
-            duration_ms: fetch.timings.total.as_millis() as u64,
-            reason: &reason,
-            found,
-            content_type: kept.content_type,
-            ip: ip_of(fetch.peer_addr),
-            archived: kept.archived.as_ref(),
-            visit: visit_outcome,
-        });
-    }
 }
 
 /// A page the address policy refused: final (no retry, no back-off), one crawl log line.
@@ -449,11 +451,11 @@ async fn address_refused(
     }
     .emit(&sh.metrics);
     let verdict = PageVerdict::address_refused(refused);
-    complete(sh, lease, verdict.outcome, None, None).await;
-    sh.metrics.pages_completed.inc();
     if let Some((outcome, reason)) = verdict.log {
         sh.log_line(&LogLine::unfetched(&lease.url, outcome, &reason, found));
     }
+    complete(sh, lease, verdict.outcome, None, None).await;
+    sh.metrics.pages_completed.inc();
 }
 
 /// Hand the outcome (and the visit, for the recrawl schedule, and where the fetch

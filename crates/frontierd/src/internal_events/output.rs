@@ -7,26 +7,30 @@ use crawl::Outcome;
 use super::{chain, label, InternalEvent};
 use crate::metrics::Metrics;
 
-/// A crawl log line was written.
-pub struct CrawlLogLineWritten<'a> {
-    pub url: &'a str,
-    pub outcome: Outcome,
+/// A batch of crawl log lines was written (one write; [`frontierd_outputs::CrawlLog`]).
+pub struct CrawlLogLinesWritten<'a> {
+    /// Each line's outcome.
+    pub outcomes: &'a [Outcome],
 }
 
-impl InternalEvent for CrawlLogLineWritten<'_> {
+impl InternalEvent for CrawlLogLinesWritten<'_> {
     fn emit(self, m: &Metrics) {
-        let outcome = self.outcome.as_str();
-        tracing::trace!(url = %self.url, outcome, "crawl log line");
-        m.crawl_outcomes
-            .get_or_create(&label("outcome", outcome))
-            .inc();
+        tracing::trace!(lines = self.outcomes.len(), "crawl log lines written");
+        for outcome in self.outcomes {
+            m.crawl_outcomes
+                .get_or_create(&label("outcome", outcome.as_str()))
+                .inc();
+        }
     }
 }
 
-/// A crawl log line could not be written (disk full, ...). Logged once per episode (the
-/// first failure after a success), counted every time.
+/// A batch of crawl log lines could not be written (disk full, ...). Logged once per
+/// episode (the first failure after a success), counted every time, a line each.
 pub struct CrawlLogWriteFailed<'a> {
-    pub url: &'a str,
+    /// Lines not written.
+    pub lines: usize,
+    /// The first of them.
+    pub first_url: &'a str,
     pub error: &'a std::io::Error,
     pub first_in_episode: bool,
 }
@@ -34,11 +38,11 @@ pub struct CrawlLogWriteFailed<'a> {
 impl InternalEvent for CrawlLogWriteFailed<'_> {
     fn emit(self, m: &Metrics) {
         if self.first_in_episode {
-            tracing::error!(url = %self.url, error = %self.error, "crawl log write failed (further failures are counted in frontierd_crawl_log_write_failures_total until a line is written again)");
+            tracing::error!(lines = self.lines, first_url = %self.first_url, error = %self.error, "crawl log write failed (further failures are counted in frontierd_crawl_log_write_failures_total until a line is written again)");
         } else {
-            tracing::debug!(url = %self.url, error = %self.error, "crawl log write failed");
+            tracing::debug!(lines = self.lines, first_url = %self.first_url, error = %self.error, "crawl log write failed");
         }
-        m.crawl_log_write_failures.inc();
+        m.crawl_log_write_failures.inc_by(self.lines as u64);
     }
 }
 

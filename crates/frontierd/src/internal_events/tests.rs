@@ -11,7 +11,7 @@ use super::admin::{AdminConnectionRefused, AdminTimedOut, AdminTimeout};
 use super::fetch::{PageFetched, PageRetried, RobotsFetched};
 use super::intake::{SpoolEntryKind, SpoolEntryRejected, SpoolFileIngested, UrlRejected};
 use super::lifecycle::{JournalCheckpointed, LeasesReturned, RobotsTransition};
-use super::output::{CrawlLogLineWritten, CrawlLogWriteFailed, WarcWriteFailed};
+use super::output::{CrawlLogLinesWritten, CrawlLogWriteFailed, WarcWriteFailed};
 use super::InternalEvent;
 use crate::metrics::{Format, Metrics};
 
@@ -131,15 +131,19 @@ fn failures_to_write_are_logged_and_counted() {
             }
             .emit(m);
             CrawlLogWriteFailed {
-                url: "http://a.test/",
+                lines: 2,
+                first_url: "http://a.test/",
                 error: &io_error,
                 first_in_episode,
             }
             .emit(m);
         }
-        CrawlLogLineWritten {
-            url: "http://a.test/",
-            outcome: Outcome::BlockedByRobots,
+        CrawlLogLinesWritten {
+            outcomes: &[
+                Outcome::BlockedByRobots,
+                Outcome::Fetched,
+                Outcome::BlockedByRobots,
+            ],
         }
         .emit(m);
     });
@@ -149,11 +153,15 @@ fn failures_to_write_are_logged_and_counted() {
     );
     assert!(has_sample(
         &scrape,
-        "frontierd_crawl_log_write_failures_total 2"
+        "frontierd_crawl_log_write_failures_total 4"
     ));
     assert!(has_sample(
         &scrape,
-        r#"frontierd_crawl_outcomes_total{outcome="blocked-by-robots"} 1"#
+        r#"frontierd_crawl_outcomes_total{outcome="blocked-by-robots"} 2"#
+    ));
+    assert!(has_sample(
+        &scrape,
+        r#"frontierd_crawl_outcomes_total{outcome="fetched"} 1"#
     ));
     assert!(
         log.contains("WARC write failed") && log.contains("WARC-Target-URI"),
