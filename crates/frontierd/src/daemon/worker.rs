@@ -360,7 +360,7 @@ async fn judge_answer(
     }
 }
 
-/// Queue what the page led to, report the outcome to the frontier, write its log line.
+/// Queue what the page led to, hand in its log line, report the outcome to the frontier.
 async fn act_on(
     sh: &Arc<Shared>,
     lease: &PageLease,

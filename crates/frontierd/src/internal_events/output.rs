@@ -16,10 +16,18 @@ pub struct CrawlLogLinesWritten<'a> {
 impl InternalEvent for CrawlLogLinesWritten<'_> {
     fn emit(self, m: &Metrics) {
         tracing::trace!(lines = self.outcomes.len(), "crawl log lines written");
-        for outcome in self.outcomes {
+        // one look-up in the metric family per outcome, not per line
+        let mut counts: Vec<(Outcome, u64)> = Vec::new();
+        for &outcome in self.outcomes {
+            match counts.iter_mut().find(|(o, _)| *o == outcome) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((outcome, 1)),
+            }
+        }
+        for (outcome, n) in counts {
             m.crawl_outcomes
                 .get_or_create(&label("outcome", outcome.as_str()))
-                .inc();
+                .inc_by(n);
         }
     }
 }
