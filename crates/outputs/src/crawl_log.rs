@@ -134,8 +134,8 @@ impl CrawlLog {
     }
 
     /// Write the lines gathered since the last flush, in one write; `None` if there were
-    /// none. Lines that could not be written are not tried again (as a line-buffered log
-    /// would have lost them), so a full disk does not grow the daemon's memory.
+    /// none. A batch that cannot be written whole leaves the file as it was, and is not
+    /// tried again, so a full disk does not grow the daemon's memory.
     pub fn flush(&self) -> Option<Flushed> {
         let mut file = relock(&self.file);
         let g = {
@@ -150,9 +150,17 @@ impl CrawlLog {
             };
             std::mem::replace(&mut *gathered, next)
         };
+        // a write cut short (the disk filled) is undone, so that no half line is left for
+        // the next batch to be appended to
+        let len_before = file.metadata().map(|m| m.len()).ok();
         let result = match file.write_all(&g.bytes) {
             Ok(()) => Ok(self.failing.succeeded()),
-            Err(e) => Err((e, self.failing.failed())),
+            Err(e) => {
+                if let Some(len) = len_before {
+                    file.set_len(len).ok();
+                }
+                Err((e, self.failing.failed()))
+            }
         };
         Some(Flushed {
             outcomes: g.outcomes,
