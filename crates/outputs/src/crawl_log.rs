@@ -284,6 +284,56 @@ mod tests {
     }
 
     #[test]
+    fn lines_handed_in_while_others_flush_are_written_once_each_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.log");
+        let log = CrawlLog::open(&path).unwrap();
+        let (writers, per_writer) = (4, 2_000);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let flusher = s.spawn(|| {
+                let mut written = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    written += log.flush().map_or(0, |f| f.outcomes.len());
+                }
+                written
+            });
+            let handles: Vec<_> = (0..writers)
+                .map(|w| {
+                    let log = &log;
+                    s.spawn(move || {
+                        for i in 0..per_writer {
+                            if log
+                                .write(&line(&format!("http://w{w}.test/{i}")), 0)
+                                .flush_due
+                            {
+                                log.flush();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            flusher.join().unwrap();
+        });
+        log.flush();
+        let text = fs::read_to_string(&path).unwrap();
+        let mut next = vec![0; writers];
+        for l in text.lines() {
+            let url = l.split("\"url\":\"http://w").nth(1).unwrap();
+            let (w, i) = url.split_once(".test/").unwrap();
+            let w: usize = w.parse().unwrap();
+            let i: usize = i[..i.find('"').unwrap()].parse().unwrap();
+            assert_eq!(i, next[w], "writer {w}: each line once, in order");
+            next[w] += 1;
+        }
+        assert_eq!(next, vec![per_writer; writers]);
+    }
+
+    #[test]
     fn a_failing_episode_is_reported_once_and_its_end_once() {
         let log = CrawlLog::new(File::options().write(true).open("/dev/full").unwrap());
         log.write(&line("http://a.test/1"), 0);
