@@ -123,8 +123,7 @@ impl CrawlLog {
         self.remember(line, at);
         let mut g = relock(&self.gathered);
         if g.outcomes.is_empty() {
-            g.first_url.clear();
-            g.first_url.push_str(line.url);
+            g.first_url = line.url.to_owned();
         }
         g.bytes.extend_from_slice(json.as_bytes());
         g.bytes.push(b'\n');

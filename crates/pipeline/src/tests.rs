@@ -14,8 +14,8 @@ use super::*;
 /// What the pipeline reported, recorded.
 #[derive(Default)]
 struct Record {
-    /// The frontier, to see what `before_completions` finds applied.
-    frontier: Mutex<Option<Arc<Frontier>>>,
+    /// The frontier, to see what `before_completions` finds applied (where a test sets it).
+    frontier: std::sync::OnceLock<Arc<Frontier>>,
     /// Each `before_completions`: the batch's size, the pages completed by then.
     before: Mutex<Vec<(usize, u64)>>,
     completions: Mutex<Vec<usize>>,
@@ -25,16 +25,12 @@ struct Record {
 impl Hooks for Record {
     fn after_dispatch(&self, _leased: usize) {}
     fn before_completions(&self, size: usize) {
-        let completed = self
-            .frontier
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|f| f.stats().completed);
-        self.before
-            .lock()
-            .unwrap()
-            .push((size, completed.unwrap_or(0)));
+        if let Some(f) = self.frontier.get() {
+            self.before
+                .lock()
+                .unwrap()
+                .push((size, f.stats().completed));
+        }
     }
     fn after_completions(&self, size: usize) {
         self.completions.lock().unwrap().push(size);
@@ -77,7 +73,7 @@ async fn robots_first_then_the_page_then_a_clean_stop() {
     let dir = tempfile::tempdir().unwrap();
     let fr = frontier(dir.path(), &["http://a.test/page"]);
     let hooks = Arc::new(Record::default());
-    *hooks.frontier.lock().unwrap() = Some(fr.clone());
+    hooks.frontier.set(fr.clone()).ok();
     let (p, tasks) = Pipeline::start(fr.clone(), hooks.clone());
     let WorkItem::Robots(robots) = next(&p).await else {
         panic!("robots.txt first");

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use crawl::{Archived, FollowRules, Found, LogLine, Outcome};
@@ -27,7 +27,7 @@ use crate::metrics::Metrics;
 
 /// Crawl log lines handed in outside a batch of completions (URLs refused at submission,
 /// a quiet crawl) reach the file within this.
-pub const CRAWL_LOG_FLUSH_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+pub const CRAWL_LOG_FLUSH_TICK: Duration = Duration::from_millis(100);
 
 pub use crate::daemon::now_ms;
 
