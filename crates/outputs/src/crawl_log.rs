@@ -35,12 +35,23 @@ pub struct OpenError {
 /// The crawl log file, the lines not yet written to it, and its last records.
 pub struct CrawlLog {
     /// Held while a batch is written, so batches reach the file in the order taken.
-    file: Mutex<File>,
+    file: Mutex<Sink>,
     /// Held only to add a line or take them all: writers never wait on the disk.
     gathered: Mutex<Gathered>,
     recent: Mutex<VecDeque<RecentFetch>>,
     failing: Episode,
 }
+
+/// The file and the buffer of the batch written last, emptied, for the next batch to
+/// gather into: a batch costs no new allocation of its size.
+struct Sink {
+    file: File,
+    spare: Vec<u8>,
+}
+
+/// A written batch's buffer is kept for the next one up to this capacity (a burst's is
+/// let go).
+const SPARE_KEEP_BYTES: usize = 4 * FLUSH_AT_BYTES;
 
 /// Lines handed in since the last flush.
 #[derive(Default)]
@@ -108,7 +119,10 @@ impl CrawlLog {
     /// Lines go to `file`.
     pub fn new(file: File) -> CrawlLog {
         CrawlLog {
-            file: Mutex::new(file),
+            file: Mutex::new(Sink {
+                file,
+                spare: Vec::new(),
+            }),
             gathered: Mutex::default(),
             recent: Mutex::default(),
             failing: Episode::default(),
@@ -136,23 +150,28 @@ impl CrawlLog {
     /// none. A batch that cannot be written whole leaves the file as it was, and is not
     /// tried again, so a full disk does not grow the daemon's memory.
     pub fn flush(&self) -> Option<Flushed> {
-        let mut file = relock(&self.file);
+        let mut sink = relock(&self.file);
         let g = {
             let mut gathered = relock(&self.gathered);
             if gathered.outcomes.is_empty() {
                 return None;
             }
-            // the next batch is likely the size of this one
             let next = Gathered {
-                bytes: Vec::with_capacity(gathered.bytes.len()),
+                bytes: std::mem::take(&mut sink.spare),
                 ..Gathered::default()
             };
             std::mem::replace(&mut *gathered, next)
         };
+        let Gathered {
+            mut bytes,
+            outcomes,
+            first_url,
+        } = g;
+        let file = &mut sink.file;
         // a write cut short (the disk filled) is undone, so that no half line is left for
         // the next batch to be appended to
         let len_before = file.metadata().map(|m| m.len()).ok();
-        let result = match file.write_all(&g.bytes) {
+        let result = match file.write_all(&bytes) {
             Ok(()) => Ok(self.failing.succeeded()),
             Err(e) => {
                 if let Some(len) = len_before {
@@ -161,9 +180,13 @@ impl CrawlLog {
                 Err((e, self.failing.failed()))
             }
         };
+        if bytes.capacity() <= SPARE_KEEP_BYTES {
+            bytes.clear();
+            sink.spare = bytes;
+        }
         Some(Flushed {
-            outcomes: g.outcomes,
-            first_url: g.first_url,
+            outcomes,
+            first_url,
             result,
         })
     }
@@ -195,7 +218,7 @@ impl CrawlLog {
     /// old. If `path` cannot be opened, lines keep going to the old file.
     pub fn reopen(&self, path: &Path) -> Result<Reopened, OpenError> {
         let file = open(path)?;
-        let old = std::mem::replace(&mut *relock(&self.file), file);
+        let old = std::mem::replace(&mut relock(&self.file).file, file);
         Ok(Reopened {
             old_not_finished: old.sync_all().err(),
         })
@@ -204,7 +227,7 @@ impl CrawlLog {
     /// Sync the file (at the stop, after the last flush); errors are ignored, as nothing
     /// is left to do.
     pub fn sync(&self) {
-        relock(&self.file).sync_all().ok();
+        relock(&self.file).file.sync_all().ok();
     }
 }
 
