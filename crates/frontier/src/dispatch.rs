@@ -38,6 +38,9 @@ enum Then {
 /// where in the host's queue it is.
 type Head = (u64, QueueEntry, Source);
 
+/// Leases a dispatch call makes room for before it starts (a worker pool's batch).
+const CALL_PRESIZE: usize = 256;
+
 /// One dispatch call: its terms, and what its visits hand out, write, and leave for after
 /// them.
 #[derive(Default)]
@@ -82,11 +85,16 @@ impl Frontier {
         max: usize,
         terms: Option<LeaseTerms<'_>>,
     ) -> Result<Vec<WorkItem>> {
+        // sized for the call up front: grown a lease at a time, the two were reallocated
+        // several times a call
+        let room = max.min(CALL_PRESIZE);
         let mut call = Call {
             now_ms,
             max,
             terms,
             robots_cap: self.cfg.max_robots_in_flight,
+            items: Vec::with_capacity(room),
+            dirty: Vec::with_capacity(room),
             ..Call::default()
         };
         let mut dead = Vec::new();

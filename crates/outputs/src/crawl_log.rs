@@ -38,8 +38,21 @@ pub struct CrawlLog {
     file: Mutex<Sink>,
     /// Held only to add a line or take them all: writers never wait on the disk.
     gathered: Mutex<Gathered>,
-    recent: Mutex<VecDeque<RecentFetch>>,
+    recent: Mutex<VecDeque<Recent>>,
     failing: Episode,
+}
+
+/// One of the last records, as kept (a [`RecentFetch`] when asked for).
+#[derive(Default)]
+struct Recent {
+    at_ms: u64,
+    url: String,
+    /// Always set once kept (`None` only in a fresh one).
+    outcome: Option<Outcome>,
+    status: Option<u16>,
+    bytes: u64,
+    duration_ms: u64,
+    reason: String,
 }
 
 /// The file and the buffer of the batch written last, emptied, for the next batch to
@@ -102,8 +115,7 @@ pub fn open(path: &Path) -> Result<File, OpenError> {
 }
 
 fn rfc3339_ms(ms: u64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(ms);
-    humantime::format_rfc3339_millis(t).to_string()
+    warc::rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms))
 }
 
 fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -132,9 +144,8 @@ impl CrawlLog {
     /// Hand in one line stamped `at_ms` (Unix ms), keeping it among the last
     /// [`RECENT_FETCHES`] records. It reaches the file at the next [`CrawlLog::flush`].
     pub fn write(&self, line: &LogLine<'_>, at_ms: u64) -> Written {
-        let at = rfc3339_ms(at_ms);
-        let json = line.to_json_line(&at);
-        self.remember(line, at);
+        let json = line.to_json_line(&rfc3339_ms(at_ms));
+        self.remember(line, at_ms);
         let mut g = relock(&self.gathered);
         if g.outcomes.is_empty() {
             g.first_url = line.url.to_owned();
@@ -191,26 +202,41 @@ impl CrawlLog {
         })
     }
 
-    fn remember(&self, line: &LogLine<'_>, at: String) {
+    fn remember(&self, line: &LogLine<'_>, at_ms: u64) {
         let mut recent = relock(&self.recent);
-        if recent.len() >= RECENT_FETCHES {
-            recent.pop_front();
-        }
-        recent.push_back(RecentFetch {
-            at,
-            url: line.url.to_string(),
-            outcome: line.outcome.as_str().to_string(),
-            status: line.status,
-            bytes: line.bytes,
-            duration_ms: line.duration_ms,
-            reason: line.reason.to_string(),
-        });
+        // the oldest record's strings are written over: a line costs no allocation here
+        let mut kept = match recent.len() >= RECENT_FETCHES {
+            true => recent.pop_front().unwrap_or_default(),
+            false => Recent::default(),
+        };
+        kept.url.clear();
+        kept.url.push_str(line.url);
+        kept.reason.clear();
+        kept.reason.push_str(line.reason);
+        kept.at_ms = at_ms;
+        kept.outcome = Some(line.outcome);
+        kept.status = line.status;
+        kept.bytes = line.bytes;
+        kept.duration_ms = line.duration_ms;
+        recent.push_back(kept);
     }
 
     /// The last records, newest first.
     pub fn recent(&self) -> Vec<RecentFetch> {
-        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        recent.iter().rev().cloned().collect()
+        let recent = relock(&self.recent);
+        recent
+            .iter()
+            .rev()
+            .map(|r| RecentFetch {
+                at: rfc3339_ms(r.at_ms),
+                url: r.url.clone(),
+                outcome: r.outcome.map_or("", Outcome::as_str).to_owned(),
+                status: r.status,
+                bytes: r.bytes,
+                duration_ms: r.duration_ms,
+                reason: r.reason.clone(),
+            })
+            .collect()
     }
 
     /// Continue in a new file at `path` (logrotate moved the old one away), the old one
@@ -264,6 +290,12 @@ mod tests {
             format!("http://a.test/{}", RECENT_FETCHES + 1)
         );
         assert_eq!(recent[0].at, "2024-05-01T12:00:00.000Z");
+        assert_eq!(
+            (recent[0].outcome.as_str(), recent[0].reason.as_str()),
+            ("rejected", "bad")
+        );
+        // the oldest kept, its record written over an older one's
+        assert_eq!(recent[RECENT_FETCHES - 1].url, "http://a.test/2");
         let flushed = log.flush().unwrap();
         assert!(matches!(flushed.result, Ok(false)));
         assert_eq!(flushed.outcomes.len(), RECENT_FETCHES + 2);

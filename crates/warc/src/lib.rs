@@ -39,7 +39,7 @@ mod sha1_pair;
 mod writer;
 
 pub use error::WarcError;
-pub use record::{sha1_label, warc_date};
+pub use record::{rfc3339_millis, sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
     payload_digest, EncodedExchange, Exchange, Revisit, RevisitProfile, Truncated, WarcConfig,

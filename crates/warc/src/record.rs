@@ -181,10 +181,51 @@ fn utc_parts(t: SystemTime) -> (i64, u32, u32, u32, u32, u32, u32) {
     )
 }
 
+/// `v` in decimal, zero-padded to at least `width` digits. Timestamps are written on every
+/// page (the WARC-Date, the crawl log's time), where `format!`'s padding machinery cost
+/// several times this.
+fn push_padded(out: &mut String, v: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    let mut rest = v;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let at = at.min(digits.len().saturating_sub(width));
+    // ASCII digits only
+    out.extend(digits[at..].iter().map(|&b| char::from(b)));
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of `t` (UTC), with `.mmm` when `millis`, then `Z`.
+fn rfc3339(t: SystemTime, millis: bool) -> String {
+    let (y, mo, d, h, mi, s, ms) = utc_parts(t);
+    let mut out = String::with_capacity(24);
+    push_padded(&mut out, y.max(0) as u64, 4);
+    for (sep, v) in [('-', mo), ('-', d), ('T', h), (':', mi), (':', s)] {
+        out.push(sep);
+        push_padded(&mut out, u64::from(v), 2);
+    }
+    if millis {
+        out.push('.');
+        push_padded(&mut out, u64::from(ms), 3);
+    }
+    out.push('Z');
+    out
+}
+
 /// WARC-Date: ISO 8601 / RFC 3339 UTC with second precision, e.g. `2024-05-01T12:00:00Z`.
 pub fn warc_date(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, _) = utc_parts(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    rfc3339(t, false)
+}
+
+/// RFC 3339 UTC with milliseconds, e.g. `2024-05-01T12:00:00.250Z` (the crawl log's time).
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    rfc3339(t, true)
 }
 
 /// File name timestamp, sortable, millisecond precision: `20240501120000123`.

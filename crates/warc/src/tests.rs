@@ -169,6 +169,23 @@ fn dates_and_labels() {
     );
     // SHA-1 of the empty string, base32.
     assert_eq!(sha1_of(b""), "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
+    assert_eq!(
+        crate::rfc3339_millis(UNIX_EPOCH + Duration::from_millis(1_714_564_800_007)),
+        "2024-05-01T12:00:00.007Z"
+    );
+}
+
+proptest::proptest! {
+    /// The hand-written formatting against humantime's, to the year 9999.
+    #[test]
+    fn dates_match_humantime(ms in 0u64..253_402_300_800_000) {
+        let t = UNIX_EPOCH + Duration::from_millis(ms);
+        proptest::prop_assert_eq!(
+            crate::rfc3339_millis(t),
+            humantime::format_rfc3339_millis(t).to_string()
+        );
+        proptest::prop_assert_eq!(warc_date(t), humantime::format_rfc3339_seconds(t).to_string());
+    }
 }
 
 #[test]
