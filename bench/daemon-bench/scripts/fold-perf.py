@@ -6,6 +6,10 @@ charged to the Rust code that caused it.
 
     perf script -i perf-64.data | python3 fold-perf.py
 
+A recording of the bench's archiving client (`perf record --call-graph dwarf -- daemon-bench
+--warc-anchor --no-client --no-daemon ...`) folds the same way (nginx's samples left out),
+for the daemon's rows beside what fetching and archiving alone cost.
+
 With --where: where a page's CPU goes instead, each sample charged to the first of
 CATEGORIES that any frame of its stack matches, in that order, and with --us-per-page (the
 daemon's CPU per page in the same run) in microseconds a page (the table in
@@ -53,6 +57,8 @@ CATEGORIES = [
      re.compile(r"hyper::proto|UpgradeableConnection|hyper::client::conn|hyper_util::client::legacy::pool|hyper_util::rt::tokio")),
     ("fetch: the fetcher (request, body, timeouts, records)", re.compile(r"\bfetcher::")),
     ("worker: the rest of a page (events, outcome, parse)", re.compile(r"frontierd::daemon::worker|frontierd_pipeline|crawl::")),
+    # only in a recording of the bench's own archiving client (--warc-anchor --no-daemon)
+    ("the bench client's loop (request, body, archive call)", re.compile(r"daemon_bench::client")),
 ]
 REST = "runtime: scheduling, wake-ups, idle, the rest"
 
@@ -89,12 +95,16 @@ def read_samples(lines):
 
 def print_where(samples, us_per_page):
     counts = collections.Counter()
-    for _, frames in samples:
+    for comm, frames in samples:
+        if comm in ("nginx", "daemon-bench"):
+            # a recording of the bench itself (the archiving client) holds its server and
+            # its main thread's set-up too; the client runs on the runtime's threads
+            continue
         name = next(
             (c for c, pat in CATEGORIES if any(pat.search(f) for f in frames)), REST
         )
         counts[name] += 1
-    total = len(samples)
+    total = sum(counts.values())
     print(f"{total} samples")
     print("| where | share | us a page |")
     print("| --- | ---: | ---: |")
