@@ -468,20 +468,24 @@ fn http_request(
     uri: Uri,
     request: &RequestRecord,
 ) -> Result<Request<Empty<Bytes>>, FetchError> {
-    let mut builder = Request::builder().method(Method::GET).uri(uri);
-    for (name, value) in &request.headers {
-        // Host is set by the client from the URI: under HTTP/2 it must travel as
-        // :authority, not as a header.
-        if name != HOST {
-            builder = builder.header(name, value);
-        }
+    // the recorded headers as they are (one copy of the map, not one insert a header)
+    let mut headers = request.headers.clone();
+    if url.scheme() != "http" {
+        // Host is set by the client from the URI: under HTTP/2 (only over TLS, by ALPN)
+        // it must travel as :authority, not as a header. Plain http is always HTTP/1.1,
+        // where the recorded Host is the one the client would write.
+        headers.remove(HOST);
     }
-    builder
+    let mut req = Request::builder()
+        .method(Method::GET)
+        .uri(uri)
         .body(Empty::new())
         .map_err(|source| FetchError::InvalidRequest {
             url: url.clone(),
             source,
-        })
+        })?;
+    *req.headers_mut() = headers;
+    Ok(req)
 }
 
 /// An exchange that failed on the network (logged): no response unless the caller adds

@@ -32,11 +32,13 @@ pub(crate) async fn complete_loop(
     hooks: Arc<dyn Hooks>,
 ) {
     let mut closing = None;
+    // the last batch's vectors, emptied: a batch gathers without growing them again
+    let mut spare = Gathered::default();
     while closing.is_none() {
         let Some(first) = rx.recv().await else {
             return;
         };
-        let mut b = Gathered::default();
+        let mut b = std::mem::take(&mut spare);
         if let Some(tx) = b.take(first) {
             closing = Some(tx);
         }
@@ -70,11 +72,14 @@ pub(crate) async fn complete_loop(
                 // the addresses first: the slots the fetches free are their addresses'
                 note_addresses(&fr, &b.addresses, &*obs);
                 apply_robots(&fr, &b.robots, &*obs);
-                apply(&fr, &b.pages, &b.visits, &*obs)
+                apply(&fr, &b.pages, &b.visits, &*obs);
+                b.clear();
+                b
             })
             .await;
-            if let Err(e) = res {
-                hooks.failed(Call::Task, &e, n);
+            match res {
+                Ok(emptied) => spare = emptied,
+                Err(e) => hooks.failed(Call::Task, &e, n),
             }
             hooks.after_completions(n);
             p.kick();
@@ -119,6 +124,14 @@ impl Gathered {
 
     fn len(&self) -> usize {
         self.pages.len() + self.robots.len()
+    }
+
+    /// Empty, keeping the vectors' room (at most a batch of [`MAX_COMPLETIONS`]).
+    fn clear(&mut self) {
+        self.pages.clear();
+        self.visits.clear();
+        self.robots.clear();
+        self.addresses.clear();
     }
 }
 
