@@ -185,6 +185,32 @@ fn take_handed_off(
     Ok(())
 }
 
+/// The pending URLs of `shard`'s log that this node does not have queued already, in their
+/// order. A node whose lease on a shard ran out while the broker could not take its
+/// hand-off (a server of the broker dying) keeps the shard's queued URLs; when it takes the
+/// shard back, its log's pending URLs are those same URLs, and queued again (as they must
+/// be, seen or not) each would be fetched twice. Only hosts in memory are looked at: a
+/// node that held the shard moments ago has them there; one that did not has nothing
+/// queued for them.
+pub fn pending_not_queued_here(
+    frontier: &Frontier,
+    map: &crate::ShardMap,
+    shard: u32,
+    pending: Vec<UrlRecord>,
+) -> Result<Vec<UrlRecord>, frontier::FrontierError> {
+    let mut queued: HashSet<String> = HashSet::new();
+    for (key, _) in frontier.hosts_in_memory_where(|key| map.shard_of_key(key) == shard) {
+        queued.extend(frontier.queued_entries(&key)?.into_iter().map(|e| e.url));
+    }
+    if queued.is_empty() {
+        return Ok(pending);
+    }
+    Ok(pending
+        .into_iter()
+        .filter(|r| !queued.contains(&r.url))
+        .collect())
+}
+
 /// Append each host's remaining wait to its shard's log.
 async fn log_waits(
     journal: &Journal,
@@ -380,5 +406,54 @@ mod tests {
             .map(|e| e.url)
             .collect();
         assert_eq!(left, ["http://a.test/p3"]);
+    }
+
+    /// A shard taken back by the node that still has its URLs queued (its hand-off never
+    /// went): the log's pending URLs it has are not queued a second time, the others are,
+    /// and each URL is leased once.
+    #[test]
+    fn a_shard_taken_back_queues_only_what_is_not_queued_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Frontier::open(FrontierConfig::new(dir.path())).unwrap();
+        let map = crate::ShardMap::new(1, frontier::PolitenessKeyMode::default()).unwrap();
+        let urls: Vec<String> = (0..5).map(|i| format!("http://a.test/p{i}")).collect();
+        let items: Vec<EnqueueItem> = urls[..3].iter().map(EnqueueItem::seed).collect();
+        f.enqueue_items(&items, NOW).unwrap();
+        // the log: p1..p4 pending (p0 was fetched elsewhere and is not in it)
+        let pending: Vec<UrlRecord> = urls[1..].iter().map(UrlRecord::seed).collect();
+        let fresh = pending_not_queued_here(&f, &map, 0, pending.clone()).unwrap();
+        let fresh_urls: Vec<&str> = fresh.iter().map(|r| r.url.as_str()).collect();
+        assert_eq!(fresh_urls, ["http://a.test/p3", "http://a.test/p4"]);
+        // another shard's hosts are not looked at: everything is new to shard 1
+        let two = crate::ShardMap::new(2, frontier::PolitenessKeyMode::default()).unwrap();
+        let other = 1 - two.shard_of_key("a.test");
+        assert_eq!(
+            pending_not_queued_here(&f, &two, other, pending)
+                .unwrap()
+                .len(),
+            4
+        );
+        // queued as the replay queues them: seen or not
+        let again: Vec<EnqueueItem> = fresh.into_iter().map(EnqueueItem::from).collect();
+        f.enqueue_again(&again, NOW).unwrap();
+        let mut leased = Vec::new();
+        // a minute a step: past any politeness gap
+        for step in 0..40 {
+            let now = NOW + step * 60_000;
+            match f.next(now).unwrap() {
+                Some(frontier::WorkItem::Page(p)) => {
+                    leased.push(p.url.clone());
+                    let done = frontier::PageOutcome::Done { response_ms: 1 };
+                    f.complete(p.id, done, now).unwrap();
+                }
+                Some(frontier::WorkItem::Robots(r)) => {
+                    let none = frontier::RobotsFetchOutcome::ClientError { status: 404 };
+                    f.complete_robots(&r, &none, 1, now).unwrap();
+                }
+                None => {}
+            }
+        }
+        leased.sort();
+        assert_eq!(leased, urls, "each URL once");
     }
 }

@@ -51,7 +51,9 @@ pub use broker::{
 };
 pub use config::{server_list, ClusterConfig, ClusterSettings, ConfigError, NatsAuth, NatsTls};
 pub use consume::{Delivery, ShardBacklog, ShardConsumer};
-pub use handoff::{hand_off, hand_off_all, HandOff, HandOffError, Handoffs, SweepReport};
+pub use handoff::{
+    hand_off, hand_off_all, pending_not_queued_here, HandOff, HandOffError, Handoffs, SweepReport,
+};
 pub use intake::{IntakeError, IntakeFailure, IntakeReport, IntakeRouter, INTAKE_CONSUMER};
 pub use journal::{Appended, Journal};
 pub use keeper::{LeaseKeeper, RoundReport};

@@ -309,19 +309,22 @@ async fn read_log(
         }
     }
     if replay && !(folded.pending.is_empty() && revisits.is_empty()) {
-        let mut items: Vec<EnqueueItem> = folded
-            .pending
-            .iter()
-            .cloned()
-            .map(EnqueueItem::from)
-            .collect();
-        items.append(&mut revisits);
+        let pending = folded.pending.clone();
+        let map = node.ownership.shard_map();
         let f = sh.frontier.clone();
         // after any sweep in progress: one that read these hosts' queues before the shard
         // came back deletes what the log has, and must do so before it is queued again
         let _no_sweep = node.handoffs.lock().await;
-        // queued even if seen here: this node may have held the shard before
-        let done = tokio::task::spawn_blocking(move || f.enqueue_again(&items, now_ms())).await;
+        let done = tokio::task::spawn_blocking(move || {
+            // what this node still has queued (it held the shard and could not hand it
+            // off) is not queued twice
+            let fresh = cluster::pending_not_queued_here(&f, &map, shard, pending)?;
+            let mut items: Vec<EnqueueItem> = fresh.into_iter().map(EnqueueItem::from).collect();
+            items.append(&mut revisits);
+            // queued even if seen here: this node may have held the shard before
+            f.enqueue_again(&items, now_ms())
+        })
+        .await;
         match done {
             Ok(Ok(results)) => {
                 queued = results
