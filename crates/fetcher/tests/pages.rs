@@ -568,3 +568,32 @@ async fn the_last_page_for_a_host_closes_its_connection() {
     );
     assert_ne!(peer("/c"), peer("/d"), "and it was not kept after");
 }
+
+/// The request record is the request as sent, byte for byte: the same headers in the same
+/// order (Host first), so a WARC reader replaying it sends what the crawler sent.
+#[tokio::test]
+async fn the_request_record_is_the_request_as_sent() {
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    let server = RawServer::start(move |stream, head| {
+        seen.lock().unwrap().push(head);
+        write_then_hold(
+            stream,
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 2\r\n\r\nok",
+        )
+    })
+    .await;
+    let fetch = fetcher(test_config())
+        .fetch_page(&server.url("/a?b=1"))
+        .await
+        .unwrap();
+    assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+    let sent = heads.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    let recorded = String::from_utf8(fetch.request.head_bytes()).unwrap();
+    assert!(
+        recorded.starts_with("GET /a?b=1 HTTP/1.1\r\nhost: "),
+        "{recorded}"
+    );
+    assert_eq!(sent[0], recorded);
+}
