@@ -185,13 +185,13 @@ fn take_handed_off(
     Ok(())
 }
 
-/// The pending URLs of `shard`'s log that this node does not have queued already, in their
-/// order. A node whose lease on a shard ran out while the broker could not take its
-/// hand-off (a server of the broker dying) keeps the shard's queued URLs; when it takes the
-/// shard back, its log's pending URLs are those same URLs, and queued again (as they must
-/// be, seen or not) each would be fetched twice. Only hosts in memory are looked at: a
-/// node that held the shard moments ago has them there; one that did not has nothing
-/// queued for them.
+/// The pending URLs of `shard`'s log that this node does not have queued or in flight
+/// already, in their order. A node whose lease on a shard ran out while the broker could
+/// not take its hand-off (a server of the broker dying) keeps the shard's queued URLs; when
+/// it takes the shard back, its log's pending URLs are those same URLs (and the ones it is
+/// fetching, their done entries not appended yet), and queued again (as they must be, seen
+/// or not) each would be fetched twice. Only hosts in memory are looked at: a node that
+/// held the shard moments ago has them there; one that did not has nothing queued for them.
 pub fn pending_not_queued_here(
     frontier: &Frontier,
     map: &crate::ShardMap,
@@ -201,6 +201,7 @@ pub fn pending_not_queued_here(
     let mut queued: HashSet<String> = HashSet::new();
     for (key, _) in frontier.hosts_in_memory_where(|key| map.shard_of_key(key) == shard) {
         queued.extend(frontier.queued_entries(&key)?.into_iter().map(|e| e.url));
+        queued.extend(frontier.leased_entries(&key)?.into_iter().map(|e| e.url));
     }
     if queued.is_empty() {
         return Ok(pending);
@@ -419,8 +420,21 @@ mod tests {
         let urls: Vec<String> = (0..5).map(|i| format!("http://a.test/p{i}")).collect();
         let items: Vec<EnqueueItem> = urls[..3].iter().map(EnqueueItem::seed).collect();
         f.enqueue_items(&items, NOW).unwrap();
-        // the log: p1..p4 pending (p0 was fetched elsewhere and is not in it)
-        let pending: Vec<UrlRecord> = urls[1..].iter().map(UrlRecord::seed).collect();
+        // p0 in flight here (its robots.txt answered first)
+        let robots = match f.next(NOW).unwrap() {
+            Some(frontier::WorkItem::Robots(r)) => r,
+            other => panic!("{other:?}"),
+        };
+        let none = frontier::RobotsFetchOutcome::ClientError { status: 404 };
+        f.complete_robots(&robots, &none, 1, NOW).unwrap();
+        // a minute on: past the host's gap after its robots.txt
+        let in_flight = match f.next(NOW + 60_000).unwrap() {
+            Some(frontier::WorkItem::Page(p)) => p,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(in_flight.url, urls[0]);
+        // the log: all five pending (p0's done entry not appended yet)
+        let pending: Vec<UrlRecord> = urls.iter().map(UrlRecord::seed).collect();
         let fresh = pending_not_queued_here(&f, &map, 0, pending.clone()).unwrap();
         let fresh_urls: Vec<&str> = fresh.iter().map(|r| r.url.as_str()).collect();
         assert_eq!(fresh_urls, ["http://a.test/p3", "http://a.test/p4"]);
@@ -431,14 +445,16 @@ mod tests {
             pending_not_queued_here(&f, &two, other, pending)
                 .unwrap()
                 .len(),
-            4
+            5
         );
         // queued as the replay queues them: seen or not
         let again: Vec<EnqueueItem> = fresh.into_iter().map(EnqueueItem::from).collect();
         f.enqueue_again(&again, NOW).unwrap();
-        let mut leased = Vec::new();
+        let done = frontier::PageOutcome::Done { response_ms: 1 };
+        f.complete(in_flight.id, done, NOW + 60_000).unwrap();
+        let mut leased = vec![in_flight.url.clone()];
         // a minute a step: past any politeness gap
-        for step in 0..40 {
+        for step in 2..40 {
             let now = NOW + step * 60_000;
             match f.next(now).unwrap() {
                 Some(frontier::WorkItem::Page(p)) => {
