@@ -198,17 +198,21 @@ pub fn pending_not_queued_here(
     shard: u32,
     pending: Vec<UrlRecord>,
 ) -> Result<Vec<UrlRecord>, frontier::FrontierError> {
-    let mut queued: HashSet<String> = HashSet::new();
+    // the URLs' keys, as the log's done keys are: a shard's whole queue may be here
+    let mut queued: HashSet<u64> = HashSet::new();
     for (key, _) in frontier.hosts_in_memory_where(|key| map.shard_of_key(key) == shard) {
-        queued.extend(frontier.queued_entries(&key)?.into_iter().map(|e| e.url));
-        queued.extend(frontier.leased_entries(&key)?.into_iter().map(|e| e.url));
+        let entries = frontier
+            .queued_entries(&key)?
+            .into_iter()
+            .chain(frontier.leased_entries(&key)?);
+        queued.extend(entries.map(|e| crate::url_key(&e.url)));
     }
     if queued.is_empty() {
         return Ok(pending);
     }
     Ok(pending
         .into_iter()
-        .filter(|r| !queued.contains(&r.url))
+        .filter(|r| !queued.contains(&crate::url_key(&r.url)))
         .collect())
 }
 
