@@ -201,11 +201,8 @@ pub fn pending_not_queued_here(
     // the URLs' keys, as the log's done keys are: a shard's whole queue may be here
     let mut queued: HashSet<u64> = HashSet::new();
     for (key, _) in frontier.hosts_in_memory_where(|key| map.shard_of_key(key) == shard) {
-        let entries = frontier
-            .queued_entries(&key)?
-            .into_iter()
-            .chain(frontier.leased_entries(&key)?);
-        queued.extend(entries.map(|e| crate::url_key(&e.url)));
+        let (waiting, in_flight) = frontier.host_stored_urls(&key)?;
+        queued.extend(waiting.iter().chain(&in_flight).map(|u| crate::url_key(u)));
     }
     if queued.is_empty() {
         return Ok(pending);

@@ -397,21 +397,6 @@ impl Frontier {
         Ok(out)
     }
 
-    /// The entries of `key`'s page leases in flight (fetched now, not completed yet).
-    pub fn leased_entries(&self, key: &str) -> Result<Vec<QueueEntry>> {
-        let inner = self.inner.lock();
-        let Some(h) = inner.sched.host_of_key(key) else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for &seq in h.leased() {
-            if let Some(b) = self.entry_bytes(h.rec.id, h, seq)? {
-                out.push(QueueEntry::decode(&b)?);
-            }
-        }
-        Ok(out)
-    }
-
     /// The politeness keys in memory that `pick` takes, with their records: every host
     /// with URLs queued or in flight is in memory.
     pub fn hosts_in_memory_where(
