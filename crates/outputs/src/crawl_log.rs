@@ -43,12 +43,10 @@ pub struct CrawlLog {
 }
 
 /// One of the last records, as kept (a [`RecentFetch`] when asked for).
-#[derive(Default)]
 struct Recent {
     at_ms: u64,
     url: String,
-    /// Always set once kept (`None` only in a fresh one).
-    outcome: Option<Outcome>,
+    outcome: Outcome,
     status: Option<u16>,
     bytes: u64,
     duration_ms: u64,
@@ -204,21 +202,27 @@ impl CrawlLog {
 
     fn remember(&self, line: &LogLine<'_>, at_ms: u64) {
         let mut recent = relock(&self.recent);
-        // the oldest record's strings are written over: a line costs no allocation here
-        let mut kept = match recent.len() >= RECENT_FETCHES {
-            true => recent.pop_front().unwrap_or_default(),
-            false => Recent::default(),
+        // once the ring is full the oldest record's strings are written over: a line costs
+        // no allocation here
+        let (mut url, mut reason) = match recent.len() >= RECENT_FETCHES {
+            true => recent
+                .pop_front()
+                .map_or_else(Default::default, |r| (r.url, r.reason)),
+            false => Default::default(),
         };
-        kept.url.clear();
-        kept.url.push_str(line.url);
-        kept.reason.clear();
-        kept.reason.push_str(line.reason);
-        kept.at_ms = at_ms;
-        kept.outcome = Some(line.outcome);
-        kept.status = line.status;
-        kept.bytes = line.bytes;
-        kept.duration_ms = line.duration_ms;
-        recent.push_back(kept);
+        url.clear();
+        url.push_str(line.url);
+        reason.clear();
+        reason.push_str(line.reason);
+        recent.push_back(Recent {
+            at_ms,
+            url,
+            outcome: line.outcome,
+            status: line.status,
+            bytes: line.bytes,
+            duration_ms: line.duration_ms,
+            reason,
+        });
     }
 
     /// The last records, newest first.
@@ -230,7 +234,7 @@ impl CrawlLog {
             .map(|r| RecentFetch {
                 at: rfc3339_ms(r.at_ms),
                 url: r.url.clone(),
-                outcome: r.outcome.map_or("", Outcome::as_str).to_owned(),
+                outcome: r.outcome.as_str().to_owned(),
                 status: r.status,
                 bytes: r.bytes,
                 duration_ms: r.duration_ms,
