@@ -182,8 +182,7 @@ fn utc_parts(t: SystemTime) -> (i64, u32, u32, u32, u32, u32, u32) {
 }
 
 /// `v` in decimal, zero-padded to at least `width` digits. Timestamps are written on every
-/// page (the WARC-Date, the crawl log's time), where `format!`'s padding machinery cost
-/// several times this.
+/// page (the WARC-Date, the crawl log's time): no formatter machinery for them.
 fn push_padded(out: &mut String, v: u64, width: usize) {
     let mut digits = [b'0'; 20];
     let mut at = digits.len();
