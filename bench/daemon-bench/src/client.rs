@@ -113,12 +113,15 @@ fn archive(
 }
 
 /// Fetch every URL once, `concurrency` at a time, on a runtime of `threads` threads; with
-/// `warc_dir`, archive every answer there too.
+/// `warc_dir`, archive every answer there too. With `pace` (pages a second), URL i is not
+/// asked for before i / pace seconds from the start: the client held to another side's
+/// rate, so that both are measured at the same pages/s.
 pub fn run(
     urls: Arc<Vec<String>>,
     concurrency: usize,
     threads: usize,
     warc_dir: Option<&Path>,
+    pace: Option<f64>,
 ) -> Result<ClientRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
@@ -152,6 +155,10 @@ pub fn run(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(url) = urls.get(i) else { break };
+                    if let Some(rate) = pace {
+                        let due = started + Duration::from_secs_f64(i as f64 / rate);
+                        tokio::time::sleep_until(due.into()).await;
+                    }
                     let Ok(uri) = url.parse::<hyper::Uri>() else {
                         errors.fetch_add(1, Ordering::Relaxed);
                         continue;

@@ -45,6 +45,16 @@ struct Cli {
     /// Requests at once of the bare client (default: each --workers value).
     #[arg(long)]
     concurrency: Option<usize>,
+    /// Hold the bare client to this many pages a second (URL i asked for no sooner than
+    /// i / PACE seconds after the start).
+    #[arg(long)]
+    pace: Option<f64>,
+    /// After frontierd in each round, run the bare client again (and, with --warc-anchor,
+    /// the bare client archiving) held to frontierd's pages/s of that round: what a fetch
+    /// costs at the daemon's rate, where the server and the client sleep and are woken
+    /// between requests instead of never idling.
+    #[arg(long)]
+    paced_anchor: bool,
     /// Per-response latency of the server (e.g. 100ms); needs the hyper server.
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     latency: Duration,
@@ -280,8 +290,13 @@ fn bench(cli: &Cli) -> Result<()> {
     let mut against_spider = Vec::new();
     for &w in &cli.workers {
         let conc = cli.concurrency.unwrap_or(w);
-        let bare_with = |warc_dir: Option<&Path>| {
-            run_bare_client(cli, &urls, conc, sample_in_flight, port, warc_dir)
+        let bare_with = |warc_dir: Option<&Path>, pace: Option<f64>| {
+            run_bare_client(cli, &urls, conc, sample_in_flight, port, warc_dir, pace)
+        };
+        let warc_tmp = || {
+            tempfile::Builder::new()
+                .prefix("daemon-bench-warc")
+                .tempdir()
         };
         for round in 0..cli.rounds.max(1) {
             let mut steps = [Side::Bare, Side::BareWarc, Side::Daemon];
@@ -291,12 +306,10 @@ fn bench(cli: &Cli) -> Result<()> {
             let (mut bare, mut bare_warc, mut crawl) = (None, None, None);
             for side in steps {
                 match side {
-                    Side::Bare if !cli.no_client => bare = Some(bare_with(None)?),
+                    Side::Bare if !cli.no_client => bare = Some(bare_with(None, cli.pace)?),
                     Side::BareWarc if cli.warc_anchor => {
-                        let dir = tempfile::Builder::new()
-                            .prefix("daemon-bench-warc")
-                            .tempdir()?;
-                        bare_warc = Some(bare_with(Some(dir.path()))?);
+                        let dir = warc_tmp()?;
+                        bare_warc = Some(bare_with(Some(dir.path()), cli.pace)?);
                     }
                     Side::Daemon if !cli.no_daemon => {
                         crawl = Some(run_daemon_crawl(
@@ -308,6 +321,15 @@ fn bench(cli: &Cli) -> Result<()> {
                         )?)
                     }
                     _ => {}
+                }
+            }
+            // held to the daemon's rate: after it, in every round
+            let (mut bare_paced, mut bare_warc_paced) = (None, None);
+            if let (true, Some(c)) = (cli.paced_anchor, &crawl) {
+                bare_paced = Some(bare_with(None, Some(c.rate()))?);
+                if cli.warc_anchor {
+                    let dir = warc_tmp()?;
+                    bare_warc_paced = Some(bare_with(Some(dir.path()), Some(c.rate()))?);
                 }
             }
             // the peer once a worker count: its lead is far outside the drift
@@ -328,6 +350,8 @@ fn bench(cli: &Cli) -> Result<()> {
                 bare,
                 bare_warc,
                 crawl,
+                bare_paced,
+                bare_warc_paced,
                 load_after: procfs::loadavg(),
             });
         }
@@ -335,6 +359,9 @@ fn bench(cli: &Cli) -> Result<()> {
     print_crawl_table(&rows, srv.kind, cli, hosts, &load_start);
     if cli.rounds > 1 {
         rounds::print_medians(&rows);
+    }
+    if cli.paced_anchor {
+        rounds::print_paced(&rows);
     }
     if !against_spider.is_empty() {
         peer::print_table(&against_spider);
@@ -500,6 +527,10 @@ struct CrawlRow {
     /// The bare client archiving as WARC (`--warc-anchor`).
     bare_warc: Option<client::ClientRun>,
     crawl: Option<daemon::CrawlRun>,
+    /// The bare client held to frontierd's pages/s of the round (`--paced-anchor`).
+    bare_paced: Option<client::ClientRun>,
+    /// The bare client archiving, held to frontierd's pages/s.
+    bare_warc_paced: Option<client::ClientRun>,
     load_after: String,
 }
 
@@ -512,16 +543,18 @@ fn run_bare_client(
     sample_in_flight: bool,
     port: u16,
     warc_dir: Option<&Path>,
+    pace: Option<f64>,
 ) -> Result<client::ClientRun> {
     let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
-    let r = client::run(urls.clone(), conc, cli.client_threads, warc_dir)?;
+    let r = client::run(urls.clone(), conc, cli.client_threads, warc_dir, pace)?;
     if let Some(s) = sampler {
         println!("  bare client: {}", s.stop());
     }
-    let what = if warc_dir.is_some() {
-        "bare hyper client + WARC"
-    } else {
-        "bare hyper client"
+    let what = match (warc_dir.is_some(), pace) {
+        (true, None) => "bare hyper client + WARC".to_string(),
+        (false, None) => "bare hyper client".to_string(),
+        (true, Some(p)) => format!("bare hyper client + WARC held to {p:.0} pages/s"),
+        (false, Some(p)) => format!("bare hyper client held to {p:.0} pages/s"),
     };
     println!(
         "{what}, {conc} at once: {} pages ({} errors, {:.0} body bytes each) in {:.2} s = {:.0} pages/s, {:.1} µs CPU/page (client only)",

@@ -73,3 +73,52 @@ pub fn print_medians(rows: &[CrawlRow]) {
         );
     }
 }
+
+/// `--paced-anchor`: frontierd against the bare client (and the archiving one) held to
+/// frontierd's own pages/s in the same round, medians and ranges over the rounds.
+pub fn print_paced(rows: &[CrawlRow]) {
+    let mut workers: Vec<usize> = rows.iter().map(|r| r.workers).collect();
+    workers.dedup();
+    println!();
+    println!("At frontierd's pages/s: the bare client (and the bare client + WARC) held to frontierd's rate of the same round; medians over the rounds (range in brackets):");
+    println!();
+    println!("| workers | rounds | frontierd pages/s | bare CPU/page at that rate | bare + WARC CPU/page at that rate | frontierd CPU/page | frontierd / bare at its rate: CPU | frontierd / bare + WARC at its rate: CPU, beyond it |");
+    println!("| ---: | ---: | --- | --- | --- | --- | --- | --- |");
+    for w in workers {
+        let rs: Vec<&CrawlRow> = rows.iter().filter(|r| r.workers == w).collect();
+        let ours_cpu = |r: &CrawlRow| r.crawl.as_ref().map(|c| c.cpu_per_page);
+        let paced_cpu = |r: &CrawlRow| r.bare_paced.as_ref().map(|b| b.cpu_per_page());
+        let warc_cpu = |r: &CrawlRow| r.bare_warc_paced.as_ref().map(|b| b.cpu_per_page());
+        println!(
+            "| {w} | {} | {} | {} | {} | {} | {} | {}, {} |",
+            rs.len(),
+            cell(
+                per_round(&rs, |r| Some(r.crawl.as_ref()?.rate())),
+                "",
+                1.0,
+                0
+            ),
+            cell(per_round(&rs, paced_cpu), " µs", 1e6, 0),
+            cell(per_round(&rs, warc_cpu), " µs", 1e6, 0),
+            cell(per_round(&rs, ours_cpu), " µs", 1e6, 0),
+            cell(
+                per_round(&rs, |r| Some(ours_cpu(r)? / paced_cpu(r)?)),
+                "x",
+                1.0,
+                1
+            ),
+            cell(
+                per_round(&rs, |r| Some(ours_cpu(r)? / warc_cpu(r)?)),
+                "x",
+                1.0,
+                1
+            ),
+            cell(
+                per_round(&rs, |r| Some(ours_cpu(r)? - warc_cpu(r)?)),
+                " µs",
+                1e6,
+                0
+            ),
+        );
+    }
+}
