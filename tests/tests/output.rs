@@ -15,6 +15,11 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// `data` in lower-case hex (text that gzip halves, not more).
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Incompressible bytes.
 fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -50,7 +55,15 @@ fn handler(req: &Req) -> Reply {
                 ("Content-Type".into(), "text/html".into()),
                 ("Content-Encoding".into(), "gzip".into()),
             ],
-            body: gzip(format!("<html><body>gzipped {n}</body></html>").as_bytes()),
+            // a content-encoded body of a few KiB: its record (over 1 KiB) is one that
+            // `[warc] deflate_compressed_payloads = false` stores instead of deflating
+            body: gzip(
+                format!(
+                    "<html><body>gzipped {n} {}</body></html>",
+                    hex(&noise(2_000, 1_000 + n as u64))
+                )
+                .as_bytes(),
+            ),
         },
         "/r" => Reply::redirect(301, &format!("/h{n}")),
         _ => Reply::not_found(),

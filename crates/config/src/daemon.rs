@@ -43,6 +43,7 @@ impl Settings {
         c.prefix = w.prefix.clone();
         c.max_file_size = w.max_file_size;
         c.gzip_level = w.gzip_level;
+        c.deflate_compressed_payloads = w.deflate_compressed_payloads;
         if !w.operator.is_empty() {
             c.operator = Some(w.operator.clone());
         }

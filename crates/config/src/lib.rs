@@ -243,6 +243,7 @@ pub struct WarcSection {
     pub max_file_size: u64,
     pub operator: String,
     pub gzip_level: u32,
+    pub deflate_compressed_payloads: bool,
 }
 
 impl Default for WarcSection {
@@ -253,6 +254,7 @@ impl Default for WarcSection {
             max_file_size: 1 << 30,
             operator: String::new(),
             gzip_level: warc::DEFAULT_GZIP_LEVEL,
+            deflate_compressed_payloads: false,
         }
     }
 }

@@ -215,3 +215,25 @@ fn ip_politeness_and_dns_keys_reach_the_frontier_and_fetcher() {
     let e = err("[dns]\nmin_ttl = \"2h\"\nmax_ttl = \"1h\"\n");
     assert!(e.contains("dns.max_ttl") && e.contains("allowed"), "{e}");
 }
+
+/// `[warc]`'s deflate settings reach the writer: stored compressed payloads by default,
+/// deflated when `deflate_compressed_payloads` says so, at the configured level.
+#[test]
+fn warc_deflate_settings_reach_the_writer() {
+    let d = Config::default()
+        .check(None)
+        .unwrap()
+        .warc_config()
+        .deflate();
+    assert_eq!(d.level, warc::DEFAULT_GZIP_LEVEL);
+    assert!(!d.compressed_payloads);
+    let s = Config::parse(
+        "[warc]\ngzip_level = 6\ndeflate_compressed_payloads = true\n",
+        "t",
+    )
+    .unwrap()
+    .check(None)
+    .unwrap();
+    let d = s.warc_config().deflate();
+    assert_eq!((d.level, d.compressed_payloads), (6, true));
+}

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use crawl::Archived;
 use tokio::sync::oneshot;
-use warc::{EncodedExchange, Exchange, Revisit, WarcError, WarcWriter, WrittenExchange};
+use warc::{Deflate, EncodedExchange, Exchange, Revisit, WarcError, WarcWriter, WrittenExchange};
 
 use crate::Episode;
 
@@ -30,8 +30,8 @@ pub struct WarcOutput {
     /// Exchanges handed over while the writer was held: its holder appends them before it
     /// lets go (`WriterGuard`'s drop).
     handed: Mutex<Vec<Handed>>,
-    /// The writer's `gzip_level`, for encoding outside its lock.
-    gzip_level: u32,
+    /// How the writer deflates (its own settings), for encoding outside its lock.
+    deflate: Deflate,
     failing: Episode,
 }
 
@@ -83,12 +83,12 @@ pub struct AppendFailed {
 }
 
 impl WarcOutput {
-    /// Appends go to `writer`, encoded at `gzip_level` (the writer's own).
-    pub fn new(writer: Option<WarcWriter>, gzip_level: u32) -> WarcOutput {
+    /// Appends go to `writer`, encoded as `deflate` says (the writer's own settings).
+    pub fn new(writer: Option<WarcWriter>, deflate: Deflate) -> WarcOutput {
         WarcOutput {
             writer: Mutex::new(writer),
             handed: Mutex::new(Vec::new()),
-            gzip_level,
+            deflate,
             failing: Episode::default(),
         }
     }
@@ -156,8 +156,8 @@ impl WarcOutput {
         revisit: Option<&Revisit<'_>>,
     ) -> Result<EncodedExchange, WarcError> {
         match revisit {
-            None => WarcWriter::encode_exchange(ex, self.gzip_level),
-            Some(r) => WarcWriter::encode_revisit(ex, r, self.gzip_level),
+            None => WarcWriter::encode_exchange(ex, self.deflate),
+            Some(r) => WarcWriter::encode_revisit(ex, r, self.deflate),
         }
     }
 
@@ -262,7 +262,7 @@ mod tests {
     fn an_exchange_is_appended_with_where_its_response_went() {
         let dir = tempfile::tempdir().unwrap();
         let writer = WarcWriter::new(warc::WarcConfig::new(dir.path())).unwrap();
-        let out = WarcOutput::new(Some(writer), 1);
+        let out = WarcOutput::new(Some(writer), Deflate::default());
         let first = out.append(&exchange(b"hello"), None).unwrap().unwrap();
         assert!(first.archived.file.ends_with(".warc.gz"), "{first:?}");
         assert!(!first.resumed);
@@ -282,7 +282,7 @@ mod tests {
     async fn an_exchange_handed_over_is_appended_when_the_holder_lets_go() {
         let dir = tempfile::tempdir().unwrap();
         let writer = WarcWriter::new(warc::WarcConfig::new(dir.path())).unwrap();
-        let out = WarcOutput::new(Some(writer), 1);
+        let out = WarcOutput::new(Some(writer), Deflate::default());
         let held = out.lock();
         let handed = exchange(b"handed over");
         let appending = out.append_async(&handed, None);
@@ -291,7 +291,8 @@ mod tests {
         assert!(first_poll.is_err(), "it waits while the writer is held");
         // the holder appends its own exchange, then lets go
         let mut held = held;
-        let own = WarcWriter::encode_exchange(&exchange(b"the holder's"), 1).unwrap();
+        let own =
+            WarcWriter::encode_exchange(&exchange(b"the holder's"), Deflate::default()).unwrap();
         let own = held.as_mut().unwrap().append_exchange(own).unwrap();
         drop(held);
         let appended = tokio::time::timeout(Duration::from_secs(10), appending)
@@ -311,7 +312,7 @@ mod tests {
 
     #[test]
     fn without_a_writer_nothing_is_appended() {
-        let out = WarcOutput::new(None, 1);
+        let out = WarcOutput::new(None, Deflate::default());
         assert!(out.append(&exchange(b"x"), None).unwrap().is_none());
     }
 }

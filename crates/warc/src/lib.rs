@@ -31,6 +31,7 @@
 //! # }
 //! ```
 
+mod compressed;
 mod error;
 mod files;
 mod record;
@@ -38,13 +39,14 @@ mod recover;
 mod sha1_pair;
 mod writer;
 
+pub use compressed::payload_is_compressed;
 pub use error::WarcError;
 pub use record::{rfc3339_millis, sha1_label, warc_date};
 pub use recover::{recover_open_files, Recovered};
 pub use writer::{
-    payload_digest, EncodedExchange, Exchange, Revisit, RevisitProfile, Truncated, WarcConfig,
-    WarcWriter, WrittenExchange, DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE, MAX_GZIP_LEVEL,
-    OPEN_SUFFIX, WARC_SUFFIX,
+    payload_digest, Deflate, EncodedExchange, Exchange, Revisit, RevisitProfile, Truncated,
+    WarcConfig, WarcWriter, WrittenExchange, DEFAULT_GZIP_LEVEL, DEFAULT_MAX_FILE_SIZE,
+    MAX_GZIP_LEVEL, OPEN_SUFFIX, WARC_SUFFIX,
 };
 
 #[cfg(test)]

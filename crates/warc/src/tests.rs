@@ -342,7 +342,14 @@ fn exchanges_encoded_on_other_threads_append_whole_in_any_order() {
                 s.spawn(move || {
                     let uri = format!("https://example.org/{i}");
                     let body = format!("body of page {i} ").repeat(50 + i).into_bytes();
-                    let e = WarcWriter::encode_exchange(&exchange(&uri, head, &body), 6).unwrap();
+                    let e = WarcWriter::encode_exchange(
+                        &exchange(&uri, head, &body),
+                        Deflate {
+                            level: 6,
+                            ..Deflate::default()
+                        },
+                    )
+                    .unwrap();
                     (uri, body, e)
                 })
             })
@@ -632,6 +639,61 @@ fn gzip_level_is_honoured() {
         "level 12 is no larger than 1: {sizes:?}"
     );
 }
+/// A response whose payload is already compressed (a Content-Encoding, or a compressed
+/// format) goes into its gzip member stored: the file holds the body's bytes at full
+/// length; with `deflate_compressed_payloads` the same record is deflated. Either way the
+/// file is valid WARC with the same record and digests, and a plain page beside it is
+/// deflated as before.
+#[test]
+fn a_compressed_payload_is_stored_unless_asked_otherwise() {
+    // compressible bytes, so that deflating them would show: a server's word that they
+    // are compressed is what counts
+    let body = b"<p>announced as compressed</p>\n".repeat(2000);
+    let plain_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+    for coded_head in [
+        &b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\r\n"[..],
+        &b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n"[..],
+    ] {
+        let mut sizes = Vec::new();
+        for deflate_them in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = WarcConfig::new(dir.path());
+            config.deflate_compressed_payloads = deflate_them;
+            let mut w = WarcWriter::new(config).unwrap();
+            let coded = w
+                .write_exchange(&exchange("https://example.org/c", coded_head, &body))
+                .unwrap();
+            let plain = w
+                .write_exchange(&exchange("https://example.org/p", plain_head, &body))
+                .unwrap();
+            assert_eq!(coded.payload_digest, sha1_of(&body));
+            let path = w.finish().unwrap().unwrap();
+            let bytes = fs::read(&path).unwrap();
+            // the coded response's member, then the plain page's small request record
+            let coded_member = plain.response_offset - coded.response_offset;
+            let plain_member = bytes.len() as u64 - plain.response_offset;
+            assert!(
+                plain_member * 20 < body.len() as u64,
+                "the plain page is deflated: {plain_member} bytes"
+            );
+            sizes.push(coded_member);
+            let records = read_records(&path);
+            assert!(records[2].block.ends_with(&body));
+            assert_eq!(records[2].get("WARC-Payload-Digest"), sha1_of(&body));
+            warcio_check(&[path]);
+        }
+        assert!(
+            sizes[0] > body.len() as u64,
+            "stored by default: {sizes:?} for a body of {}",
+            body.len()
+        );
+        assert!(
+            sizes[1] * 10 < body.len() as u64,
+            "deflated when asked: {sizes:?}"
+        );
+    }
+}
+
 /// A payload digest the caller already computed is the one written, and the records are
 /// those the writer makes when it computes the digest itself.
 #[test]

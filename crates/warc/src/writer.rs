@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use crate::sha1_pair::{sha1_pair, sha1_parts, EMPTY_SHA1_LABEL};
 
+use crate::compressed::payload_is_compressed;
 use crate::files::{rename_no_clobber, sync_dir};
 use crate::record::{
     check_uri, encode_record, file_timestamp, new_record_id, sha1_label, warc_date, with_blank_line,
@@ -49,6 +50,41 @@ pub struct WarcConfig {
     /// Default 1: on real HTML its output is about 5 % larger than zlib's level 6 at 2.5x
     /// the speed; 6 is as small as zlib's 6 at 1.4x its speed (docs/benchmarks.md).
     pub gzip_level: u32,
+    /// Deflate a response record at `gzip_level` even when its payload is already
+    /// compressed ([`payload_is_compressed`]: a `Content-Encoding`, an image, video, archive
+    /// or font format). Default false: such a record's gzip member is stored, since deflate
+    /// would spend a full pass over it to save about 1 %.
+    pub deflate_compressed_payloads: bool,
+}
+
+/// How records are deflated: a writer's [`WarcConfig::gzip_level`] and
+/// [`WarcConfig::deflate_compressed_payloads`], for [`WarcWriter::encode_exchange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deflate {
+    /// libdeflate's level, 0 (stored) to [`MAX_GZIP_LEVEL`].
+    pub level: u32,
+    /// Deflate payloads that are already compressed too.
+    pub compressed_payloads: bool,
+}
+
+impl Default for Deflate {
+    fn default() -> Self {
+        Deflate {
+            level: DEFAULT_GZIP_LEVEL,
+            compressed_payloads: false,
+        }
+    }
+}
+
+impl Deflate {
+    /// The level for a response record whose head is `response_head`.
+    fn response_level(self, response_head: &[u8]) -> u32 {
+        if !self.compressed_payloads && payload_is_compressed(response_head) {
+            0
+        } else {
+            self.level
+        }
+    }
 }
 
 /// Default [`WarcConfig::gzip_level`].
@@ -75,6 +111,15 @@ impl WarcConfig {
             description: None,
             robots: Some("obey".to_string()),
             gzip_level: DEFAULT_GZIP_LEVEL,
+            deflate_compressed_payloads: false,
+        }
+    }
+
+    /// How this writer deflates its records.
+    pub fn deflate(&self) -> Deflate {
+        Deflate {
+            level: self.gzip_level,
+            compressed_payloads: self.deflate_compressed_payloads,
         }
     }
 }
@@ -244,19 +289,19 @@ impl WarcWriter {
         &mut self,
         exchange: &Exchange<'_>,
     ) -> Result<WrittenExchange, WarcError> {
-        let encoded = Self::encode_exchange(exchange, self.config.gzip_level)?;
+        let encoded = Self::encode_exchange(exchange, self.config.deflate())?;
         self.append_exchange(encoded)
     }
 
     /// Builds both records of one fetch (digests and gzip members) without touching any
     /// file. It needs no writer: callers sharing one writer behind a lock encode first, on
     /// their own thread, and hold the lock only for [`WarcWriter::append_exchange`].
-    /// `gzip_level` is [`WarcConfig::gzip_level`] of the writer it goes to.
+    /// `deflate` is [`WarcConfig::deflate`] of the writer it goes to.
     pub fn encode_exchange(
         exchange: &Exchange<'_>,
-        gzip_level: u32,
+        deflate: Deflate,
     ) -> Result<EncodedExchange, WarcError> {
-        Self::encode_records(exchange, None, gzip_level)
+        Self::encode_records(exchange, None, deflate)
     }
 
     /// Like [`WarcWriter::encode_exchange`], but the answer becomes a `revisit` record
@@ -269,10 +314,10 @@ impl WarcWriter {
     pub fn encode_revisit(
         exchange: &Exchange<'_>,
         revisit: &Revisit<'_>,
-        gzip_level: u32,
+        deflate: Deflate,
     ) -> Result<EncodedExchange, WarcError> {
         check_uri(revisit.refers_to_uri)?;
-        Self::encode_records(exchange, Some(revisit), gzip_level)
+        Self::encode_records(exchange, Some(revisit), deflate)
     }
 
     /// [`WarcWriter::encode_revisit`] then [`WarcWriter::append_exchange`].
@@ -281,16 +326,17 @@ impl WarcWriter {
         exchange: &Exchange<'_>,
         revisit: &Revisit<'_>,
     ) -> Result<WrittenExchange, WarcError> {
-        let encoded = Self::encode_revisit(exchange, revisit, self.config.gzip_level)?;
+        let encoded = Self::encode_revisit(exchange, revisit, self.config.deflate())?;
         self.append_exchange(encoded)
     }
 
     fn encode_records(
         exchange: &Exchange<'_>,
         revisit: Option<&Revisit<'_>>,
-        gzip_level: u32,
+        deflate: Deflate,
     ) -> Result<EncodedExchange, WarcError> {
         check_uri(exchange.target_uri)?;
+        let gzip_level = deflate.level;
         let request_id = new_record_id();
         let response_id = new_record_id();
         let date = warc_date(exchange.date);
@@ -345,7 +391,8 @@ impl WarcWriter {
                 &[&response_head, exchange.response_body],
                 block_digest.as_ref(),
                 Some(&payload_digest),
-                gzip_level,
+                // a payload already compressed is stored, not deflated again
+                deflate.response_level(&response_head),
             )?,
             Some(r) => {
                 response_fields.push(("WARC-Profile", r.profile.uri().to_string()));

@@ -226,7 +226,7 @@ fn build_shared(
             frontier,
             pipeline,
             fetcher,
-            warc: frontierd_outputs::WarcOutput::new(Some(warc), settings.raw.warc.gzip_level),
+            warc: frontierd_outputs::WarcOutput::new(Some(warc), settings.warc_config().deflate()),
             crawl_log: frontierd_outputs::CrawlLog::new(crawl_log),
             metrics,
             shutdown: Notify::new(),
