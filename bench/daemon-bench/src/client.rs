@@ -104,7 +104,7 @@ fn archive(
         truncated: None,
         payload_digest: None,
     };
-    let encoded = warc::WarcWriter::encode_exchange(&exchange, warc::DEFAULT_GZIP_LEVEL)?;
+    let encoded = warc::WarcWriter::encode_exchange(&exchange, warc::Deflate::default())?;
     writer
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -115,13 +115,15 @@ fn archive(
 /// Fetch every URL once, `concurrency` at a time, on a runtime of `threads` threads; with
 /// `warc_dir`, archive every answer there too. With `pace` (pages a second), URL i is not
 /// asked for before i / pace seconds from the start: the client held to another side's
-/// rate, so that both are measured at the same pages/s.
+/// rate, so that both are measured at the same pages/s. With `accept_gzip` each request
+/// says `Accept-Encoding: gzip` (as frontierd's do), and the body is taken as received.
 pub fn run(
     urls: Arc<Vec<String>>,
     concurrency: usize,
     threads: usize,
     warc_dir: Option<&Path>,
     pace: Option<f64>,
+    accept_gzip: bool,
 ) -> Result<ClientRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
@@ -163,7 +165,15 @@ pub fn run(
                         errors.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    match client.get(uri.clone()).await {
+                    let mut req = http::Request::new(Empty::<Bytes>::new());
+                    *req.uri_mut() = uri.clone();
+                    if accept_gzip {
+                        req.headers_mut().insert(
+                            http::header::ACCEPT_ENCODING,
+                            http::HeaderValue::from_static("gzip"),
+                        );
+                    }
+                    match client.request(req).await {
                         Ok(resp) if resp.status().is_success() => {
                             let (parts, body) = resp.into_parts();
                             match body.collect().await {

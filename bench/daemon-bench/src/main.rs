@@ -49,6 +49,16 @@ struct Cli {
     /// i / PACE seconds after the start).
     #[arg(long)]
     pace: Option<f64>,
+    /// nginx answers a request that accepts gzip with the page gzip-compressed
+    /// (`gzip_static`, compressed once at start), as most servers do, and the bare clients
+    /// ask for it as frontierd does: frontierd then reads a content-encoded body, decodes
+    /// it for its links and archives it as received; the bare clients take it as received.
+    #[arg(long)]
+    server_gzip: bool,
+    /// nginx serves this file as every page instead of the generated 9 689-byte one (e.g. a
+    /// real HTML page, whose gzip ratio the generated page's 10:1 over-states).
+    #[arg(long)]
+    page: Option<PathBuf>,
     /// After frontierd in each round, run the bare client again (and, with --warc-anchor,
     /// the bare client archiving) held to frontierd's pages/s of that round: what a fetch
     /// costs at the daemon's rate, where the server and the client sleep and are woken
@@ -382,6 +392,8 @@ fn start_server(cli: &Cli) -> Result<server::Server> {
         cli.latency,
         cli.server_threads,
         cli.server_ports,
+        cli.server_gzip,
+        cli.page.as_deref(),
     )?;
     println!(
         "server: {} on 127.0.0.1:{} and {} more ports (pid {}, {} worker(s)), latency {:?}, {} hosts, {} URLs",
@@ -546,7 +558,14 @@ fn run_bare_client(
     pace: Option<f64>,
 ) -> Result<client::ClientRun> {
     let sampler = sample_in_flight.then(|| server::InFlightSampler::start(port));
-    let r = client::run(urls.clone(), conc, cli.client_threads, warc_dir, pace)?;
+    let r = client::run(
+        urls.clone(),
+        conc,
+        cli.client_threads,
+        warc_dir,
+        pace,
+        cli.server_gzip,
+    )?;
     if let Some(s) = sampler {
         println!("  bare client: {}", s.stop());
     }

@@ -110,6 +110,8 @@ pub fn start(
     latency: Duration,
     threads: usize,
     n_ports: usize,
+    gzip: bool,
+    page: Option<&Path>,
 ) -> Result<Server> {
     let kind = match kind {
         ServerKind::Auto if latency.is_zero() && find_nginx().is_some() => ServerKind::Nginx,
@@ -119,6 +121,16 @@ pub fn start(
     if kind == ServerKind::Nginx && !latency.is_zero() {
         bail!("nginx-light cannot add a per-response latency: use --server hyper (or auto)");
     }
+    if gzip && kind != ServerKind::Nginx {
+        bail!("--server-gzip needs nginx (its gzip_static)");
+    }
+    if page.is_some() && kind != ServerKind::Nginx {
+        bail!("--page needs nginx");
+    }
+    let page = match page {
+        Some(p) => fs::read(p).with_context(|| format!("reading {}", p.display()))?,
+        None => page_html().into_bytes(),
+    };
     let dir = tempfile::Builder::new()
         .prefix("daemon-bench-server-")
         .tempdir()
@@ -131,7 +143,10 @@ pub fn start(
         .collect::<Vec<_>>()
         .join(",");
     let (name, child) = match kind {
-        ServerKind::Nginx => ("nginx", start_nginx(dir.path(), &ports, threads)?),
+        ServerKind::Nginx => (
+            "nginx",
+            start_nginx(dir.path(), &ports, threads, gzip, &page)?,
+        ),
         _ => {
             let exe = std::env::current_exe().context("finding this binary")?;
             let child = Command::new(exe)
@@ -162,12 +177,27 @@ pub fn start(
     Ok(server)
 }
 
-fn start_nginx(dir: &Path, ports: &[u16], workers: usize) -> Result<Child> {
+fn start_nginx(
+    dir: &Path,
+    ports: &[u16],
+    workers: usize,
+    gzip: bool,
+    page: &[u8],
+) -> Result<Child> {
     let nginx = find_nginx().context("nginx not found: apt-get install -y nginx-light")?;
     let www = dir.join("www");
     fs::create_dir_all(&www)?;
     fs::create_dir_all(dir.join("tmp"))?;
-    fs::write(www.join("page.html"), page_html())?;
+    fs::write(www.join("page.html"), page)?;
+    let gzip_static = if gzip {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+        gz.write_all(page)?;
+        fs::write(www.join("page.html.gz"), gz.finish()?)?;
+        "gzip_static on;"
+    } else {
+        ""
+    };
     fs::write(www.join("robots.txt"), ROBOTS_TXT)?;
     let d = dir.display();
     let listen: String = ports
@@ -192,6 +222,7 @@ http {{
     sendfile on;
     tcp_nopush on;
     open_file_cache max=16;
+    {gzip_static}
     server {{
 {listen}        server_name _;
         root {d}/www;
