@@ -28,6 +28,7 @@ mod config;
 mod dns;
 mod error;
 mod gate;
+mod gunzip;
 mod headers;
 mod outcome;
 mod pool_cap;

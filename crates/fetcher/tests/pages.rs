@@ -173,6 +173,65 @@ async fn page_body_cap_is_configurable() {
     assert!(fetch.response.unwrap().truncated);
 }
 
+/// A gzip page of two members decodes to both (the one-call decoder reads one member and
+/// leaves such a body to the streaming one), and a gzip page larger than the 1 MiB held for the one-call
+/// decoder decodes whole as it streams; each keeps its wire bytes for the WARC record.
+#[tokio::test]
+async fn gzip_pages_of_two_members_or_over_a_mebibyte_decode_whole() {
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut g = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        g.write_all(data).unwrap();
+        g.finish().unwrap()
+    }
+    // two members alike: each one's trailer names the size of one
+    let member = PAGE.repeat(40).into_bytes();
+    let two = Bytes::from(gzip(&member).repeat(2));
+    // text that gzip shrinks by about half: 3 MiB of it is well over 1 MiB on the wire
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let large_page: Vec<u8> = (0..3 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"0123456789abcdef"[(x >> 60) as usize]
+        })
+        .collect();
+    let large = Bytes::from(gzip(&large_page));
+    assert!(large.len() > 1 << 20);
+    let (two_wire, large_wire) = (two.clone(), large.clone());
+    let server = HttpServer::start(move |req| {
+        let body = match req.uri().path() {
+            "/two" => two.clone(),
+            _ => large.clone(),
+        };
+        async move { respond(200, &[("content-encoding", "gzip")], body) }
+    })
+    .await;
+    let f = fetcher(FetcherConfig {
+        page_body_cap: 8 << 20,
+        max_decoded_bytes: 8 << 20,
+        ..test_config()
+    });
+    for (path, page, wire) in [
+        ("/two", member.repeat(2), two_wire),
+        ("/large", large_page, large_wire),
+    ] {
+        let fetch = f.fetch_page(&server.url(path)).await.unwrap();
+        match &fetch.outcome {
+            FetchOutcome::Success {
+                body, truncated, ..
+            } => {
+                assert_eq!(body.len(), page.len(), "{path}");
+                assert!(body[..] == page[..], "{path}");
+                assert!(!truncated, "{path}");
+            }
+            other => panic!("{path}: {other:?}"),
+        }
+        let response = fetch.response.unwrap();
+        assert_eq!(response.wire_body.as_deref(), Some(&wire[..]), "{path}");
+    }
+}
+
 #[tokio::test]
 async fn gzip_bomb_page_is_cut_at_the_decoded_cap() {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
