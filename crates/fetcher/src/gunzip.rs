@@ -44,11 +44,11 @@ pub(crate) fn gunzip_whole(wire: &[u8], cap: usize) -> Option<Vec<u8>> {
     if len < SMALLEST_MEMBER {
         return None;
     }
-    let mut isize = [0u8; 4];
-    isize.copy_from_slice(&wire[len - 4..]);
+    let mut trailer_size = [0u8; 4];
+    trailer_size.copy_from_slice(&wire[len - 4..]);
     // the server's word, mod 2^32: only an upper bound on what is allocated, since
     // libdeflate writes no more than the buffer holds and the size is checked after
-    let announced = u32::from_le_bytes(isize) as usize;
+    let announced = u32::from_le_bytes(trailer_size) as usize;
     if announced > cap {
         return None;
     }
