@@ -41,17 +41,24 @@ fn per_round(rows: &[&CrawlRow], f: impl Fn(&CrawlRow) -> Option<f64>) -> Option
     spread(rows.iter().filter_map(|r| f(r)).collect())
 }
 
-/// The table of medians (and ranges) over the rounds, a row per worker count.
-pub fn print_medians(rows: &[CrawlRow]) {
+/// The rounds of each worker count, in the order the counts ran.
+fn by_workers(rows: &[CrawlRow]) -> Vec<(usize, Vec<&CrawlRow>)> {
     let mut workers: Vec<usize> = rows.iter().map(|r| r.workers).collect();
     workers.dedup();
+    workers
+        .into_iter()
+        .map(|w| (w, rows.iter().filter(|r| r.workers == w).collect()))
+        .collect()
+}
+
+/// The table of medians (and ranges) over the rounds, a row per worker count.
+pub fn print_medians(rows: &[CrawlRow]) {
     println!();
     println!("Medians over the rounds (range in brackets); each ratio is taken within its round:");
     println!();
     println!("| workers | rounds | bare CPU/page | bare + WARC CPU/page | frontierd CPU/page | frontierd / bare: pages/s, CPU | frontierd / bare + WARC: pages/s, CPU |");
     println!("| ---: | ---: | --- | --- | --- | --- | --- |");
-    for w in workers {
-        let rs: Vec<&CrawlRow> = rows.iter().filter(|r| r.workers == w).collect();
+    for (w, rs) in by_workers(rows) {
         let bare_cpu = |r: &CrawlRow| r.bare.as_ref().map(|b| b.cpu_per_page());
         let warc_cpu = |r: &CrawlRow| r.bare_warc.as_ref().map(|b| b.cpu_per_page());
         let ours_cpu = |r: &CrawlRow| r.crawl.as_ref().map(|c| c.cpu_per_page);
@@ -77,15 +84,12 @@ pub fn print_medians(rows: &[CrawlRow]) {
 /// `--paced-anchor`: frontierd against the bare client (and the archiving one) held to
 /// frontierd's own pages/s in the same round, medians and ranges over the rounds.
 pub fn print_paced(rows: &[CrawlRow]) {
-    let mut workers: Vec<usize> = rows.iter().map(|r| r.workers).collect();
-    workers.dedup();
     println!();
     println!("At frontierd's pages/s: the bare client (and the bare client + WARC) held to frontierd's rate of the same round; medians over the rounds (range in brackets):");
     println!();
     println!("| workers | rounds | frontierd pages/s | bare CPU/page at that rate | bare + WARC CPU/page at that rate | frontierd CPU/page | frontierd / bare at its rate: CPU | frontierd / bare + WARC at its rate: CPU, beyond it |");
     println!("| ---: | ---: | --- | --- | --- | --- | --- | --- |");
-    for w in workers {
-        let rs: Vec<&CrawlRow> = rows.iter().filter(|r| r.workers == w).collect();
+    for (w, rs) in by_workers(rows) {
         let ours_cpu = |r: &CrawlRow| r.crawl.as_ref().map(|c| c.cpu_per_page);
         let paced_cpu = |r: &CrawlRow| r.bare_paced.as_ref().map(|b| b.cpu_per_page());
         let warc_cpu = |r: &CrawlRow| r.bare_warc_paced.as_ref().map(|b| b.cpu_per_page());

@@ -1,7 +1,6 @@
-//! Whether a response's payload is already compressed, read off its head: such a payload
-//! gains about 1 % from deflate at the cost of a full pass (a gzip-encoded 27 KB page's
-//! 8.4 KB record: 26 us at level 1 to save 83 bytes, against 0.15 us stored;
-//! docs/benchmarks.md, "WARC: payloads already compressed").
+//! Whether a response's payload is already compressed, read off its head: deflating such
+//! a payload again costs a full pass for almost no size (docs/benchmarks.md, "WARC:
+//! payloads already compressed").
 
 /// Media types whose bodies are compressed by their format (images, audio and video
 /// codecs, archives, web fonts); a `*` ends a prefix.
@@ -56,17 +55,21 @@ pub fn payload_is_compressed(head: &[u8]) -> bool {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
-        let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
         if name.eq_ignore_ascii_case(b"content-encoding") {
             let coded = value
                 .split(|&b| b == b',')
-                .map(trim)
+                .map(<[u8]>::trim_ascii)
                 .any(|c| !c.is_empty() && !c.eq_ignore_ascii_case(b"identity"));
             if coded {
                 return true;
             }
         } else if name.eq_ignore_ascii_case(b"content-type") {
-            let media = trim(value.split(|&b| b == b';').next().unwrap_or(&[]));
+            let media = value
+                .split(|&b| b == b';')
+                .next()
+                .unwrap_or(&[])
+                .trim_ascii();
             if COMPRESSED_TYPES.iter().any(|t| media_matches(media, t)) {
                 return true;
             }
@@ -77,24 +80,11 @@ pub fn payload_is_compressed(head: &[u8]) -> bool {
 
 fn media_matches(media: &[u8], pattern: &str) -> bool {
     match pattern.strip_suffix('*') {
-        Some(prefix) => {
-            media.len() >= prefix.len()
-                && media[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-        }
+        Some(prefix) => media
+            .get(..prefix.len())
+            .is_some_and(|m| m.eq_ignore_ascii_case(prefix.as_bytes())),
         None => media.eq_ignore_ascii_case(pattern.as_bytes()),
     }
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end.max(start)]
 }
 
 #[cfg(test)]
