@@ -3,7 +3,7 @@
 //! Decoding is push-based (flate2/brotli writers into a capped sink), so a bomb stops
 //! the moment the decoded output reaches its cap: nothing past it is produced or kept. A
 //! gzip body of at most 1 MiB is held until it has arrived whole and decoded in one call
-//! when it is one member within the cap (gunzip.rs), twice as fast; a bomb is then read
+//! when it is one member within the cap (gunzip.rs, faster than the stream); a bomb is read
 //! to 1 MiB at most before the streaming decoder cuts its output at the cap.
 
 use std::io::{self, Write};

@@ -53,7 +53,7 @@ pub struct WarcConfig {
     /// Deflate a response record at `gzip_level` even when its payload is already
     /// compressed ([`payload_is_compressed`]: a `Content-Encoding`, an image, video, archive
     /// or font format). Default false: such a record's gzip member is stored, since deflate
-    /// would spend a full pass over it to save about 1 %.
+    /// would spend a full pass over it for almost no size (docs/benchmarks.md).
     pub deflate_compressed_payloads: bool,
 }
 
