@@ -55,6 +55,11 @@ struct Cli {
     /// it for its links and archives it as received; the bare clients take it as received.
     #[arg(long)]
     server_gzip: bool,
+    /// As --server-gzip, and a request that accepts br gets the page brotli-compressed at
+    /// this quality (0-11; servers compressing on the fly use 4-6, pre-compressed files 11),
+    /// compressed once at start.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=11))]
+    server_br: Option<u32>,
     /// nginx serves this file as every page instead of the generated 9 689-byte one (e.g. a
     /// real HTML page, whose gzip ratio the generated page's 10:1 over-states).
     #[arg(long)]
@@ -392,7 +397,10 @@ fn start_server(cli: &Cli) -> Result<server::Server> {
         cli.latency,
         cli.server_threads,
         cli.server_ports,
-        cli.server_gzip,
+        server::Encodings {
+            gzip: cli.server_gzip || cli.server_br.is_some(),
+            br_quality: cli.server_br,
+        },
         cli.page.as_deref(),
     )?;
     println!(

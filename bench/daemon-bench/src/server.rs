@@ -104,13 +104,22 @@ pub fn find_nginx() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
+/// What nginx compresses the page with, each once at start, for requests that accept it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Encodings {
+    /// gzip level 6 (`gzip_static`).
+    pub gzip: bool,
+    /// brotli at this quality, preferred to gzip when a request accepts both.
+    pub br_quality: Option<u32>,
+}
+
 /// Start the chosen server on `n_ports` loopback ports and wait until it answers.
 pub fn start(
     kind: ServerKind,
     latency: Duration,
     threads: usize,
     n_ports: usize,
-    gzip: bool,
+    encodings: Encodings,
     page: Option<&Path>,
 ) -> Result<Server> {
     let kind = match kind {
@@ -121,8 +130,8 @@ pub fn start(
     if kind == ServerKind::Nginx && !latency.is_zero() {
         bail!("nginx-light cannot add a per-response latency: use --server hyper (or auto)");
     }
-    if gzip && kind != ServerKind::Nginx {
-        bail!("--server-gzip needs nginx (its gzip_static)");
+    if (encodings.gzip || encodings.br_quality.is_some()) && kind != ServerKind::Nginx {
+        bail!("--server-gzip and --server-br need nginx");
     }
     if page.is_some() && kind != ServerKind::Nginx {
         bail!("--page needs nginx");
@@ -145,7 +154,7 @@ pub fn start(
     let (name, child) = match kind {
         ServerKind::Nginx => (
             "nginx",
-            start_nginx(dir.path(), &ports, threads, gzip, &page)?,
+            start_nginx(dir.path(), &ports, threads, encodings, &page)?,
         ),
         _ => {
             let exe = std::env::current_exe().context("finding this binary")?;
@@ -181,7 +190,7 @@ fn start_nginx(
     dir: &Path,
     ports: &[u16],
     workers: usize,
-    gzip: bool,
+    encodings: Encodings,
     page: &[u8],
 ) -> Result<Child> {
     let nginx = find_nginx().context("nginx not found: apt-get install -y nginx-light")?;
@@ -189,7 +198,7 @@ fn start_nginx(
     fs::create_dir_all(&www)?;
     fs::create_dir_all(dir.join("tmp"))?;
     fs::write(www.join("page.html"), page)?;
-    let gzip_static = if gzip {
+    let gzip_static = if encodings.gzip {
         use std::io::Write as _;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
         gz.write_all(page)?;
@@ -197,6 +206,27 @@ fn start_nginx(
         "gzip_static on;"
     } else {
         ""
+    };
+    // brotli: a request whose Accept-Encoding names br is rewritten to the .br file, served
+    // with its Content-Encoding (nginx-light has no brotli module)
+    let (br_map, br_rewrite, br_location) = match encodings.br_quality {
+        Some(quality) => {
+            use std::io::Write as _;
+            let mut br = Vec::new();
+            {
+                let mut w = brotli::CompressorWriter::new(&mut br, 4096, quality, 22);
+                w.write_all(page)?;
+            }
+            fs::write(www.join("page.html.br"), br)?;
+            (
+                "map $http_accept_encoding $accepts_br { \"~*\\bbr\\b\" 1; default \"\"; }",
+                "if ($accepts_br) { rewrite ^ /page.br last; }",
+                "location = /page.br { internal; default_type text/html; gzip_static off; \
+                 add_header Content-Encoding br; add_header Vary Accept-Encoding; \
+                 try_files /page.html.br =404; }",
+            )
+        }
+        None => ("", "", ""),
     };
     fs::write(www.join("robots.txt"), ROBOTS_TXT)?;
     let d = dir.display();
@@ -223,11 +253,13 @@ http {{
     tcp_nopush on;
     open_file_cache max=16;
     {gzip_static}
+    {br_map}
     server {{
 {listen}        server_name _;
         root {d}/www;
         location = /robots.txt {{ default_type text/plain; }}
-        location / {{ default_type text/html; try_files /page.html =404; }}
+        location / {{ default_type text/html; {br_rewrite} try_files /page.html =404; }}
+        {br_location}
     }}
 }}
 "#

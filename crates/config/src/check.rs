@@ -71,6 +71,7 @@ impl Config {
             1024,
             1 << 32,
         )?;
+        super::accepted_codings(&c.fetch.accept_encoding)?;
         range_u64(
             "fetch.robots_max_redirects",
             c.fetch.robots_max_redirects.into(),

@@ -92,6 +92,8 @@ pub struct FetchSection {
     pub robots_body_cap: u64,
     pub page_body_cap: u64,
     pub max_decoded_bytes: u64,
+    /// Tokens of [`fetcher::AcceptedCoding`], checked by [`Settings::fetcher_config`].
+    pub accept_encoding: Vec<String>,
     pub robots_max_redirects: u32,
     pub shutdown_grace: Dur,
     /// Unset: [`Settings::max_pooled_connections`] scales it with `workers`.
@@ -109,6 +111,10 @@ impl Default for FetchSection {
             robots_body_cap: fetcher::DEFAULT_ROBOTS_BODY_CAP as u64,
             page_body_cap: fetcher::DEFAULT_PAGE_BODY_CAP as u64,
             max_decoded_bytes: fetcher::DEFAULT_MAX_DECODED_BYTES as u64,
+            accept_encoding: fetcher::DEFAULT_ACCEPT_ENCODING
+                .iter()
+                .map(|c| c.token().to_string())
+                .collect(),
             robots_max_redirects: fetcher::DEFAULT_ROBOTS_MAX_REDIRECTS,
             shutdown_grace: Dur(Duration::from_secs(30)),
             max_pooled_connections: None,
@@ -342,6 +348,29 @@ fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
         value: value.to_string(),
         allowed: allowed.to_string(),
     }
+}
+
+/// `[fetch] accept_encoding`: each token a coding the fetcher decodes, none twice.
+fn accepted_codings(tokens: &[String]) -> Result<Vec<fetcher::AcceptedCoding>, ConfigError> {
+    let mut codings = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let coding = fetcher::AcceptedCoding::from_token(token.trim()).ok_or_else(|| {
+            bad(
+                "fetch.accept_encoding",
+                format!("{token:?}"),
+                "gzip, deflate or br (an empty list asks for identity)",
+            )
+        })?;
+        if codings.contains(&coding) {
+            return Err(bad(
+                "fetch.accept_encoding",
+                format!("{token:?}"),
+                "each coding once",
+            ));
+        }
+        codings.push(coding);
+    }
+    Ok(codings)
 }
 
 pub use crawl::ScopeMode;
@@ -587,6 +616,7 @@ impl Settings {
                     "at most the machine's address space",
                 )
             })?,
+            accept_encoding: accepted_codings(&f.accept_encoding)?,
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: self.max_pooled_connections() as usize,
             pool_idle_timeout: f.pool_idle_timeout.0,

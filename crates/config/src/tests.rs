@@ -237,3 +237,43 @@ fn warc_deflate_settings_reach_the_writer() {
     let d = s.warc_config().deflate();
     assert_eq!((d.level, d.compressed_payloads), (6, true));
 }
+
+/// `[fetch] accept_encoding` reaches the fetcher in its order; an unknown or repeated
+/// coding is refused by name, and the embedded default asks for gzip and deflate only.
+#[test]
+fn accept_encoding_reaches_the_fetcher() {
+    use fetcher::AcceptedCoding::{Brotli, Deflate, Gzip};
+    let codings = |toml: &str| {
+        Config::parse(toml, "t")
+            .unwrap()
+            .check(None)
+            .unwrap()
+            .fetcher_config()
+            .unwrap()
+            .accept_encoding
+    };
+    assert_eq!(
+        codings("[fetch]\naccept_encoding = [\"br\", \"GZIP\"]\n"),
+        vec![Brotli, Gzip]
+    );
+    assert_eq!(codings("[fetch]\naccept_encoding = []\n"), vec![]);
+    assert_eq!(codings(""), vec![Gzip, Deflate]);
+    let embedded = Config::parse(crate::DEFAULT_TOML, "t")
+        .unwrap()
+        .check(None)
+        .unwrap();
+    assert_eq!(
+        embedded.fetcher_config().unwrap().accept_encoding,
+        vec![Gzip, Deflate]
+    );
+    let e = err("[fetch]\naccept_encoding = [\"gzip\", \"zstd\"]\n");
+    assert!(
+        e.contains("fetch.accept_encoding") && e.contains("zstd") && e.contains("br"),
+        "{e}"
+    );
+    let e = err("[fetch]\naccept_encoding = [\"gzip\", \"gzip\"]\n");
+    assert!(
+        e.contains("fetch.accept_encoding") && e.contains("once"),
+        "{e}"
+    );
+}

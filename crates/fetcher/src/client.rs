@@ -23,7 +23,7 @@ use url::Url;
 
 use crate::address::{GuardedConnector, SharedPolicy};
 use crate::body::{content_coding, read_body, Caps, ReadBody};
-use crate::config::FetcherConfig;
+use crate::config::{AcceptedCoding, FetcherConfig};
 use crate::dns::{DnsCache, DnsResult, DnsStats};
 use crate::error::{
     classify_body_error, classify_request_error, describe, find_refusal, find_withheld, FetchError,
@@ -63,6 +63,16 @@ pub struct PageOptions {
     pub last_for_host: bool,
 }
 
+/// The `Accept-Encoding` value asking for `codings`: `identity` when there are none, since
+/// a request without the header accepts any coding (RFC 9110, section 12.5.3).
+fn accept_encoding_header(codings: &[AcceptedCoding]) -> HeaderValue {
+    if codings.is_empty() {
+        return HeaderValue::from_static("identity");
+    }
+    let tokens: Vec<&str> = codings.iter().map(|c| c.token()).collect();
+    HeaderValue::from_str(&tokens.join(", ")).unwrap_or(HeaderValue::from_static("identity"))
+}
+
 /// Fetches robots.txt files and pages. Cheap to clone: clones share the connection pool.
 #[derive(Clone)]
 pub struct Fetcher {
@@ -74,6 +84,8 @@ pub struct Fetcher {
     gate: SharedGate,
     pool_cap: PoolCap,
     user_agent: HeaderValue,
+    /// `config.accept_encoding` as sent.
+    accept_encoding: HeaderValue,
     config: FetcherConfig,
     dns: DnsCache,
     /// `config.addresses`, plus the own listeners added once bound.
@@ -114,6 +126,7 @@ impl Fetcher {
     pub fn new(config: FetcherConfig) -> Result<Self, FetcherError> {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .map_err(|_| FetcherError::InvalidUserAgent(config.user_agent.clone()))?;
+        let accept_encoding = accept_encoding_header(&config.accept_encoding);
         let dns = DnsCache::new(config.dns.clone());
         let policy: SharedPolicy = Arc::new(std::sync::RwLock::new(config.addresses.clone()));
         let mut http = HttpConnector::new_with_resolver(TableResolver::new(
@@ -145,6 +158,7 @@ impl Fetcher {
             gate,
             pool_cap,
             user_agent,
+            accept_encoding,
             config,
             dns,
             policy,
@@ -424,10 +438,7 @@ impl Fetcher {
         }
         headers.insert(USER_AGENT, self.user_agent.clone());
         headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
-        headers.insert(
-            ACCEPT_ENCODING,
-            HeaderValue::from_static("gzip, deflate, br"),
-        );
+        headers.insert(ACCEPT_ENCODING, self.accept_encoding.clone());
         for (name, value) in [
             (IF_NONE_MATCH, &options.conditional.if_none_match),
             (IF_MODIFIED_SINCE, &options.conditional.if_modified_since),

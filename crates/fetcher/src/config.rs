@@ -26,6 +26,43 @@ pub const DEFAULT_ROBOTS_MAX_REDIRECTS: u32 = 5;
 /// raises it (the daemon's configuration scales it with its workers).
 pub const DEFAULT_MAX_POOLED_CONNECTIONS: usize = 1024;
 
+/// A content coding the fetcher asks servers for (`Accept-Encoding`) and decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptedCoding {
+    Gzip,
+    Deflate,
+    Brotli,
+}
+
+impl AcceptedCoding {
+    /// The coding's token in `Accept-Encoding`.
+    pub fn token(self) -> &'static str {
+        match self {
+            AcceptedCoding::Gzip => "gzip",
+            AcceptedCoding::Deflate => "deflate",
+            AcceptedCoding::Brotli => "br",
+        }
+    }
+
+    /// The coding a token names (`gzip`, `deflate`, `br`, any case); `None` for any other.
+    pub fn from_token(token: &str) -> Option<AcceptedCoding> {
+        [
+            AcceptedCoding::Gzip,
+            AcceptedCoding::Deflate,
+            AcceptedCoding::Brotli,
+        ]
+        .into_iter()
+        .find(|c| c.token().eq_ignore_ascii_case(token))
+    }
+}
+
+/// gzip and deflate, not br: a brotli body costs more than twice a gzip body's CPU to
+/// decode for 0-18 % fewer bytes on the wire (docs/benchmarks.md, "Brotli or
+/// gzip"), and gzip is what every WARC reader decodes. A server sends br to a crawler
+/// that asks for it, so br is the operator's choice (`[fetch] accept_encoding`).
+pub const DEFAULT_ACCEPT_ENCODING: &[AcceptedCoding] =
+    &[AcceptedCoding::Gzip, AcceptedCoding::Deflate];
+
 /// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.
 #[derive(Debug, Clone)]
 pub struct FetcherConfig {
@@ -46,6 +83,10 @@ pub struct FetcherConfig {
     /// Ceiling on the decoded output of a gzip/deflate/br body, whatever the fetch kind:
     /// a decompression bomb is cut here, not obeyed. Default 10 MiB.
     pub max_decoded_bytes: usize,
+    /// Codings asked for in `Accept-Encoding`, in this order; empty asks for `identity`
+    /// (no header at all would accept any coding). A body in a coding the fetcher decodes
+    /// is decoded whether it was asked for or not. Default [`DEFAULT_ACCEPT_ENCODING`].
+    pub accept_encoding: Vec<AcceptedCoding>,
     /// Redirect hops followed by a robots.txt fetch; one more redirect yields
     /// [`crate::FetchOutcome::RedirectLimitExceeded`]. Default 5.
     pub robots_max_redirects: u32,
@@ -80,6 +121,7 @@ impl Default for FetcherConfig {
             robots_body_cap: DEFAULT_ROBOTS_BODY_CAP,
             page_body_cap: DEFAULT_PAGE_BODY_CAP,
             max_decoded_bytes: DEFAULT_MAX_DECODED_BYTES,
+            accept_encoding: DEFAULT_ACCEPT_ENCODING.to_vec(),
             robots_max_redirects: DEFAULT_ROBOTS_MAX_REDIRECTS,
             resolve: ResolveTable::default(),
             dns: DnsConfig::default(),

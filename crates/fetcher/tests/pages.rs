@@ -656,3 +656,81 @@ async fn the_request_record_is_the_request_as_sent() {
     );
     assert_eq!(sent[0], recorded);
 }
+
+/// A server that compresses as most do: br or gzip, whichever the request's
+/// Accept-Encoding names first (br when it names both), else the page as is.
+async fn negotiating_server(page: &'static [u8]) -> HttpServer {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(page).unwrap();
+    let gz = Bytes::from(gz.finish().unwrap());
+    let mut br = Vec::new();
+    {
+        let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
+        w.write_all(page).unwrap();
+    }
+    let br = Bytes::from(br);
+    HttpServer::start(move |req| {
+        let accepted = req
+            .headers()
+            .get(http::header::ACCEPT_ENCODING)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let tokens: Vec<&str> = accepted.split(',').map(str::trim).collect();
+        let answer = if tokens.contains(&"br") {
+            respond(200, &[("content-encoding", "br")], br.clone())
+        } else if tokens.contains(&"gzip") {
+            respond(200, &[("content-encoding", "gzip")], gz.clone())
+        } else {
+            respond(200, &[], Bytes::from_static(page))
+        };
+        async move { answer }
+    })
+    .await
+}
+
+/// The configured codings are what the server is asked for, in their order: by default
+/// gzip and deflate, so a server that would send br sends gzip; br when the operator
+/// lists it; `identity` when the list is empty (no header would accept any coding).
+/// Whatever comes back is decoded for the page and kept as received for the WARC.
+#[tokio::test]
+async fn accept_encoding_asks_for_the_configured_codings() {
+    use fetcher::AcceptedCoding::{Brotli, Gzip};
+    const PAGE_TEXT: &[u8] = b"<html><body><a href=/next>next</a> a page worth compressing, \
+        a page worth compressing, a page worth compressing</body></html>";
+    let server = negotiating_server(PAGE_TEXT).await;
+    for (accept, sent, coding) in [
+        (None, "gzip, deflate", ContentCoding::Gzip),
+        (Some(vec![Brotli, Gzip]), "br, gzip", ContentCoding::Brotli),
+        (Some(vec![]), "identity", ContentCoding::Identity),
+    ] {
+        let config = match accept {
+            Some(accept_encoding) => FetcherConfig {
+                accept_encoding,
+                ..test_config()
+            },
+            None => test_config(),
+        };
+        let fetch = fetcher(config).fetch_page(&server.url("/")).await.unwrap();
+        let seen = server.seen().pop().unwrap();
+        assert_eq!(seen.headers[http::header::ACCEPT_ENCODING], sent);
+        assert_eq!(
+            fetch.request.headers[http::header::ACCEPT_ENCODING],
+            sent,
+            "the request record holds what was sent"
+        );
+        match &fetch.outcome {
+            FetchOutcome::Success {
+                body,
+                content_coding,
+                ..
+            } => {
+                assert_eq!(&body[..], PAGE_TEXT, "{sent}");
+                assert_eq!(*content_coding, coding, "{sent}");
+            }
+            other => panic!("{sent}: {other:?}"),
+        }
+        let response = fetch.response.as_ref().expect("response record");
+        let wire_is_encoded = response.wire_body.is_some();
+        assert_eq!(wire_is_encoded, coding != ContentCoding::Identity, "{sent}");
+    }
+}
