@@ -34,6 +34,10 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
 }
 
+/// The most deflate expands its input: a 258-byte match from a code of one bit, plus the
+/// bits around it, is a little over 1 032 to 1 (zlib's technical notes).
+const MAX_DEFLATE_RATIO: usize = 1032;
+
 /// Gzip header, shortest deflate stream and trailer.
 const SMALLEST_MEMBER: usize = 18;
 
@@ -49,10 +53,13 @@ pub(crate) fn gunzip_whole(wire: &[u8], cap: usize) -> Option<Vec<u8>> {
     // the server's word, mod 2^32: only an upper bound on what is allocated, since
     // libdeflate writes no more than the buffer holds and the size is checked after
     let announced = u32::from_le_bytes(trailer_size) as usize;
-    if announced > cap {
+    // nor more than deflate can expand this input to: a lying trailer does not get its
+    // size allocated
+    if announced > cap || announced > len.saturating_mul(MAX_DEFLATE_RATIO) {
         return None;
     }
-    let mut out = vec![0u8; announced];
+    // not zeroed: libdeflate writes what it produces, and only that much is kept
+    let mut out: Vec<u8> = Vec::with_capacity(announced);
     let (mut consumed, mut produced) = (0usize, 0usize);
     let ok = DECOMPRESSOR.with(|cell| {
         let mut cell = cell.borrow_mut();
@@ -62,16 +69,16 @@ pub(crate) fn gunzip_whole(wire: &[u8], cap: usize) -> Option<Vec<u8>> {
         let Some(d) = cell.as_ref() else {
             return false;
         };
-        // SAFETY: `wire` and `out` are live slices of the lengths given; libdeflate reads at
-        // most `len` bytes of input, writes at most `out.len()` bytes of output, and sets
-        // the two counts; the decompressor is this thread's own, used by one call at a time.
+        // SAFETY: `wire` is a live slice of `len` bytes and `out` has room for `announced`;
+        // libdeflate reads at most `len` bytes, writes at most `announced` and sets the two
+        // counts; the decompressor is this thread's own, used by one call at a time.
         let result = unsafe {
             libdeflate_gzip_decompress_ex(
                 d.0.as_ptr(),
                 wire.as_ptr().cast(),
                 len,
-                out.as_mut_ptr().cast(),
-                out.len(),
+                out.spare_capacity_mut().as_mut_ptr().cast(),
+                announced,
                 &mut consumed,
                 &mut produced,
             )
@@ -80,7 +87,13 @@ pub(crate) fn gunzip_whole(wire: &[u8], cap: usize) -> Option<Vec<u8>> {
     });
     // one member, all of it: a second member (or trailing bytes) is the streaming
     // decoder's, which reads every member
-    (ok && consumed == len && produced == announced).then_some(out)
+    if !(ok && consumed == len && produced == announced) {
+        return None;
+    }
+    // SAFETY: libdeflate succeeded having written `produced` (== `announced`, the
+    // capacity) bytes from the start of `out`.
+    unsafe { out.set_len(produced) };
+    Some(out)
 }
 
 #[cfg(test)]
@@ -127,6 +140,11 @@ mod tests {
         assert_eq!(gunzip_whole(&corrupt, 1 << 20), None);
         assert_eq!(gunzip_whole(b"plainly not gzip at all", 1 << 20), None);
         assert_eq!(gunzip_whole(&gzip(b"", 6), 0), Some(Vec::new()));
+        // deflate at its densest (a mebibyte of one byte) is within the ratio bound
+        let zeros = vec![0u8; 1 << 20];
+        let dense = gzip(&zeros, 9);
+        assert!(dense.len() * 990 < zeros.len(), "{}", dense.len());
+        assert_eq!(gunzip_whole(&dense, 1 << 20), Some(zeros));
     }
 
     proptest! {
