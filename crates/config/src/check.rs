@@ -42,6 +42,9 @@ impl Config {
             0,
             warc::MAX_GZIP_LEVEL.into(),
         )?;
+        if let Some(servers) = c.fetch.tls_sessions {
+            range_u64("fetch.tls_sessions", servers.into(), 0, 1 << 20)?;
+        }
         if let Some(max) = c.fetch.max_pooled_connections {
             range_u64("fetch.max_pooled_connections", max.into(), 0, 1 << 20)?;
         }

@@ -99,6 +99,8 @@ pub struct FetchSection {
     /// Unset: [`Settings::max_pooled_connections`] scales it with `workers`.
     pub max_pooled_connections: Option<u32>,
     pub pool_idle_timeout: Dur,
+    /// Unset: [`Settings::tls_sessions`] scales it with `workers`, as the pool.
+    pub tls_sessions: Option<u32>,
 }
 
 impl Default for FetchSection {
@@ -119,6 +121,7 @@ impl Default for FetchSection {
             shutdown_grace: Dur(Duration::from_secs(30)),
             max_pooled_connections: None,
             pool_idle_timeout: Dur(Duration::from_secs(90)),
+            tls_sessions: None,
         }
     }
 }
@@ -619,6 +622,7 @@ impl Settings {
             accept_encoding: accepted_codings(&f.accept_encoding)?,
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: self.max_pooled_connections() as usize,
+            tls_sessions: self.tls_sessions() as usize,
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             dns: self.raw.dns.fetcher_config(),

@@ -238,20 +238,21 @@ fn warc_deflate_settings_reach_the_writer() {
     assert_eq!((d.level, d.compressed_payloads), (6, true));
 }
 
+fn fetcher_config_of(toml: &str) -> fetcher::FetcherConfig {
+    Config::parse(toml, "t")
+        .unwrap()
+        .check(None)
+        .unwrap()
+        .fetcher_config()
+        .unwrap()
+}
+
 /// `[fetch] accept_encoding` reaches the fetcher in its order; an unknown or repeated
 /// coding is refused by name, and the embedded default asks for gzip and deflate only.
 #[test]
 fn accept_encoding_reaches_the_fetcher() {
     use fetcher::AcceptedCoding::{Brotli, Deflate, Gzip};
-    let codings = |toml: &str| {
-        Config::parse(toml, "t")
-            .unwrap()
-            .check(None)
-            .unwrap()
-            .fetcher_config()
-            .unwrap()
-            .accept_encoding
-    };
+    let codings = |toml: &str| fetcher_config_of(toml).accept_encoding;
     assert_eq!(
         codings("[fetch]\naccept_encoding = [\"br\", \"GZIP\"]\n"),
         vec![Brotli, Gzip]
@@ -276,4 +277,17 @@ fn accept_encoding_reaches_the_fetcher() {
         e.contains("fetch.accept_encoding") && e.contains("once"),
         "{e}"
     );
+}
+
+/// `[fetch] tls_sessions` reaches the fetcher; unset, it scales with the workers as the
+/// pool does (16 a worker, at least 1 024); out of range it is refused by name.
+#[test]
+fn tls_sessions_reach_the_fetcher() {
+    let sessions = |toml: &str| fetcher_config_of(toml).tls_sessions;
+    assert_eq!(sessions(""), fetcher::DEFAULT_TLS_SESSIONS);
+    assert_eq!(sessions("[fetch]\nworkers = 256\n"), 4096);
+    assert_eq!(sessions("[fetch]\nworkers = 256\ntls_sessions = 10\n"), 10);
+    assert_eq!(sessions("[fetch]\ntls_sessions = 0\n"), 0);
+    let e = err("[fetch]\ntls_sessions = 2000000\n");
+    assert!(e.contains("fetch.tls_sessions"), "{e}");
 }

@@ -68,11 +68,28 @@ impl Settings {
     /// finds its connections again (a kept one holds about 4 KiB).
     pub fn max_pooled_connections(&self) -> u32 {
         let f = &self.raw.fetch;
-        f.max_pooled_connections.unwrap_or_else(|| {
-            f.workers
-                .saturating_mul(POOLED_CONNECTIONS_PER_WORKER)
-                .max(fetcher::DEFAULT_MAX_POOLED_CONNECTIONS as u32)
-        })
+        f.max_pooled_connections
+            .unwrap_or_else(|| self.hosts_in_rotation())
+    }
+
+    /// The hosts a crawl is taken to go round at once, which grow with its workers: 16 a
+    /// worker, at least 1 024 (the pool's and the TLS store's size when unset).
+    fn hosts_in_rotation(&self) -> u32 {
+        self.raw
+            .fetch
+            .workers
+            .saturating_mul(POOLED_CONNECTIONS_PER_WORKER)
+            .max(fetcher::DEFAULT_MAX_POOLED_CONNECTIONS as u32)
+    }
+
+    /// `fetch.tls_sessions`, or when unset as many servers as the pool's wanted size
+    /// (16 a worker, at least 1 024): the hosts a crawl goes round grow with its workers,
+    /// and a host whose server closed the kept connection resumes its TLS session.
+    pub fn tls_sessions(&self) -> u32 {
+        self.raw
+            .fetch
+            .tls_sessions
+            .unwrap_or_else(|| self.hosts_in_rotation())
     }
 
     /// Files the daemon may hold open at once: a socket for each worker's fetch, the kept

@@ -138,7 +138,10 @@ impl Fetcher {
         http.set_connect_timeout(Some(config.connect_timeout));
         http.set_nodelay(true);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config(&config.extra_root_certificates)?)
+            .with_tls_config(tls_config(
+                &config.extra_root_certificates,
+                config.tls_sessions,
+            )?)
             .https_or_http()
             .enable_http1()
             .enable_http2()
@@ -574,7 +577,10 @@ fn response_record(
 
 /// rustls with the ring provider, the webpki roots plus any extra ones. ALPN protocols
 /// are filled in by the connector builder (h2, http/1.1).
-fn tls_config(extra_roots: &[Vec<u8>]) -> Result<rustls::ClientConfig, FetcherError> {
+fn tls_config(
+    extra_roots: &[Vec<u8>],
+    tls_sessions: usize,
+) -> Result<rustls::ClientConfig, FetcherError> {
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -583,14 +589,33 @@ fn tls_config(extra_roots: &[Vec<u8>]) -> Result<rustls::ClientConfig, FetcherEr
             .add(rustls::pki_types::CertificateDer::from(der.clone()))
             .map_err(|source| FetcherError::InvalidRootCertificate { index, source })?;
     }
-    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(FetcherError::Tls)?
-    .with_root_certificates(roots)
-    .with_no_client_auth())
+    let mut provider = rustls::crypto::ring::default_provider();
+    // X25519 first, whatever the provider's default order: the first group is the key share
+    // every ClientHello computes, and with ring's P-384 first (rustls 0.23.48's order) a
+    // handshake costs twice the CPU (docs/benchmarks.md, "TLS handshakes")
+    provider.kx_groups = KEY_EXCHANGE_GROUPS.to_vec();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .map_err(FetcherError::Tls)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // rustls's store keeps up to 8 TLS 1.3 tickets a server and counts tickets, so that
+    // many tickets a server remembers `tls_sessions` servers
+    config.resumption = rustls::client::Resumption::in_memory_sessions(
+        tls_sessions.saturating_mul(TLS13_TICKETS_A_SERVER),
+    );
+    Ok(config)
 }
+
+/// The key exchange groups offered, the first one's key share sent with every ClientHello.
+const KEY_EXCHANGE_GROUPS: &[&dyn rustls::crypto::SupportedKxGroup] = &[
+    rustls::crypto::ring::kx_group::X25519,
+    rustls::crypto::ring::kx_group::SECP256R1,
+    rustls::crypto::ring::kx_group::SECP384R1,
+];
+
+/// rustls's `ClientSessionMemoryCache` keeps this many TLS 1.3 tickets a server.
+const TLS13_TICKETS_A_SERVER: usize = 8;
 
 fn classify_status(
     url: &Url,

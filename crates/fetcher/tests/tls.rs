@@ -99,3 +99,51 @@ fn garbage_root_certificate_is_refused_at_build_time() {
         "{err}"
     );
 }
+
+/// A crawl going round more hosts than rustls's default store remembers (32 servers) with
+/// a new connection each time (the servers close kept connections, or the pool is full)
+/// resumes every host's TLS session on its next visit, as many as `tls_sessions` allows;
+/// with a store smaller than the round, the oldest server is forgotten first and nothing
+/// resumes; 0 never resumes.
+#[tokio::test]
+async fn a_round_of_hosts_resumes_its_tls_sessions() {
+    const HOSTS: usize = 40;
+    let names: Vec<String> = (0..HOSTS).map(|i| format!("h{i}.round.test")).collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (tls_sessions, resumed_in_second_round) in [(None, HOSTS), (Some(32), 0), (Some(0), 0)] {
+        let server = TlsServer::start(&name_refs, &[b"http/1.1"], "page").await;
+        let mut config = FetcherConfig {
+            resolve: loopback_table(&["*.round.test"]),
+            extra_root_certificates: vec![server.cert_der.clone()],
+            // every fetch on a connection of its own, as when servers close them
+            max_pooled_connections: 0,
+            ..test_config()
+        };
+        if let Some(n) = tls_sessions {
+            config.tls_sessions = n;
+        }
+        let fetcher = Fetcher::new(config).expect("fetcher");
+        for _round in 0..2 {
+            for name in &names {
+                let url = Url::parse(&format!("https://{name}:{}/", server.addr.port())).unwrap();
+                let fetch = fetcher.fetch_page(&url).await.unwrap();
+                assert!(
+                    matches!(fetch.outcome, FetchOutcome::Success { .. }),
+                    "{name}: {:?}",
+                    fetch.outcome
+                );
+            }
+        }
+        let resumed = server.resumed();
+        assert_eq!(resumed.len(), 2 * HOSTS, "a connection a fetch");
+        assert!(
+            resumed[..HOSTS].iter().all(|r| !r),
+            "first visits have nothing to resume"
+        );
+        let second = resumed[HOSTS..].iter().filter(|r| **r).count();
+        assert_eq!(
+            second, resumed_in_second_round,
+            "tls_sessions {tls_sessions:?}"
+        );
+    }
+}

@@ -189,6 +189,8 @@ pub struct TlsServer {
     pub cert_der: Vec<u8>,
     /// HTTP version of each request served, in order.
     versions: Arc<Mutex<Vec<http::Version>>>,
+    /// Whether each connection's handshake resumed a session, in order.
+    resumed: Arc<Mutex<Vec<bool>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -214,6 +216,8 @@ impl TlsServer {
         let addr = listener.local_addr().expect("local addr");
         let versions = Arc::new(Mutex::new(Vec::new()));
         let seen_versions = versions.clone();
+        let resumed = Arc::new(Mutex::new(Vec::new()));
+        let seen_resumed = resumed.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -221,10 +225,14 @@ impl TlsServer {
                 };
                 let acceptor = acceptor.clone();
                 let versions = seen_versions.clone();
+                let resumed = seen_resumed.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(stream).await else {
                         return; // the client refused our certificate
                     };
+                    resumed.lock().unwrap().push(
+                        tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+                    );
                     let service = service_fn(move |req: Request<Incoming>| {
                         versions.lock().unwrap().push(req.version());
                         async move { Ok::<_, Infallible>(respond(200, &[], body)) }
@@ -241,8 +249,14 @@ impl TlsServer {
             addr,
             cert_der,
             versions,
+            resumed,
             task,
         }
+    }
+
+    /// For each connection accepted so far, in order: whether it resumed a session.
+    pub fn resumed(&self) -> Vec<bool> {
+        self.resumed.lock().unwrap().clone()
     }
 
     pub fn versions(&self) -> Vec<http::Version> {
