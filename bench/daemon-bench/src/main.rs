@@ -60,6 +60,15 @@ struct Cli {
     /// compressed once at start.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=11))]
     server_br: Option<u32>,
+    /// nginx serves HTTPS only (TLS 1.3 or 1.2, an ECDSA P-256 certificate for
+    /// `*.bench.test` under a CA made at start, which the daemon is told to trust); the
+    /// hosts are `h<k>.bench.test`. The bare clients speak plain HTTP: with --no-client.
+    #[arg(long)]
+    server_tls: bool,
+    /// nginx's `keepalive_timeout` (default 300s): `0s` closes every connection after its
+    /// answer, as servers whose idle timeout is shorter than a polite crawler's gap do.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    server_keepalive: Option<Duration>,
     /// nginx serves this file as every page instead of the generated 9 689-byte one (e.g. a
     /// real HTML page, whose gzip ratio the generated page's 10:1 over-states).
     #[arg(long)]
@@ -255,15 +264,25 @@ fn bench(cli: &Cli) -> Result<()> {
         Some(p) => fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
         None => String::new(),
     };
+    if cli.server_tls && (!cli.no_client || cli.warc_anchor) {
+        anyhow::bail!("--server-tls: the bare clients speak plain HTTP; add --no-client (and no --warc-anchor)");
+    }
     let srv = start_server(cli)?;
     let port = srv.port;
     let hosts = cli.hosts.max(1);
+    let mut fetch_toml = cli.fetch_toml.replace("\\n", "\n");
+    if let Some(ca) = &srv.ca_pem {
+        fetch_toml.push_str(&format!(
+            "\nextra_root_certificates = [{:?}]\n",
+            ca.display().to_string()
+        ));
+    }
     let daemon_cfg = |workers: usize| DaemonConfig {
         exe: exe.clone(),
         workers,
         extra_toml: extra_toml.clone(),
         store_toml: cli.store_toml.replace("\\n", "\n"),
-        fetch_toml: cli.fetch_toml.replace("\\n", "\n"),
+        fetch_toml: fetch_toml.clone(),
     };
     if cli.scheduled {
         // no URL list in memory or on disk: the URLs are generated batch by batch
@@ -286,7 +305,10 @@ fn bench(cli: &Cli) -> Result<()> {
             .map(|k| {
                 let host = k % hosts;
                 let port = server::port_of(&srv.ports, host);
-                format!("http://h{host}.test:{port}/p/{k}")
+                match cli.server_tls {
+                    true => format!("https://h{host}.{}:{port}/p/{k}", server::TLS_DOMAIN),
+                    false => format!("http://h{host}.test:{port}/p/{k}"),
+                }
             })
             .collect(),
     );
@@ -397,9 +419,11 @@ fn start_server(cli: &Cli) -> Result<server::Server> {
         cli.latency,
         cli.server_threads,
         cli.server_ports,
-        server::Encodings {
+        server::NginxOptions {
             gzip: cli.server_gzip || cli.server_br.is_some(),
             br_quality: cli.server_br,
+            tls: cli.server_tls,
+            keepalive: cli.server_keepalive,
         },
         cli.page.as_deref(),
     )?;

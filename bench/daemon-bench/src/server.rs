@@ -53,6 +53,8 @@ pub struct Server {
     pub port: u16,
     /// Every port it listens on (127.0.0.1); host `k` is served on `ports[k % len]`.
     pub ports: Vec<u16>,
+    /// With TLS: the CA whose certificate the daemon must trust.
+    pub ca_pem: Option<PathBuf>,
     child: Child,
     _dir: tempfile::TempDir,
 }
@@ -104,13 +106,19 @@ pub fn find_nginx() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// What nginx compresses the page with, each once at start, for requests that accept it.
+/// How nginx serves: what it compresses the page with (each once at start, for requests
+/// that accept it), TLS, how long it keeps an idle connection.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Encodings {
+pub struct NginxOptions {
     /// gzip level 6 (`gzip_static`).
     pub gzip: bool,
     /// brotli at this quality, preferred to gzip when a request accepts both.
     pub br_quality: Option<u32>,
+    /// HTTPS only, with a certificate for `*.bench.test` under a CA made at start
+    /// ([`Server::ca_pem`]).
+    pub tls: bool,
+    /// `keepalive_timeout` (nginx's default 75 s when unset; 0 closes after each answer).
+    pub keepalive: Option<Duration>,
 }
 
 /// Start the chosen server on `n_ports` loopback ports and wait until it answers.
@@ -119,7 +127,7 @@ pub fn start(
     latency: Duration,
     threads: usize,
     n_ports: usize,
-    encodings: Encodings,
+    options: NginxOptions,
     page: Option<&Path>,
 ) -> Result<Server> {
     let kind = match kind {
@@ -130,8 +138,10 @@ pub fn start(
     if kind == ServerKind::Nginx && !latency.is_zero() {
         bail!("nginx-light cannot add a per-response latency: use --server hyper (or auto)");
     }
-    if (encodings.gzip || encodings.br_quality.is_some()) && kind != ServerKind::Nginx {
-        bail!("--server-gzip and --server-br need nginx");
+    let nginx_only =
+        options.gzip || options.br_quality.is_some() || options.tls || options.keepalive.is_some();
+    if nginx_only && kind != ServerKind::Nginx {
+        bail!("--server-gzip, --server-br, --server-tls and --server-keepalive need nginx");
     }
     if page.is_some() && kind != ServerKind::Nginx {
         bail!("--page needs nginx");
@@ -154,7 +164,7 @@ pub fn start(
     let (name, child) = match kind {
         ServerKind::Nginx => (
             "nginx",
-            start_nginx(dir.path(), &ports, threads, encodings, &page)?,
+            start_nginx(dir.path(), &ports, threads, options, &page)?,
         ),
         _ => {
             let exe = std::env::current_exe().context("finding this binary")?;
@@ -174,14 +184,16 @@ pub fn start(
             ("hyper", child)
         }
     };
+    let ca_pem = options.tls.then(|| dir.path().join("ca.pem"));
     let server = Server {
         kind: name,
         port,
         ports,
+        ca_pem,
         child,
         _dir: dir,
     };
-    wait_ready(port, Duration::from_secs(10))
+    wait_ready(port, Duration::from_secs(10), options.tls)
         .with_context(|| format!("{name} did not answer on 127.0.0.1:{port}"))?;
     Ok(server)
 }
@@ -190,7 +202,7 @@ fn start_nginx(
     dir: &Path,
     ports: &[u16],
     workers: usize,
-    encodings: Encodings,
+    options: NginxOptions,
     page: &[u8],
 ) -> Result<Child> {
     let nginx = find_nginx().context("nginx not found: apt-get install -y nginx-light")?;
@@ -198,7 +210,7 @@ fn start_nginx(
     fs::create_dir_all(&www)?;
     fs::create_dir_all(dir.join("tmp"))?;
     fs::write(www.join("page.html"), page)?;
-    let gzip_static = if encodings.gzip {
+    let gzip_static = if options.gzip {
         use std::io::Write as _;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
         gz.write_all(page)?;
@@ -209,7 +221,7 @@ fn start_nginx(
     };
     // brotli: a request whose Accept-Encoding names br is rewritten to the .br file, served
     // with its Content-Encoding (nginx-light has no brotli module)
-    let (br_map, br_rewrite, br_location) = match encodings.br_quality {
+    let (br_map, br_rewrite, br_location) = match options.br_quality {
         Some(quality) => {
             use std::io::Write as _;
             let mut br = Vec::new();
@@ -230,9 +242,23 @@ fn start_nginx(
     };
     fs::write(www.join("robots.txt"), ROBOTS_TXT)?;
     let d = dir.display();
+    let (ssl, tls) = match options.tls {
+        true => {
+            write_certificates(dir)?;
+            (
+                " ssl",
+                format!("ssl_certificate {d}/chain.pem; ssl_certificate_key {d}/key.pem;"),
+            )
+        }
+        false => ("", String::new()),
+    };
+    let keepalive = match options.keepalive {
+        Some(k) => format!("{}ms", k.as_millis()),
+        None => "300s".to_string(),
+    };
     let listen: String = ports
         .iter()
-        .map(|port| format!("        listen 127.0.0.1:{port} backlog=4096;\n"))
+        .map(|port| format!("        listen 127.0.0.1:{port}{ssl} backlog=4096;\n"))
         .collect();
     let conf = format!(
         r#"daemon off;
@@ -248,12 +274,13 @@ http {{
     proxy_temp_path {d}/tmp/proxy;
     fastcgi_temp_path {d}/tmp/fastcgi;
     keepalive_requests 10000000;
-    keepalive_timeout 300s;
+    keepalive_timeout {keepalive};
     sendfile on;
     tcp_nopush on;
     open_file_cache max=16;
     {gzip_static}
     {br_map}
+    {tls}
     server {{
 {listen}        server_name _;
         root {d}/www;
@@ -279,7 +306,35 @@ http {{
     Ok(child)
 }
 
-fn wait_ready(port: u16, limit: Duration) -> Result<()> {
+/// A CA and a certificate it signs for `*.bench.test` (ECDSA P-256, as most sites'):
+/// `ca.pem` for the daemon to trust, `chain.pem` and `key.pem` for nginx.
+fn write_certificates(dir: &Path) -> Result<()> {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "daemon-bench CA");
+    let ca_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    let ca = ca_params.self_signed(&ca_key)?;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    let leaf = rcgen::CertificateParams::new(vec![format!("*.{TLS_DOMAIN}")])?
+        .signed_by(&key, &rcgen::Issuer::from_params(&ca_params, &ca_key))?;
+    fs::write(dir.join("ca.pem"), ca.pem())?;
+    fs::write(dir.join("chain.pem"), format!("{}{}", leaf.pem(), ca.pem()))?;
+    fs::write(dir.join("key.pem"), key.serialize_pem())?;
+    Ok(())
+}
+
+/// With --server-tls, host k is `h<k>.bench.test` (the certificate's wildcard).
+pub const TLS_DOMAIN: &str = "bench.test";
+
+/// Ready when a plain request for /robots.txt gets a 200, or over TLS the 400 nginx gives
+/// a plain request on a TLS port.
+fn wait_ready(port: u16, limit: Duration, tls: bool) -> Result<()> {
+    let ready: &[u8] = match tls {
+        true => b"HTTP/1.1 400",
+        false => b"HTTP/1.1 200",
+    };
     let deadline = Instant::now() + limit;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     loop {
@@ -288,7 +343,7 @@ fn wait_ready(port: u16, limit: Duration) -> Result<()> {
             s.write_all(b"GET /robots.txt HTTP/1.1\r\nHost: h0.test\r\nConnection: close\r\n\r\n")?;
             let mut buf = Vec::new();
             let _ = s.read_to_end(&mut buf);
-            if buf.starts_with(b"HTTP/1.1 200") {
+            if buf.starts_with(ready) {
                 return Ok(());
             }
         }

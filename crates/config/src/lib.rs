@@ -101,6 +101,8 @@ pub struct FetchSection {
     pub pool_idle_timeout: Dur,
     /// Unset: [`Settings::tls_sessions`] scales it with `workers`, as the pool.
     pub tls_sessions: Option<u32>,
+    /// PEM files whose certificates are trusted besides the built-in web roots.
+    pub extra_root_certificates: Vec<PathBuf>,
 }
 
 impl Default for FetchSection {
@@ -122,6 +124,7 @@ impl Default for FetchSection {
             max_pooled_connections: None,
             pool_idle_timeout: Dur(Duration::from_secs(90)),
             tls_sessions: None,
+            extra_root_certificates: Vec::new(),
         }
     }
 }
@@ -351,6 +354,24 @@ fn bad(key: &str, value: impl fmt::Display, allowed: &str) -> ConfigError {
         value: value.to_string(),
         allowed: allowed.to_string(),
     }
+}
+
+/// `[fetch] extra_root_certificates`: the certificates of each PEM file, DER.
+fn extra_root_certificates(files: &[PathBuf]) -> Result<Vec<Vec<u8>>, ConfigError> {
+    let mut certificates = Vec::new();
+    for file in files {
+        let refused = |reason: String| {
+            bad(
+                "fetch.extra_root_certificates",
+                file.display(),
+                &format!("a readable PEM file of certificates ({reason})"),
+            )
+        };
+        let pem = std::fs::read(file).map_err(|e| refused(e.to_string()))?;
+        let found = fetcher::certificates_from_pem(&pem).map_err(|e| refused(e.to_string()))?;
+        certificates.extend(found);
+    }
+    Ok(certificates)
 }
 
 /// `[fetch] accept_encoding`: each token a coding the fetcher decodes, none twice.
@@ -623,11 +644,11 @@ impl Settings {
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: self.max_pooled_connections() as usize,
             tls_sessions: self.tls_sessions() as usize,
+            extra_root_certificates: extra_root_certificates(&f.extra_root_certificates)?,
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             dns: self.raw.dns.fetcher_config(),
             addresses: self.raw.addresses.policy(),
-            ..fetcher::FetcherConfig::default()
         })
     }
 }

@@ -291,3 +291,58 @@ fn tls_sessions_reach_the_fetcher() {
     let e = err("[fetch]\ntls_sessions = 2000000\n");
     assert!(e.contains("fetch.tls_sessions"), "{e}");
 }
+
+/// A test CA's certificate (no key anywhere), made with `openssl req -x509`.
+const TEST_CA_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBnTCCAUOgAwIBAgIUfQJ+TbXzIPrybcalG87kZGsQ2YYwCgYIKoZIzj0EAwIw
+IzEhMB8GA1UEAwwYZnJvbnRpZXJkIGNvbmZpZyB0ZXN0IENBMCAXDTI2MTIwNzE5
+MjQzM1oYDzIxMjYxMTEzMTkyNDMzWjAjMSEwHwYDVQQDDBhmcm9udGllcmQgY29u
+ZmlnIHRlc3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASrexPRmyhIsZSK
+ytRz5tRrCPleHeEpcVPfhlKofEIs6sOg2k7ogbUcqqyPV/K+dbjwHYSF0N7ylWyF
+RAFb/llDo1MwUTAdBgNVHQ4EFgQUguhKktuYUOiwPc3BnpS5UxjitNowHwYDVR0j
+BBgwFoAUguhKktuYUOiwPc3BnpS5UxjitNowDwYDVR0TAQH/BAUwAwEB/zAKBggq
+hkjOPQQDAgNIADBFAiEA97Cgt7mWaFS7jXkyR4VIoVMKybBV6Knb/0esEOvS/f4C
+IFz2zlbdBkVedtd7AHJQU36Afvpft13KI44pYeADhfkB
+-----END CERTIFICATE-----
+";
+
+/// `[fetch] extra_root_certificates`: each PEM file's certificates reach the fetcher (keys
+/// and other blocks passed over); a missing file or one without a certificate is refused
+/// by key and path, at check time.
+#[test]
+fn extra_root_certificates_are_read_from_pem_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, format!("# our CA\n{TEST_CA_PEM}{TEST_CA_PEM}")).unwrap();
+    let toml = format!(
+        "[fetch]\nextra_root_certificates = [{:?}]\n",
+        ca.display().to_string()
+    );
+    let roots = fetcher_config_of(&toml).extra_root_certificates;
+    assert_eq!(roots.len(), 2);
+    assert!(
+        roots.iter().all(|der| der.len() > 300 && der[0] == 0x30),
+        "DER"
+    );
+    assert!(fetcher_config_of("").extra_root_certificates.is_empty());
+
+    let missing = dir.path().join("missing.pem");
+    let e = err(&format!(
+        "[fetch]\nextra_root_certificates = [{:?}]\n",
+        missing.display().to_string()
+    ));
+    assert!(
+        e.contains("fetch.extra_root_certificates") && e.contains("missing.pem"),
+        "{e}"
+    );
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let e = err(&format!(
+        "[fetch]\nextra_root_certificates = [{:?}]\n",
+        empty.display().to_string()
+    ));
+    assert!(
+        e.contains("empty.pem") && e.contains("no certificate"),
+        "{e}"
+    );
+}

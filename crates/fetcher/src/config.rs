@@ -67,6 +67,20 @@ pub const DEFAULT_ACCEPT_ENCODING: &[AcceptedCoding] =
 /// connections for.
 pub const DEFAULT_TLS_SESSIONS: usize = DEFAULT_MAX_POOLED_CONNECTIONS;
 
+/// The certificates of a PEM file (its `CERTIFICATE` blocks), DER, for
+/// [`FetcherConfig::extra_root_certificates`]; other blocks (a key) are passed over.
+pub fn certificates_from_pem(pem: &[u8]) -> Result<Vec<Vec<u8>>, crate::FetcherError> {
+    use rustls::pki_types::pem::PemObject;
+    let certificates = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .map(|c| c.map(|der| der.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(crate::FetcherError::Pem)?;
+    if certificates.is_empty() {
+        return Err(crate::FetcherError::NoCertificateInPem);
+    }
+    Ok(certificates)
+}
+
 /// Everything the fetcher can be told. Build with `FetcherConfig::default()` and override fields.
 #[derive(Debug, Clone)]
 pub struct FetcherConfig {
@@ -115,7 +129,8 @@ pub struct FetcherConfig {
     /// 0 never resumes. Default [`DEFAULT_TLS_SESSIONS`].
     pub tls_sessions: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
-    /// or a test server's self-signed certificate). Default empty.
+    /// or a test server's self-signed certificate; [`certificates_from_pem`] reads them
+    /// from a PEM file). Default empty.
     pub extra_root_certificates: Vec<Vec<u8>>,
     /// Which addresses may be connected to. Default: the built-in refusals (loopback,
     /// private, link-local, ...; see [`AddressPolicy`]) with nothing allowed: a fetcher

@@ -25,6 +25,10 @@ pub enum FetcherError {
     },
     #[error("user agent {0:?} is not a valid header value")]
     InvalidUserAgent(String),
+    #[error("not a PEM file of certificates")]
+    Pem(#[source] rustls::pki_types::pem::Error),
+    #[error("no certificate in the PEM file")]
+    NoCertificateInPem,
 }
 
 /// A URL the fetcher refuses before sending anything (a caller bug, not a site's fault).

@@ -37,9 +37,10 @@ mod resolve;
 pub use address::{builtin_rule, AddressPolicy, AddressRefused, AddressRule, IpNet};
 pub use client::{Conditional, Fetcher, PageOptions};
 pub use config::{
-    AcceptedCoding, FetcherConfig, DEFAULT_ACCEPT_ENCODING, DEFAULT_MAX_DECODED_BYTES,
-    DEFAULT_MAX_POOLED_CONNECTIONS, DEFAULT_PAGE_BODY_CAP, DEFAULT_ROBOTS_BODY_CAP,
-    DEFAULT_ROBOTS_MAX_REDIRECTS, DEFAULT_TLS_SESSIONS, DEFAULT_USER_AGENT,
+    certificates_from_pem, AcceptedCoding, FetcherConfig, DEFAULT_ACCEPT_ENCODING,
+    DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_POOLED_CONNECTIONS, DEFAULT_PAGE_BODY_CAP,
+    DEFAULT_ROBOTS_BODY_CAP, DEFAULT_ROBOTS_MAX_REDIRECTS, DEFAULT_TLS_SESSIONS,
+    DEFAULT_USER_AGENT,
 };
 pub use dns::{DnsConfig, DnsResult, DnsStats};
 pub use error::{FetchError, FetcherError};
