@@ -87,6 +87,15 @@ pub use site::{Hit, Reply, Req, Site};
 // ------------------------------------------------------------------ the daemon
 
 /// A temp directory with `data/`, the spool directories and a config file.
+/// `frontierd config check FILE`, run to the end.
+pub fn config_check(config: &Path) -> std::process::Output {
+    Command::new(frontierd_bin())
+        .args(["config", "check"])
+        .arg(config)
+        .output()
+        .expect("run frontierd config check")
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub data: PathBuf,
@@ -163,11 +172,7 @@ impl Env {
         }
         let config = dir.path().join("frontierd.toml");
         std::fs::write(&config, config_text(&data, overrides)).unwrap();
-        let check = Command::new(frontierd_bin())
-            .args(["config", "check"])
-            .arg(&config)
-            .output()
-            .expect("run frontierd config check");
+        let check = config_check(&config);
         assert!(
             check.status.success(),
             "config check failed: {}{}\n{}",

@@ -152,6 +152,9 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// with its port: the daemon's `[resolve]` maps the name to 127.0.0.1.
 pub struct Site {
     pub port: u16,
+    /// With [`Site::start_tls`]: the PEM certificate of the CA that signed the site's
+    /// certificate (for `*.site.test`), for `[fetch] extra_root_certificates`.
+    pub ca_pem: Option<String>,
     state: Arc<SiteState>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -170,6 +173,46 @@ impl Site {
     /// A site listening on another loopback address (`127.0.0.x`), for hosts that must not
     /// share 127.0.0.1's IP group: map their names to it in `[resolve]`.
     pub fn start_on(ip: &str, handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Site {
+        Site::serve(ip, None, handler)
+    }
+
+    /// A site that speaks HTTPS only (TLS 1.3 or 1.2), with a certificate for `*.site.test`
+    /// signed by a CA made here ([`Site::ca_pem`]); [`Site::base`] then gives `https://`.
+    pub fn start_tls(handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Site {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "frontierd e2e CA");
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let key = rcgen::KeyPair::generate().expect("site key");
+        let leaf = rcgen::CertificateParams::new(vec!["*.site.test".to_string()])
+            .expect("site certificate")
+            .signed_by(&key, &rcgen::Issuer::from_params(&ca_params, &ca_key))
+            .expect("site certificate signed");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone(), ca.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .expect("server config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let mut site = Site::serve("127.0.0.1", Some(acceptor), handler);
+        site.ca_pem = Some(ca.pem());
+        site
+    }
+
+    fn serve(
+        ip: &str,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        handler: impl Fn(&Req) -> Reply + Send + Sync + 'static,
+    ) -> Site {
         let state = Arc::new(SiteState {
             hits: Mutex::new(Vec::new()),
             seen: Mutex::new(HashMap::new()),
@@ -189,12 +232,28 @@ impl Site {
                 };
                 st.connections.fetch_add(1, Ordering::Relaxed);
                 let st = st.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = serve_connection(st, stream).await;
+                    match tls {
+                        None => {
+                            let _ = serve_connection(st, stream).await;
+                        }
+                        // a client that refuses the certificate ends it here
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                let _ = serve_connection(st, stream).await;
+                            }
+                        }
+                    }
                 });
             }
         });
-        Site { port, state, task }
+        Site {
+            port,
+            ca_pem: None,
+            state,
+            task,
+        }
     }
 
     /// Replace the handler (for sites that change their mind).
@@ -202,9 +261,13 @@ impl Site {
         *self.state.handler.lock().unwrap() = Arc::new(handler);
     }
 
-    /// `http://<name>:<port>` for a name under `.site.test`.
+    /// `http://<name>:<port>` (`https://` for a TLS site) for a name under `.site.test`.
     pub fn base(&self, name: &str) -> String {
-        format!("http://{name}:{}", self.port)
+        let scheme = match self.ca_pem {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://{name}:{}", self.port)
     }
 
     /// Every request so far, in arrival order.
@@ -260,10 +323,25 @@ impl Drop for InFlight {
     }
 }
 
-async fn serve_connection(
-    st: Arc<SiteState>,
-    mut stream: tokio::net::TcpStream,
-) -> std::io::Result<()> {
+/// A connection the site answers on: plain TCP, or TLS over it.
+trait SiteStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {
+    /// The TCP socket's descriptor (to reset it).
+    fn socket_fd(&self) -> std::os::fd::RawFd;
+}
+
+impl SiteStream for tokio::net::TcpStream {
+    fn socket_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(self)
+    }
+}
+
+impl SiteStream for tokio_rustls::server::TlsStream<tokio::net::TcpStream> {
+    fn socket_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(self.get_ref().0)
+    }
+}
+
+async fn serve_connection(st: Arc<SiteState>, mut stream: impl SiteStream) -> std::io::Result<()> {
     let mut buf = Vec::new();
     loop {
         // read one request head
@@ -449,9 +527,8 @@ async fn serve_connection(
                 stream.write_all(&[b'y'; 16384]).await?;
                 stream.flush().await?;
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                let std_stream = stream.into_std()?;
-                reset(&std_stream);
-                drop(std_stream);
+                reset(stream.socket_fd());
+                drop(stream);
                 return Ok(());
             }
             Reply::Delayed(..) => unreachable!(),
@@ -460,8 +537,7 @@ async fn serve_connection(
 }
 
 /// Drop a connection with a TCP RST (SO_LINGER 0).
-fn reset(s: &std::net::TcpStream) {
-    use std::os::fd::AsRawFd;
+fn reset(fd: std::os::fd::RawFd) {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -469,7 +545,7 @@ fn reset(s: &std::net::TcpStream) {
     // SAFETY: a valid socket fd and a correctly sized option value.
     unsafe {
         libc::setsockopt(
-            s.as_raw_fd(),
+            fd,
             libc::SOL_SOCKET,
             libc::SO_LINGER,
             &linger as *const libc::linger as *const libc::c_void,

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use frontierd_e2e::{
-    config_text, frontierd_bin, metric, path_segment, wait_until, Env, Reply, Site,
+    config_check, config_text, frontierd_bin, metric, path_segment, wait_until, Env, Reply, Site,
 };
 
 fn json(body: &str) -> serde_json::Value {
@@ -284,11 +284,7 @@ fn open_listener_without_token_is_refused() {
         config_text(&data, &[("admin", "listen", "\"0.0.0.0:0\"")]),
     )
     .unwrap();
-    let check = Command::new(frontierd_bin())
-        .args(["config", "check"])
-        .arg(&config)
-        .output()
-        .unwrap();
+    let check = config_check(&config);
     assert_eq!(check.status.code(), Some(2), "{check:?}");
     let err = String::from_utf8_lossy(&check.stderr);
     assert!(
