@@ -247,7 +247,10 @@ fn start_nginx(
             write_certificates(dir)?;
             (
                 " ssl",
-                format!("ssl_certificate {d}/chain.pem; ssl_certificate_key {d}/key.pem;"),
+                format!(
+                    "ssl_certificate {d}/chain.pem; ssl_certificate_key {d}/key.pem; \
+                     ssl_protocols TLSv1.2 TLSv1.3;"
+                ),
             )
         }
         false => ("", String::new()),
