@@ -125,7 +125,7 @@ pub struct FetcherConfig {
     /// resumes (TLS 1.3 tickets, TLS 1.2 tickets or ids) instead of a full handshake: no
     /// certificate chain to verify, a fraction of the CPU. A crawl going round more hosts
     /// than this resumes none (the oldest server is forgotten first); rustls's own default
-    /// remembers 32. About the server's certificate chain and two tickets each (a few KB).
+    /// remembers 32. Each holds the server's certificate chain and its tickets (4-5 KB).
     /// 0 never resumes. Default [`DEFAULT_TLS_SESSIONS`].
     pub tls_sessions: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,
