@@ -65,6 +65,10 @@ struct Cli {
     /// hosts are `h<k>.bench.test`. The bare clients speak plain HTTP: with --no-client.
     #[arg(long)]
     server_tls: bool,
+    /// With --server-tls: nginx offers HTTP/2 by ALPN as well, which the daemon then
+    /// speaks (one request at a time on each host's connection).
+    #[arg(long, requires = "server_tls")]
+    server_h2: bool,
     /// nginx's `keepalive_timeout` (default 300s): `0s` closes every connection after its
     /// answer, as servers whose idle timeout is shorter than a polite crawler's gap do.
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -423,6 +427,7 @@ fn start_server(cli: &Cli) -> Result<server::Server> {
             gzip: cli.server_gzip || cli.server_br.is_some(),
             br_quality: cli.server_br,
             tls: cli.server_tls,
+            h2: cli.server_h2,
             keepalive: cli.server_keepalive,
         },
         cli.page.as_deref(),

@@ -117,6 +117,8 @@ pub struct NginxOptions {
     /// HTTPS only, with a certificate for `*.bench.test` under a CA made at start
     /// ([`Server::ca_pem`]).
     pub tls: bool,
+    /// With `tls`: HTTP/2 offered by ALPN as well as HTTP/1.1 (the daemon picks h2).
+    pub h2: bool,
     /// `keepalive_timeout` (nginx's default 75 s when unset; 0 closes after each answer).
     pub keepalive: Option<Duration>,
 }
@@ -246,7 +248,7 @@ fn start_nginx(
         true => {
             write_certificates(dir)?;
             (
-                " ssl",
+                if options.h2 { " ssl http2" } else { " ssl" },
                 format!(
                     "ssl_certificate {d}/chain.pem; ssl_certificate_key {d}/key.pem; \
                      ssl_protocols TLSv1.2 TLSv1.3;"

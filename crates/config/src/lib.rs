@@ -99,6 +99,7 @@ pub struct FetchSection {
     /// Unset: [`Settings::max_pooled_connections`] scales it with `workers`.
     pub max_pooled_connections: Option<u32>,
     pub pool_idle_timeout: Dur,
+    pub http2: bool,
     /// Unset: [`Settings::tls_sessions`] scales it with `workers`, as the pool.
     pub tls_sessions: Option<u32>,
     /// PEM files whose certificates are trusted besides the built-in web roots.
@@ -123,6 +124,7 @@ impl Default for FetchSection {
             shutdown_grace: Dur(Duration::from_secs(30)),
             max_pooled_connections: None,
             pool_idle_timeout: Dur(Duration::from_secs(90)),
+            http2: false,
             tls_sessions: None,
             extra_root_certificates: Vec::new(),
         }
@@ -643,6 +645,7 @@ impl Settings {
             accept_encoding: accepted_codings(&f.accept_encoding)?,
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: self.max_pooled_connections() as usize,
+            http2: f.http2,
             tls_sessions: self.tls_sessions() as usize,
             extra_root_certificates: extra_root_certificates(&f.extra_root_certificates)?,
             pool_idle_timeout: f.pool_idle_timeout.0,

@@ -346,3 +346,11 @@ fn extra_root_certificates_are_read_from_pem_files() {
         "{e}"
     );
 }
+
+/// `[fetch] http2` reaches the fetcher, off by default and in the embedded file.
+#[test]
+fn http2_is_offered_only_when_asked() {
+    assert!(!fetcher_config_of("").http2);
+    assert!(!fetcher_config_of(crate::DEFAULT_TOML).http2);
+    assert!(fetcher_config_of("[fetch]\nhttp2 = true\n").http2);
+}

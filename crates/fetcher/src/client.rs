@@ -137,15 +137,18 @@ impl Fetcher {
         http.enforce_http(false); // the TLS layer hands https URLs down too
         http.set_connect_timeout(Some(config.connect_timeout));
         http.set_nodelay(true);
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
+        let offers_http1 = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls_config(
                 &config.extra_root_certificates,
                 config.tls_sessions,
             )?)
             .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(GuardedConnector::new(http, policy.clone()));
+            .enable_http1();
+        let guarded = GuardedConnector::new(http, policy.clone());
+        let https = match config.http2 {
+            true => offers_http1.enable_http2().wrap_connector(guarded),
+            false => offers_http1.wrap_connector(guarded),
+        };
         let pool_cap = PoolCap::new(config.max_pooled_connections);
         let gate = SharedGate::default();
         let build = |gate: Option<SharedGate>| {
@@ -576,7 +579,7 @@ fn response_record(
 }
 
 /// rustls with the ring provider, the webpki roots plus any extra ones. ALPN protocols
-/// are filled in by the connector builder (h2, http/1.1).
+/// are filled in by the connector builder (http/1.1, and h2 with `config.http2`).
 fn tls_config(
     extra_roots: &[Vec<u8>],
     tls_sessions: usize,

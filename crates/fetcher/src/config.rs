@@ -121,6 +121,12 @@ pub struct FetcherConfig {
     /// crawl touches many hosts (after a burst they can reach this plus the fetches that
     /// were in flight, until `pool_idle_timeout`). Default 1024.
     pub max_pooled_connections: usize,
+    /// Offer HTTP/2 by ALPN besides HTTP/1.1. Off by default: a crawler asks a host one
+    /// page at a time, where HTTP/2 gains nothing and cost the daemon 15-22 % more CPU a
+    /// page and some 30-50 KB more a kept connection (docs/benchmarks.md, "HTTP/2"),
+    /// and an HTTP/1.1 exchange is archived as it went over the wire, where an HTTP/2 one
+    /// is rendered in HTTP/1.1's form.
+    pub http2: bool,
     /// Servers whose TLS sessions are remembered, so that a new connection to one of them
     /// resumes (TLS 1.3 tickets, TLS 1.2 tickets or ids) instead of a full handshake: no
     /// certificate chain to verify, a fraction of the CPU. A crawl going round more hosts
@@ -153,6 +159,7 @@ impl Default for FetcherConfig {
             dns: DnsConfig::default(),
             pool_idle_timeout: Duration::from_secs(90),
             max_pooled_connections: DEFAULT_MAX_POOLED_CONNECTIONS,
+            http2: false,
             tls_sessions: DEFAULT_TLS_SESSIONS,
             extra_root_certificates: Vec::new(),
             addresses: AddressPolicy::default(),

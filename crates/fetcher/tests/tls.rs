@@ -17,14 +17,35 @@ fn trusting(server: &TlsServer) -> Fetcher {
     .expect("fetcher")
 }
 
+fn trusting_with_http2(server: &TlsServer) -> Fetcher {
+    Fetcher::new(FetcherConfig {
+        resolve: loopback_table(&[NAME]),
+        extra_root_certificates: vec![server.cert_der.clone()],
+        http2: true,
+        ..test_config()
+    })
+    .expect("fetcher")
+}
+
 fn url(server: &TlsServer, path: &str) -> Url {
     Url::parse(&format!("https://{NAME}:{}{path}", server.addr.port())).unwrap()
 }
 
+/// By default only HTTP/1.1 is offered, so a server that prefers h2 answers in HTTP/1.1;
+/// with `http2` it answers in h2.
 #[tokio::test]
-async fn https_negotiates_http2_by_alpn() {
-    let server = TlsServer::start(&[NAME], &[b"h2", b"http/1.1"], "hello over h2").await;
+async fn https_offers_http2_by_alpn_only_when_asked() {
+    let server = TlsServer::start(&[NAME], &[b"h2", b"http/1.1"], "hello").await;
     let fetch = trusting(&server)
+        .fetch_page(&url(&server, "/p"))
+        .await
+        .unwrap();
+    assert!(matches!(fetch.outcome, FetchOutcome::Success { .. }));
+    assert_eq!(fetch.request.version, http::Version::HTTP_11);
+    assert_eq!(server.versions(), vec![http::Version::HTTP_11]);
+
+    let server = TlsServer::start(&[NAME], &[b"h2", b"http/1.1"], "hello over h2").await;
+    let fetch = trusting_with_http2(&server)
         .fetch_page(&url(&server, "/p"))
         .await
         .unwrap();
@@ -41,7 +62,7 @@ async fn https_negotiates_http2_by_alpn() {
 #[tokio::test]
 async fn https_falls_back_to_http1_when_the_server_offers_only_that() {
     let server = TlsServer::start(&[NAME], &[b"http/1.1"], "User-agent: *\nDisallow:\n").await;
-    let fetch = trusting(&server)
+    let fetch = trusting_with_http2(&server)
         .fetch_robots(&url(&server, "/"))
         .await
         .unwrap();
