@@ -65,8 +65,8 @@ struct Cli {
     /// hosts are `h<k>.bench.test`. The bare clients speak plain HTTP: with --no-client.
     #[arg(long)]
     server_tls: bool,
-    /// With --server-tls: nginx offers HTTP/2 by ALPN as well, which the daemon then
-    /// speaks (one request at a time on each host's connection).
+    /// With --server-tls: nginx offers HTTP/2 by ALPN as well, which the daemon speaks
+    /// when asked to (`--fetch-toml 'http2 = true'`).
     #[arg(long, requires = "server_tls")]
     server_h2: bool,
     /// nginx's `keepalive_timeout` (default 300s): `0s` closes every connection after its

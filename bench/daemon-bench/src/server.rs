@@ -117,9 +117,10 @@ pub struct NginxOptions {
     /// HTTPS only, with a certificate for `*.bench.test` under a CA made at start
     /// ([`Server::ca_pem`]).
     pub tls: bool,
-    /// With `tls`: HTTP/2 offered by ALPN as well as HTTP/1.1 (the daemon picks h2).
+    /// With `tls`: HTTP/2 offered by ALPN as well as HTTP/1.1 (the daemon speaks it with
+    /// `[fetch] http2 = true`).
     pub h2: bool,
-    /// `keepalive_timeout` (nginx's default 75 s when unset; 0 closes after each answer).
+    /// `keepalive_timeout` (300 s when unset; 0 closes after each answer).
     pub keepalive: Option<Duration>,
 }
 

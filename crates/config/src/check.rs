@@ -74,8 +74,6 @@ impl Config {
             1024,
             1 << 32,
         )?;
-        super::accepted_codings(&c.fetch.accept_encoding)?;
-        super::extra_root_certificates(&c.fetch.extra_root_certificates)?;
         range_u64(
             "fetch.robots_max_redirects",
             c.fetch.robots_max_redirects.into(),

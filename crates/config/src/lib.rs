@@ -92,7 +92,7 @@ pub struct FetchSection {
     pub robots_body_cap: u64,
     pub page_body_cap: u64,
     pub max_decoded_bytes: u64,
-    /// Tokens of [`fetcher::AcceptedCoding`], checked by [`Settings::fetcher_config`].
+    /// Tokens of [`fetcher::AcceptedCoding`], checked by [`Config::check`].
     pub accept_encoding: Vec<String>,
     pub robots_max_redirects: u32,
     pub shutdown_grace: Dur,
@@ -424,6 +424,10 @@ pub struct Settings {
     pub grpc: Option<grpc::GrpcListen>,
     pub sitemaps: sitemaps::SitemapSettings,
     pub cluster: Option<cluster::ClusterNodeSettings>,
+    /// `fetch.accept_encoding`, checked.
+    accept_encoding: Vec<fetcher::AcceptedCoding>,
+    /// The certificates of the `fetch.extra_root_certificates` files, read once at check.
+    extra_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Config {
@@ -453,6 +457,8 @@ impl Config {
     pub fn check(self, state_directory: Option<&str>) -> Result<Settings, ConfigError> {
         let c = &self;
         let product_token = c.check_fetch()?;
+        let accept_encoding = accepted_codings(&c.fetch.accept_encoding)?;
+        let extra_root_certificates = extra_root_certificates(&c.fetch.extra_root_certificates)?;
         let (key_mode, crawl_delay_over_cap) = c.check_politeness()?;
         c.check_robots()?;
         let (scope_mode, include, exclude) = c.check_scope()?;
@@ -499,6 +505,8 @@ impl Config {
             grpc: grpc::check(c)?,
             sitemaps: self.sitemaps.check()?,
             cluster: c.cluster.check(key_mode, takeover_hold(c))?,
+            accept_encoding,
+            extra_root_certificates,
             raw: self,
         })
     }
@@ -642,12 +650,12 @@ impl Settings {
                     "at most the machine's address space",
                 )
             })?,
-            accept_encoding: accepted_codings(&f.accept_encoding)?,
+            accept_encoding: self.accept_encoding.clone(),
             robots_max_redirects: f.robots_max_redirects,
             max_pooled_connections: self.max_pooled_connections() as usize,
             http2: f.http2,
             tls_sessions: self.tls_sessions() as usize,
-            extra_root_certificates: extra_root_certificates(&f.extra_root_certificates)?,
+            extra_root_certificates: self.extra_root_certificates.clone(),
             pool_idle_timeout: f.pool_idle_timeout.0,
             resolve,
             dns: self.raw.dns.fetcher_config(),

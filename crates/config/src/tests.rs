@@ -313,12 +313,16 @@ IFz2zlbdBkVedtd7AHJQU36Afvpft13KI44pYeADhfkB
 fn extra_root_certificates_are_read_from_pem_files() {
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, format!("# our CA\n{TEST_CA_PEM}{TEST_CA_PEM}")).unwrap();
-    let toml = format!(
-        "[fetch]\nextra_root_certificates = [{:?}]\n",
-        ca.display().to_string()
-    );
-    let roots = fetcher_config_of(&toml).extra_root_certificates;
+    // a key block between the certificates, as a combined file has: passed over
+    let key = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n";
+    std::fs::write(&ca, format!("# our CA\n{TEST_CA_PEM}{key}{TEST_CA_PEM}")).unwrap();
+    let naming = |file: &std::path::Path| {
+        format!(
+            "[fetch]\nextra_root_certificates = [{:?}]\n",
+            file.display().to_string()
+        )
+    };
+    let roots = fetcher_config_of(&naming(&ca)).extra_root_certificates;
     assert_eq!(roots.len(), 2);
     assert!(
         roots.iter().all(|der| der.len() > 300 && der[0] == 0x30),
@@ -327,20 +331,14 @@ fn extra_root_certificates_are_read_from_pem_files() {
     assert!(fetcher_config_of("").extra_root_certificates.is_empty());
 
     let missing = dir.path().join("missing.pem");
-    let e = err(&format!(
-        "[fetch]\nextra_root_certificates = [{:?}]\n",
-        missing.display().to_string()
-    ));
+    let e = err(&naming(&missing));
     assert!(
         e.contains("fetch.extra_root_certificates") && e.contains("missing.pem"),
         "{e}"
     );
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").unwrap();
-    let e = err(&format!(
-        "[fetch]\nextra_root_certificates = [{:?}]\n",
-        empty.display().to_string()
-    ));
+    let e = err(&naming(&empty));
     assert!(
         e.contains("empty.pem") && e.contains("no certificate"),
         "{e}"

@@ -594,8 +594,8 @@ fn tls_config(
     }
     let mut provider = rustls::crypto::ring::default_provider();
     // X25519 first, whatever the provider's default order: the first group is the key share
-    // every ClientHello computes, and with ring's P-384 first (rustls 0.23.48's order) a
-    // handshake costs twice the CPU (docs/benchmarks.md, "TLS handshakes")
+    // every ClientHello computes, and ring's P-384, first in rustls 0.23.48's order, is
+    // far dearer (docs/benchmarks.md, "TLS handshakes")
     provider.kx_groups = KEY_EXCHANGE_GROUPS.to_vec();
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
         .with_safe_default_protocol_versions()

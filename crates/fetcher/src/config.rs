@@ -56,8 +56,8 @@ impl AcceptedCoding {
     }
 }
 
-/// gzip and deflate, not br: a brotli body costs more than twice a gzip body's CPU to
-/// decode for 0-18 % fewer bytes on the wire (docs/benchmarks.md, "Brotli or
+/// gzip and deflate, not br: a brotli body costs far more CPU to decode than the same body
+/// in gzip, for a few percent fewer bytes on the wire (docs/benchmarks.md, "Brotli or
 /// gzip"), and gzip is what every WARC reader decodes. A server sends br to a crawler
 /// that asks for it, so br is the operator's choice (`[fetch] accept_encoding`).
 pub const DEFAULT_ACCEPT_ENCODING: &[AcceptedCoding] =
@@ -122,8 +122,8 @@ pub struct FetcherConfig {
     /// were in flight, until `pool_idle_timeout`). Default 1024.
     pub max_pooled_connections: usize,
     /// Offer HTTP/2 by ALPN besides HTTP/1.1. Off by default: a crawler asks a host one
-    /// page at a time, where HTTP/2 gains nothing and cost the daemon 15-22 % more CPU a
-    /// page and some 30-50 KB more a kept connection (docs/benchmarks.md, "HTTP/2"),
+    /// page at a time, where HTTP/2 gains nothing and costs the daemon more CPU a page and
+    /// more memory a kept connection (docs/benchmarks.md, "HTTP/2"),
     /// and an HTTP/1.1 exchange is archived as it went over the wire, where an HTTP/2 one
     /// is rendered in HTTP/1.1's form.
     pub http2: bool,
@@ -131,7 +131,8 @@ pub struct FetcherConfig {
     /// resumes (TLS 1.3 tickets, TLS 1.2 tickets or ids) instead of a full handshake: no
     /// certificate chain to verify, a fraction of the CPU. A crawl going round more hosts
     /// than this resumes none (the oldest server is forgotten first); rustls's own default
-    /// remembers 32. Each holds the server's certificate chain and its tickets (4-5 KB).
+    /// remembers 32. Each holds the server's certificate chain and its tickets (a few KB;
+    /// docs/benchmarks.md, "TLS handshakes").
     /// 0 never resumes. Default [`DEFAULT_TLS_SESSIONS`].
     pub tls_sessions: usize,
     /// DER-encoded certificates trusted in addition to the webpki roots (a private CA,

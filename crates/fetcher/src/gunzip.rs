@@ -1,9 +1,8 @@
 //! A gzip body that arrived whole, decoded in one call by libdeflate, faster than
 //! streaming it through flate2 (docs/benchmarks.md, "Decoding a gzip body whole"). Only a
-//! body of exactly one
-//! gzip member whose announced size fits the cap is decoded here; anything else (more
-//! members, an announced size over the cap, corrupt data) is left to the streaming decoder,
-//! which cuts at the cap and reports errors as before.
+//! body of exactly one gzip member whose announced size fits the cap is decoded here;
+//! anything else (more members, an announced size over the cap, corrupt data) is left to
+//! the streaming decoder, which cuts at the cap and reports errors as before.
 
 use std::cell::RefCell;
 use std::ptr::NonNull;
