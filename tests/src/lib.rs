@@ -251,6 +251,15 @@ impl Env {
 
     /// [`Env::start`] with more arguments for `frontierd run` (e.g. `--seeds FILE`).
     pub fn start_with(&self, args: &[&std::ffi::OsStr]) -> Daemon {
+        self.start_with_env(args, &[])
+    }
+
+    /// [`Env::start_with`] with environment variables set for the daemon's process.
+    pub fn start_with_env(
+        &self,
+        args: &[&std::ffi::OsStr],
+        vars: &[(&str, &std::ffi::OsStr)],
+    ) -> Daemon {
         static SERIAL: AtomicUsize = AtomicUsize::new(0);
         let addr_file = self.data.join("admin.addr");
         let _ = std::fs::remove_file(&addr_file);
@@ -265,6 +274,7 @@ impl Env {
             .arg(&self.config)
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(vars.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))

@@ -2,7 +2,6 @@
 //! cannot tell (robots.txt state of its origins, delay, block, back-off).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use frontier::Frontier;
 use tonic::{Request, Response, Status};
@@ -32,10 +31,7 @@ impl FrontierdQueues for QueuesService {
         let key = request.into_inner().key;
         let f = self.frontier.clone();
         tokio::task::spawn_blocking(move || {
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0);
+            let now = frontierd_clock::now_ms();
             let internal = |e: frontier::FrontierError| Status::internal(format!("frontier: {e}"));
             let rec = f.host_record(&key).map_err(internal)?;
             let control = f.queue_control(&key);

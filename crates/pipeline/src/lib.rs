@@ -151,13 +151,8 @@ pub struct Tasks {
     completer: tokio::task::JoinHandle<()>,
 }
 
-/// Unix time in milliseconds (the frontier's clock unit).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// The frontier's clock (unix ms that do not step with the wall clock).
+use frontierd_clock::now_ms;
 
 impl Pipeline {
     /// Start the dispatcher and the completer for `frontier`, reporting to `hooks`.

@@ -27,10 +27,8 @@ pub mod sitemaps;
 pub mod stats;
 pub mod worker;
 
-/// Unix time in milliseconds (the frontier's clock unit).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// The frontier's clock: unix ms counted on the monotonic clock (frontierd-clock), so a
+/// wall clock stepped under the daemon neither breaks a gap nor holds the hosts.
+pub use frontierd_clock::now_ms;
+/// The wall clock's unix ms: the time of day a log line carries.
+pub use frontierd_clock::wall_ms;

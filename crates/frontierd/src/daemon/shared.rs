@@ -178,7 +178,7 @@ impl Shared {
     /// Hand in one crawl log line (fields: docs/crawl-log.md); it reaches the file at the
     /// next [`Shared::flush_crawl_log`].
     pub fn log_line(&self, line: &LogLine<'_>) {
-        let written = self.crawl_log.write(line, now_ms());
+        let written = self.crawl_log.write(line, crate::daemon::wall_ms());
         if let Some(node) = &self.cluster {
             if !node.publish_event(&written.json) {
                 EventDropped.emit(&self.metrics);

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use frontier::canon::politeness_key_of;
 use frontier::{CanonicalUrl, Frontier, FrontierError, Validators, Visit, VisitOutcome};
@@ -32,12 +32,8 @@ const PUT_BUFFER: usize = 65_536;
 /// Page and robots leases asked of the frontier per dispatch while serving GetURLs.
 const LEASE_BATCH: usize = 256;
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// The frontier's clock (unix ms that do not step with the wall clock).
+use frontierd_clock::now_ms;
 
 /// The service; cheap to clone (shared state).
 #[derive(Clone)]
