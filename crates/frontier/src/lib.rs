@@ -46,6 +46,8 @@ mod views;
 mod work;
 
 #[cfg(test)]
+mod crash_gap_tests;
+#[cfg(test)]
 mod deferred_tests;
 #[cfg(test)]
 mod fold_tests;
