@@ -407,7 +407,16 @@ impl Frontier {
                     crate::sched::records::bump(&mut h.rec.counters.crawl_delay_clamped);
                     inner.stats.crawl_delay_clamped += 1;
                 }
+                // the gap running was counted with a shorter crawl-delay than the rules
+                // give now: the host waits out the longer one first
+                let later =
+                    sched::politeness::lengthened_until(&self.cfg, &h.rec, crawl_delay_ms, now_ms);
                 h.rec.crawl_delay_ms = to_u32(crawl_delay_ms);
+                if let Some(until) = later {
+                    h.rec.next_allowed_ms = until;
+                    call.dirty.push(id);
+                    return Then::Reschedule;
+                }
                 h.rec.skipped = false;
                 if !self.quota_ok(inner, now_ms) {
                     inner.sched.keep_turn(ready, id);

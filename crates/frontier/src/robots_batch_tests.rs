@@ -134,6 +134,49 @@ fn a_crawl_delay_survives_a_crash_with_its_robots_txt() {
     assert!(matches!(&again[..], [WorkItem::Page(p)] if p.url.ends_with("/a")));
 }
 
+/// A crawl-delay the host's record does not hold yet (a robots state given without a
+/// lease: another node's answer adopted, a preset) holds the host's next page for that
+/// long after its last request, not only for the gap counted before it was known.
+#[test]
+fn a_longer_crawl_delay_learned_between_two_pages_holds_the_second() {
+    let mut c = FrontierConfig::new("/nonexistent-crawl-delay-later").without_gaps();
+    c.min_delay_ms = 400;
+    c.max_delay_ms = 400;
+    c.seed = Some(1);
+    let f = Frontier::open_store(c, Arc::new(MemStore::new()), RobotsEngine::default()).unwrap();
+    crate::tests::allow_all(&f, &["cd.test"], T0);
+    f.enqueue_batch(
+        &[
+            "http://cd.test/a".to_string(),
+            "http://cd.test/b".to_string(),
+        ],
+        T0,
+    )
+    .unwrap();
+    let first = f.next_batch(T0, 10).unwrap();
+    let [WorkItem::Page(a)] = &first[..] else {
+        panic!("{first:?}")
+    };
+    f.complete(a.id, PageOutcome::Done { response_ms: 5 }, T0 + 10)
+        .unwrap();
+    let rules = RobotsFetchOutcome::Success {
+        status: 200,
+        body: b"User-agent: *\nCrawl-delay: 3\n".to_vec(),
+        max_age: None,
+    };
+    f.set_robots(&[("http://cd.test", rules)], T0 + 20).unwrap();
+    assert!(
+        f.next_batch(T0 + 500, 10).unwrap().is_empty(),
+        "asked after the plain gap, inside the crawl-delay"
+    );
+    assert!(f.next_batch(T0 + 3_009, 10).unwrap().is_empty());
+    let second = f.next_batch(T0 + 3_010, 10).unwrap();
+    assert!(
+        matches!(&second[..], [WorkItem::Page(p)] if p.url.ends_with("/b")),
+        "{second:?}"
+    );
+}
+
 /// The hosts in memory ranked for the status page: most pages completed first, then the
 /// slowest last answer; `n` cuts the list, equal scores come in key order.
 #[test]

@@ -17,3 +17,63 @@ pub fn gap_ms(cfg: &FrontierConfig, rec: &HostRecord) -> u64 {
     let base = cfg.min_delay_ms.max(by_response).min(cfg.max_delay_ms);
     base.max(rec.crawl_delay_ms.into())
 }
+
+/// When a host may go if its gap is counted with `crawl_delay_ms`, longer than the
+/// crawl-delay its record holds: the running gap (ending at `next_allowed_ms`) began
+/// [`gap_ms`] before its end, and the longer one runs from the same start. Some if that
+/// is after `now_ms`.
+///
+/// The record's crawl-delay is the one its robots.txt gave when the gap was counted; a
+/// robots state that gives a longer one now (a record a crash left without it, a state
+/// another node answered, a state set without a lease) must not let the next request out
+/// sooner than the longer delay after the last one.
+pub fn lengthened_until(
+    cfg: &FrontierConfig,
+    rec: &HostRecord,
+    crawl_delay_ms: u64,
+    now_ms: u64,
+) -> Option<u64> {
+    if crawl_delay_ms <= u64::from(rec.crawl_delay_ms) {
+        return None;
+    }
+    let started = rec.next_allowed_ms.saturating_sub(gap_ms(cfg, rec));
+    let longer = HostRecord {
+        crawl_delay_ms: crate::sched::records::to_u32(crawl_delay_ms),
+        ..*rec
+    };
+    let until = started.saturating_add(gap_ms(cfg, &longer));
+    (until > now_ms).then_some(until)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> FrontierConfig {
+        let mut c = FrontierConfig::new("unused");
+        c.min_delay_ms = 400;
+        c.max_delay_ms = 400;
+        c.delay_factor = 0.0;
+        c
+    }
+
+    #[test]
+    fn a_longer_crawl_delay_runs_from_the_running_gaps_start() {
+        let rec = HostRecord {
+            next_allowed_ms: 10_400,
+            ..HostRecord::default()
+        };
+        // the gap of 400 began at 10 000: with a 2 s crawl-delay the host goes at 12 000
+        assert_eq!(lengthened_until(&cfg(), &rec, 2_000, 10_400), Some(12_000));
+        assert_eq!(lengthened_until(&cfg(), &rec, 2_000, 11_999), Some(12_000));
+        assert_eq!(lengthened_until(&cfg(), &rec, 2_000, 12_000), None);
+        // no longer than the record's, or below the plain gap: nothing changes
+        let with = HostRecord {
+            crawl_delay_ms: 2_000,
+            next_allowed_ms: 12_000,
+            ..HostRecord::default()
+        };
+        assert_eq!(lengthened_until(&cfg(), &with, 2_000, 10_500), None);
+        assert_eq!(lengthened_until(&cfg(), &rec, 300, 10_400), None);
+    }
+}
