@@ -3,6 +3,8 @@
 //! it, as sled's log does), each restart held at once. Every request to a host waits its
 //! gap after the host's previous answer (the crawl-delay once robots.txt gave one and its
 //! answer was acknowledged); a request in flight at a kill counts as answered at the kill.
+//! And a wall clock set back between two runs: the times the first run stored lie ahead of
+//! the second's clock by the step, which a restart must not wait out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -192,4 +194,70 @@ fn no_gap_is_broken_across_random_kills() {
     for seed in 0..300 {
         run(seed);
     }
+}
+
+/// The wall clock set back an hour between two runs: the gap and the back-off the first
+/// run stored end an hour and more after the second run's clock says it is. The restart
+/// holds the host for its gap, and the backing-off host for its longest back-off, not for
+/// the hour.
+#[test]
+fn a_clock_set_back_between_runs_holds_hosts_for_their_gap_not_the_step() {
+    let mut cfg = config(false);
+    cfg.backoff_base_ms = 2_000;
+    cfg.backoff_max_ms = 4_000;
+    cfg.retry_after_cap_ms = 8_000;
+    let store: Arc<MemStore> = Arc::new(MemStore::new());
+    let f = Frontier::open_store(cfg.clone(), store.clone(), RobotsEngine::default()).unwrap();
+    crate::tests::allow_all(&f, &["a.test", "b.test"], T0);
+    let urls: Vec<String> = ["a.test", "b.test"]
+        .iter()
+        .flat_map(|h| (0..2).map(move |i| format!("http://{h}/p{i}")))
+        .collect();
+    f.enqueue_batch(&urls, T0).unwrap();
+    for w in f.next_batch(T0, 10).unwrap() {
+        let WorkItem::Page(p) = w else {
+            panic!("robots.txt is known")
+        };
+        let outcome = match host_of(&p.url).as_str() {
+            "a.test" => PageOutcome::Done { response_ms: 5 },
+            _ => PageOutcome::Throttled {
+                status: 503,
+                retry_after: None,
+                response_ms: 5,
+            },
+        };
+        f.complete(p.id, outcome, T0 + 10).unwrap();
+    }
+    drop(f);
+    let back = T0 + 20 - 3_600_000;
+    let g = Frontier::open_store(cfg, store, RobotsEngine::default()).unwrap();
+    g.hold_hosts_after_restart(back);
+    let hosts_at = |t: u64| -> Vec<String> {
+        let mut v: Vec<String> = g
+            .next_batch(t, 10)
+            .unwrap()
+            .into_iter()
+            .map(|w| match w {
+                WorkItem::Page(p) => host_of(&p.url),
+                WorkItem::Robots(r) => host_of(&r.url),
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(hosts_at(back + GAP_MS - 1).is_empty(), "inside the gap");
+    assert_eq!(
+        hosts_at(back + GAP_MS),
+        ["a.test"],
+        "a host waits its gap, not the hour"
+    );
+    assert!(
+        hosts_at(back + 7_999).is_empty(),
+        "inside the longest back-off"
+    );
+    assert_eq!(
+        hosts_at(back + 8_000),
+        ["b.test"],
+        "a back-off ends by its longest"
+    );
 }

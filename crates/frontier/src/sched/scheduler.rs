@@ -152,7 +152,8 @@ impl Scheduler {
     pub(crate) fn insert_host(&mut self, mut h: HostMem, stored_before: bool) {
         let id = h.rec.id;
         if let Some(from) = self.restart_hold_from_ms.filter(|_| stored_before) {
-            hold_for_restart(&self.cfg, &mut h.rec, from);
+            let client_delay = self.client_delay_ms(&h.key);
+            hold_for_restart(&self.cfg, &mut h.rec, from, client_delay);
         }
         if let Some(ip) = h.ip {
             // a host loaded after a restart: its address waits its gap from the restart
@@ -679,8 +680,9 @@ impl Scheduler {
         self.restart_hold_from_ms = Some(now_ms);
         self.ip_groups.hold_all(now_ms);
         for id in self.host_ids() {
+            let client_delay = self.client_delay_ms_of_id(id);
             if let Some(h) = self.hosts.get_mut(id) {
-                hold_for_restart(&self.cfg, &mut h.rec, now_ms);
+                hold_for_restart(&self.cfg, &mut h.rec, now_ms, client_delay);
             }
             self.schedule(id);
         }
@@ -702,8 +704,34 @@ fn release_drained<T>(queue: &mut VecDeque<T>) {
 }
 
 /// Hold a host for its gap from `from_ms`: a request to it may have ended just before.
-pub(crate) fn hold_for_restart(cfg: &FrontierConfig, rec: &mut HostRecord, from_ms: u64) {
-    let until = from_ms.saturating_add(politeness::gap_ms(cfg, rec));
+///
+/// A stored time further ahead of `from_ms` than any gap (or back-off) can reach was counted
+/// on a wall clock that has since been set back (between two runs, or in a run before the
+/// last restart): waited out, it would hold the host for as long as the clock went back.
+/// Such a gap is taken as having just begun, and such a back-off as its longest.
+pub(crate) fn hold_for_restart(
+    cfg: &FrontierConfig,
+    rec: &mut HostRecord,
+    from_ms: u64,
+    client_delay_ms: u64,
+) {
+    let longest_gap = cfg
+        .max_delay_ms
+        .max(cfg.max_crawl_delay_ms)
+        .max(rec.crawl_delay_ms.into())
+        .max(client_delay_ms);
+    if rec.next_allowed_ms > from_ms.saturating_add(longest_gap) {
+        rec.next_allowed_ms = from_ms;
+    }
+    // the exponential step with its jitter (at most a quarter more), or Retry-After capped
+    let longest_backoff = cfg.retry_after_cap_ms.max(
+        cfg.backoff_max_ms
+            .saturating_add(cfg.backoff_max_ms / 4 + 1),
+    );
+    rec.backoff_until_ms = rec
+        .backoff_until_ms
+        .min(from_ms.saturating_add(longest_backoff));
+    let until = from_ms.saturating_add(politeness::gap_ms(cfg, rec).max(client_delay_ms));
     rec.next_allowed_ms = rec.next_allowed_ms.max(until);
 }
 
