@@ -9,61 +9,39 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::store::{Batch, MemStore, Store, StoreError};
-const T0: u64 = 1_700_000_000_000;
+use crate::store::{Batch, MemStore, Store};
+use crate::tests::CrashSim;
 use crate::*;
 
-/// A store whose crash image is what was flushed plus a prefix of the later writes.
-#[derive(Default)]
-struct PrefixCrash {
-    live: MemStore,
-    unflushed: Mutex<Vec<Batch>>,
-    durable: MemStore,
+const T0: u64 = 1_700_000_000_000;
+
+/// A copy of `store`'s keys.
+fn copy_of(store: &MemStore) -> MemStore {
+    let mut all = Batch::new();
+    for kv in store.scan_prefix(b"") {
+        let (k, v) = kv.expect("a stored key");
+        all.put(k, v);
+    }
+    let copy = MemStore::new();
+    copy.apply(all).expect("copied");
+    copy
 }
 
-impl Store for PrefixCrash {
-    crate::store::delegate_store_reads!(live);
-    fn apply(&self, batch: Batch) -> std::result::Result<(), StoreError> {
-        self.unflushed.lock().push(batch.clone());
-        self.live.apply(batch)
-    }
-    fn flush(&self) -> std::result::Result<(), StoreError> {
-        for b in self.unflushed.lock().drain(..) {
-            self.durable.apply(b)?;
-        }
-        Ok(())
-    }
-}
-
-impl PrefixCrash {
-    /// The store a kill leaves: the durable copy and the first `keep` later writes (all
-    /// of them with `keep` past the end), as a new store.
-    fn crash(&self, keep: usize) -> PrefixCrash {
-        let image = MemStore::new();
-        let mut all = Batch::new();
-        for kv in self.durable.scan_prefix(b"") {
-            let (k, v) = kv.expect("a stored key");
-            all.put(k, v);
-        }
-        image.apply(all).expect("copied");
+impl CrashSim {
+    /// The store a kill leaves, as sled's log does: what was flushed and the first `keep`
+    /// writes after it (all of them with `keep` past the end).
+    fn crash_keeping(&self, keep: usize) -> CrashSim {
+        let image = copy_of(&self.durable);
         for b in self.unflushed.lock().iter().take(keep) {
             image.apply(b.clone()).expect("replayed");
         }
-        let durable = MemStore::new();
-        let mut all = Batch::new();
-        for kv in image.scan_prefix(b"") {
-            let (k, v) = kv.expect("a stored key");
-            all.put(k, v);
-        }
-        durable.apply(all).expect("copied");
-        PrefixCrash {
+        CrashSim {
+            durable: Arc::new(copy_of(&image)),
             live: image,
-            unflushed: Mutex::new(Vec::new()),
-            durable,
+            unflushed: Default::default(),
         }
     }
 }
@@ -100,7 +78,7 @@ fn run(seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let checkpoints = rng.gen_bool(0.5);
     let cfg = config(checkpoints);
-    let mut store = Arc::new(PrefixCrash::default());
+    let mut store = Arc::new(CrashSim::default());
     let mut f = Frontier::open_store(cfg.clone(), store.clone(), RobotsEngine::default()).unwrap();
     let urls: Vec<String> = HOSTS
         .iter()
@@ -177,7 +155,7 @@ fn run(seed: u64) {
                 log.push(format!(
                     "{now}: kill (keeping {keep} of {pending} unflushed)"
                 ));
-                let image = Arc::new(store.crash(keep));
+                let image = Arc::new(store.crash_keeping(keep));
                 std::mem::forget(f);
                 store = image;
                 f = Frontier::open_store(cfg.clone(), store.clone(), RobotsEngine::default())

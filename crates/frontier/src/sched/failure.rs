@@ -172,12 +172,26 @@ impl NetworkFailure {
     }
 }
 
+/// The most a back-off step's jitter adds, as a share of the step.
+const MAX_JITTER: f64 = 0.25;
+
 /// Back-off step number `level` (1 = first): `base x 2^(level-1)`, capped at `max`, plus
-/// `jitter` (0 to 0.25) of it.
+/// `jitter` (0 to [`MAX_JITTER`]) of it.
 pub fn backoff_step_ms(base_ms: u64, max_ms: u64, level: u64, jitter: f64) -> u64 {
     let shift = level.saturating_sub(1).min(32) as u32;
     let step = base_ms.saturating_mul(1u64 << shift).min(max_ms);
-    step + (step as f64 * jitter.clamp(0.0, 0.25)) as u64
+    step + (step as f64 * jitter.clamp(0.0, MAX_JITTER)) as u64
+}
+
+/// The longest a host can back off ([`host_backoff_ms`] at any level and jitter).
+pub(crate) fn longest_host_backoff_ms(cfg: &FrontierConfig) -> u64 {
+    let step = backoff_step_ms(
+        cfg.backoff_base_ms,
+        cfg.backoff_max_ms,
+        u64::MAX,
+        MAX_JITTER,
+    );
+    cfg.retry_after_cap_ms.max(step)
 }
 
 /// How long a host backs off after a server-wide failure, at back-off `level`: the

@@ -45,6 +45,35 @@ pub fn lengthened_until(
     (until > now_ms).then_some(until)
 }
 
+/// Hold a host for its gap from `from_ms`: a request to it may have ended just before.
+///
+/// A stored time further ahead of `from_ms` than any gap (or back-off) can reach was counted
+/// on a wall clock that has since been set back (between two runs, or in a run before the
+/// last restart): waited out, it would hold the host for as long as the clock went back.
+/// Such a gap is taken as having just begun, and such a back-off as its longest.
+pub(crate) fn hold_for_restart(
+    cfg: &FrontierConfig,
+    rec: &mut HostRecord,
+    from_ms: u64,
+    client_delay_ms: u64,
+) {
+    let longest_gap = cfg
+        .max_delay_ms
+        .max(cfg.max_crawl_delay_ms)
+        .max(rec.crawl_delay_ms.into())
+        .max(client_delay_ms);
+    if rec.next_allowed_ms > from_ms.saturating_add(longest_gap) {
+        rec.next_allowed_ms = from_ms;
+    }
+    let longest_backoff = crate::sched::failure::longest_host_backoff_ms(cfg);
+    rec.backoff_until_ms = rec
+        .backoff_until_ms
+        .min(from_ms.saturating_add(longest_backoff));
+    let gap = crate::sched::lease::gap_with_client_delay(gap_ms(cfg, rec), client_delay_ms);
+    let until = from_ms.saturating_add(gap);
+    rec.next_allowed_ms = rec.next_allowed_ms.max(until);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

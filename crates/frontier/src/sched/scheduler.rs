@@ -21,7 +21,7 @@ use crate::sched::ipgroup::{IpGate, IpGroupView, IpGroups, IpLimits, Resolve};
 use crate::sched::lease::LeaseClock;
 use crate::sched::politeness;
 use crate::sched::rate::TokenBucket;
-use crate::sched::records::{HostRecord, QueueControl};
+use crate::sched::records::QueueControl;
 use crate::work::LeaseId;
 
 /// The scheduler of one frontier.
@@ -153,7 +153,7 @@ impl Scheduler {
         let id = h.rec.id;
         if let Some(from) = self.restart_hold_from_ms.filter(|_| stored_before) {
             let client_delay = self.client_delay_ms(&h.key);
-            hold_for_restart(&self.cfg, &mut h.rec, from, client_delay);
+            politeness::hold_for_restart(&self.cfg, &mut h.rec, from, client_delay);
         }
         if let Some(ip) = h.ip {
             // a host loaded after a restart: its address waits its gap from the restart
@@ -682,7 +682,7 @@ impl Scheduler {
         for id in self.host_ids() {
             let client_delay = self.client_delay_ms_of_id(id);
             if let Some(h) = self.hosts.get_mut(id) {
-                hold_for_restart(&self.cfg, &mut h.rec, now_ms, client_delay);
+                politeness::hold_for_restart(&self.cfg, &mut h.rec, now_ms, client_delay);
             }
             self.schedule(id);
         }
@@ -703,38 +703,6 @@ fn release_drained<T>(queue: &mut VecDeque<T>) {
     }
 }
 
-/// Hold a host for its gap from `from_ms`: a request to it may have ended just before.
-///
-/// A stored time further ahead of `from_ms` than any gap (or back-off) can reach was counted
-/// on a wall clock that has since been set back (between two runs, or in a run before the
-/// last restart): waited out, it would hold the host for as long as the clock went back.
-/// Such a gap is taken as having just begun, and such a back-off as its longest.
-pub(crate) fn hold_for_restart(
-    cfg: &FrontierConfig,
-    rec: &mut HostRecord,
-    from_ms: u64,
-    client_delay_ms: u64,
-) {
-    let longest_gap = cfg
-        .max_delay_ms
-        .max(cfg.max_crawl_delay_ms)
-        .max(rec.crawl_delay_ms.into())
-        .max(client_delay_ms);
-    if rec.next_allowed_ms > from_ms.saturating_add(longest_gap) {
-        rec.next_allowed_ms = from_ms;
-    }
-    // the exponential step with its jitter (at most a quarter more), or Retry-After capped
-    let longest_backoff = cfg.retry_after_cap_ms.max(
-        cfg.backoff_max_ms
-            .saturating_add(cfg.backoff_max_ms / 4 + 1),
-    );
-    rec.backoff_until_ms = rec
-        .backoff_until_ms
-        .min(from_ms.saturating_add(longest_backoff));
-    let until = from_ms.saturating_add(politeness::gap_ms(cfg, rec).max(client_delay_ms));
-    rec.next_allowed_ms = rec.next_allowed_ms.max(until);
-}
-
 #[cfg(test)]
 mod tests {
     //! The scheduler alone: no store, no lock; time is what the test says it is.
@@ -743,6 +711,7 @@ mod tests {
 
     use super::*;
     use crate::sched::aside::Source;
+    use crate::sched::records::HostRecord;
 
     fn scheduler(edit: impl FnOnce(&mut FrontierConfig)) -> Scheduler {
         let mut cfg = FrontierConfig::new("unused");
