@@ -777,3 +777,53 @@ fn revisit_records_for_not_modified_and_identical_digest() {
     assert_eq!(nm.get("Content-Type"), "application/http;msgtype=response");
     warcio_check(&[path]);
 }
+
+/// A body of HTML-like runs, copies of its own earlier bytes (near and further back than
+/// deflate's 32 KiB window) and noise, from `steps`: long matches in every shape for the
+/// level-1 match finder, which passes over the inside of a match (vendor/libdeflate-sys).
+fn repetitive_body(steps: &[(u8, u32, u16)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for &(kind, a, b) in steps {
+        match kind % 3 {
+            0 => body.extend_from_slice(
+                format!(
+                    "<p>Paragraph {a}: the quick brown fox. <a href=\"/p/{b}\">link {b}</a></p>\n"
+                )
+                .as_bytes(),
+            ),
+            1 if !body.is_empty() => {
+                let from = a as usize % body.len();
+                let len = (b as usize % 3000).min(body.len() - from);
+                body.extend_from_within(from..from + len);
+            }
+            _ => {
+                body.extend((0..b % 64).map(|i| (a.wrapping_mul(2_654_435_761) >> (i % 24)) as u8))
+            }
+        }
+    }
+    body
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Every record deflated at the default level reads back whole, byte for byte, with
+    /// its gzip trailer's CRC-32 and length right.
+    #[test]
+    fn level_one_members_read_back_exactly(
+        steps in proptest::collection::vec((0u8..3, proptest::prelude::any::<u32>(), proptest::prelude::any::<u16>()), 1..400)
+    ) {
+        let body = repetitive_body(&steps);
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(WarcConfig::new(dir.path())).unwrap();
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
+        let done = w.write_exchange(&exchange("https://example.org/", head, &body)).unwrap();
+        let path = w.finish().unwrap().unwrap();
+        let mut f = File::open(&path).unwrap();
+        f.seek(io::SeekFrom::Start(done.response_offset)).unwrap();
+        let mut member = Vec::new();
+        flate2::read::GzDecoder::new(f).read_to_end(&mut member).unwrap();
+        let r = parse_record(&member);
+        proptest::prop_assert_eq!(r.block.len(), head.len() + body.len());
+        proptest::prop_assert!(r.block.ends_with(&body));
+    }
+}
