@@ -3,6 +3,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn main() {
+    // frontierd patch: the C sources carry frontierd's changes (PATCH.md); an edit to
+    // them rebuilds the library
+    println!("cargo:rerun-if-changed=libdeflate");
+    println!("cargo:rerun-if-changed=build.rs");
     let dst = PathBuf::from(env::var_os("OUT_DIR").unwrap());
 
     #[cfg(feature = "dynamic")]

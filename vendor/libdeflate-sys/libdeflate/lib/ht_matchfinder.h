@@ -48,6 +48,11 @@
 #include "matchfinder_common.h"
 
 #define HT_MATCHFINDER_HASH_ORDER	15
+/*
+ * frontierd patch: the smallest hash order a short input is given (the table's
+ * used part stays a multiple of MATCHFINDER_SIZE_ALIGNMENT)
+ */
+#define HT_MATCHFINDER_MIN_ORDER	10
 #define HT_MATCHFINDER_BUCKET_SIZE	2
 /* frontierd patch: see ht_matchfinder_skip_bytes() */
 #define HT_MATCHFINDER_SKIP_TAIL	4
@@ -61,18 +66,25 @@ struct MATCHFINDER_ALIGNED ht_matchfinder {
 			 [HT_MATCHFINDER_BUCKET_SIZE];
 };
 
-static forceinline void
-ht_matchfinder_init(struct ht_matchfinder *mf)
+/* frontierd patch: the bytes of the table that hash order @order uses */
+static forceinline size_t
+ht_matchfinder_used_size(unsigned order)
 {
-	STATIC_ASSERT(sizeof(*mf) % MATCHFINDER_SIZE_ALIGNMENT == 0);
-
-	matchfinder_init((mf_pos_t *)mf, sizeof(*mf));
+	return ((size_t)HT_MATCHFINDER_BUCKET_SIZE << order) * sizeof(mf_pos_t);
 }
 
 static forceinline void
-ht_matchfinder_slide_window(struct ht_matchfinder *mf)
+ht_matchfinder_init(struct ht_matchfinder *mf, unsigned order)
 {
-	matchfinder_rebase((mf_pos_t *)mf, sizeof(*mf));
+	STATIC_ASSERT(sizeof(*mf) % MATCHFINDER_SIZE_ALIGNMENT == 0);
+
+	matchfinder_init((mf_pos_t *)mf, ht_matchfinder_used_size(order));
+}
+
+static forceinline void
+ht_matchfinder_slide_window(struct ht_matchfinder *mf, unsigned order)
+{
+	matchfinder_rebase((mf_pos_t *)mf, ht_matchfinder_used_size(order));
 }
 
 /* Note: max_len must be >= HT_MATCHFINDER_REQUIRED_NBYTES */
@@ -83,7 +95,8 @@ ht_matchfinder_longest_match(struct ht_matchfinder * const mf,
 			     const u32 max_len,
 			     const u32 nice_len,
 			     u32 * const next_hash,
-			     u32 * const offset_ret)
+			     u32 * const offset_ret,
+			     const unsigned order)
 {
 	u32 best_len = 0;
 	const u8 *best_matchptr = in_next;
@@ -106,7 +119,7 @@ ht_matchfinder_longest_match(struct ht_matchfinder * const mf,
 	STATIC_ASSERT(HT_MATCHFINDER_MIN_MATCH_LEN == 4);
 
 	if (cur_pos == MATCHFINDER_WINDOW_SIZE) {
-		ht_matchfinder_slide_window(mf);
+		ht_matchfinder_slide_window(mf, order);
 		*in_base_p += MATCHFINDER_WINDOW_SIZE;
 		cur_pos = 0;
 	}
@@ -116,7 +129,7 @@ ht_matchfinder_longest_match(struct ht_matchfinder * const mf,
 	hash = *next_hash;
 	STATIC_ASSERT(HT_MATCHFINDER_REQUIRED_NBYTES == 5);
 	*next_hash = lz_hash(get_unaligned_le32(in_next + 1),
-			     HT_MATCHFINDER_HASH_ORDER);
+			     order);
 	seq = load_u32_unaligned(in_next);
 	prefetchw(&mf->hash_tab[*next_hash]);
 #if HT_MATCHFINDER_BUCKET_SIZE == 1
@@ -202,7 +215,8 @@ ht_matchfinder_skip_bytes(struct ht_matchfinder * const mf,
 			  const u8 *in_next,
 			  const u8 * const in_end,
 			  const u32 count,
-			  u32 * const next_hash)
+			  u32 * const next_hash,
+			  const unsigned order)
 {
 	s32 cur_pos = in_next - *in_base_p;
 	u32 hash;
@@ -213,7 +227,7 @@ ht_matchfinder_skip_bytes(struct ht_matchfinder * const mf,
 		return;
 
 	if (cur_pos + count - 1 >= MATCHFINDER_WINDOW_SIZE) {
-		ht_matchfinder_slide_window(mf);
+		ht_matchfinder_slide_window(mf, order);
 		*in_base_p += MATCHFINDER_WINDOW_SIZE;
 		cur_pos -= MATCHFINDER_WINDOW_SIZE;
 	}
@@ -242,7 +256,7 @@ ht_matchfinder_skip_bytes(struct ht_matchfinder * const mf,
 		}
 
 		hash = lz_hash(get_unaligned_le32(++in_next),
-			       HT_MATCHFINDER_HASH_ORDER);
+			       order);
 		cur_pos++;
 	} while (--remaining);
 
