@@ -47,8 +47,9 @@ pub struct WarcConfig {
     /// `robots` field of the warcinfo record (e.g. `obey`).
     pub robots: Option<String>,
     /// Deflate level of every record's gzip member, libdeflate's scale: 0 (stored) to 12.
-    /// Default 1: on real HTML its output is about 5 % larger than zlib's level 6 at 2.5x
-    /// the speed; 6 is as small as zlib's 6 at 1.4x its speed (docs/benchmarks.md).
+    /// Default 1: on real HTML its output is about 10 % larger than zlib's level 6 at 6x
+    /// the speed (level 1 as patched in vendor/libdeflate-sys); 6 is as small as zlib's 6
+    /// at 1.4x its speed (docs/benchmarks.md).
     pub gzip_level: u32,
     /// Deflate a response record at `gzip_level` even when its payload is already
     /// compressed ([`payload_is_compressed`]: a `Content-Encoding`, an image, video, archive
